@@ -1,0 +1,77 @@
+//! Configuration: every setting is a flag with an environment variable of the same name.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Args;
+
+/// How the server runs. Bad values stop the start with clap's message.
+#[derive(Clone, Debug, Args)]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "BIND", default_value = "0.0.0.0:8080")]
+    pub bind: SocketAddr,
+
+    /// Redis to share queues with other instances (`redis://host:6379`); unset: the embedded,
+    /// single-instance, non-durable store.
+    #[arg(long, env = "REDIS_URL")]
+    pub redis_url: Option<String>,
+
+    /// Tickets admitted per show per second, unless a show has its own rate.
+    #[arg(long, env = "ADMIT_PER_SECOND", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub admit_per_second: u32,
+
+    /// How long an admission lasts (`5m`, `90s`, `500ms`).
+    #[arg(long, env = "ADMISSION_TTL", default_value = "5m", value_parser = parse_ttl)]
+    pub admission_ttl: Duration,
+
+    /// Bearer token for the operator calls; generated and printed once when unset.
+    #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+
+    /// Most joins a second one client address may make (429 beyond it); 0 turns it off.
+    #[arg(long, env = "JOIN_RATE_LIMIT", default_value_t = 5)]
+    pub join_rate_limit: u32,
+
+    /// Open a show `demo` with simulated fans already queued and a slow rate.
+    #[arg(long, env = "DEMO")]
+    pub demo: bool,
+}
+
+fn parse_ttl(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 5m, 90s or 500ms)"))?;
+    if d < Duration::from_millis(100) || d > Duration::from_secs(24 * 3600) {
+        return Err("must be between 100ms and 24h".into());
+    }
+    Ok(d)
+}
+
+impl Config {
+    /// Defaults for tests and embedding: port 0 on loopback, embedded store.
+    pub fn for_tests() -> Self {
+        Config {
+            bind: "127.0.0.1:0".parse().expect("literal address"),
+            redis_url: None,
+            admit_per_second: 20,
+            admission_ttl: Duration::from_secs(300),
+            admin_token: Some("test-token".into()),
+            join_rate_limit: 0,
+            demo: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_accepts_human_durations_and_refuses_nonsense() {
+        assert_eq!(parse_ttl("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_ttl("500ms").unwrap(), Duration::from_millis(500));
+        assert!(parse_ttl("five minutes").is_err());
+        assert!(parse_ttl("0s").is_err());
+        assert!(parse_ttl("3d").is_err());
+    }
+}

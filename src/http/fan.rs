@@ -1,0 +1,74 @@
+//! What a fan calls: join the queue, ask where a ticket stands, leave.
+
+use std::net::SocketAddr;
+
+use axum::Json;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::{AppState, show_id, ticket_id};
+use crate::error::AppError;
+use crate::model::TicketStatus;
+
+/// `POST …/{showId}/join`: 202 with a fresh ticket. Joining a show that is not open yet is
+/// allowed: the fan waits until it opens.
+#[tracing::instrument(skip_all, fields(show = %show))]
+pub async fn join(
+    State(state): State<AppState>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    Path(show): Path<String>,
+) -> Result<impl IntoResponse, AppError> {
+    let show = show_id(&show)?;
+    state.check_join_rate(client.ip())?;
+    let joined = state.store.join(&show).await?;
+    state.metrics.joined(&show);
+    let view = joined.status.state.view(joined.ticket, joined.status.rate);
+    Ok((StatusCode::ACCEPTED, Json(view)))
+}
+
+/// `GET …/tickets/{ticketId}`: 200 while waiting or admitted, 404 UNKNOWN otherwise.
+pub async fn status(
+    State(state): State<AppState>,
+    Path((show, ticket)): Path<(String, String)>,
+) -> Result<Response, AppError> {
+    let show = show_id(&show)?;
+    let Some(id) = ticket_id(&ticket) else {
+        return Ok(unknown(&ticket));
+    };
+    let status = state.store.status(&show, id).await?;
+    let view = status.state.view(id, status.rate);
+    let code = if view.status == TicketStatus::Unknown {
+        StatusCode::NOT_FOUND
+    } else {
+        StatusCode::OK
+    };
+    Ok((code, Json(view)).into_response())
+}
+
+/// `DELETE …/tickets/{ticketId}`: 204 once the fan is out of the queue (or has given its
+/// admission back); 404 UNKNOWN for a ticket that is not live.
+pub async fn leave(
+    State(state): State<AppState>,
+    Path((show, ticket)): Path<(String, String)>,
+) -> Result<Response, AppError> {
+    let show = show_id(&show)?;
+    let Some(id) = ticket_id(&ticket) else {
+        return Ok(unknown(&ticket));
+    };
+    if state.store.leave(&show, id).await? {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Ok(unknown(&ticket))
+    }
+}
+
+/// The seed's 404 for a ticket nobody holds, echoing the id as it was sent.
+pub(crate) fn unknown(ticket: &str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({"ticketId": ticket, "status": "UNKNOWN"})),
+    )
+        .into_response()
+}

@@ -1,0 +1,77 @@
+//! Operator calls, all behind the bearer token: open and close an on-sale, read a show's
+//! figures, change its admission rate.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+
+use super::{AppJson, AppState, Operator, show_id};
+use crate::error::AppError;
+use crate::model::ShowStats;
+
+/// `POST …/{showId}/open`: 204; the admitter serves the show and the gate closes.
+#[tracing::instrument(skip_all, fields(show = %show))]
+pub async fn open(
+    _: Operator,
+    State(state): State<AppState>,
+    Path(show): Path<String>,
+) -> Result<StatusCode, AppError> {
+    let show = show_id(&show)?;
+    state.store.open(&show).await?;
+    tracing::info!(%show, "on-sale opened");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST …/{showId}/close`: 204; no more admissions and no gate.
+#[tracing::instrument(skip_all, fields(show = %show))]
+pub async fn close(
+    _: Operator,
+    State(state): State<AppState>,
+    Path(show): Path<String>,
+) -> Result<StatusCode, AppError> {
+    let show = show_id(&show)?;
+    state.store.close(&show).await?;
+    tracing::info!(%show, "on-sale closed");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET …/{showId}/stats`: open or not, queue length, valid admissions, rate.
+pub async fn stats(
+    _: Operator,
+    State(state): State<AppState>,
+    Path(show): Path<String>,
+) -> Result<Json<ShowStats>, AppError> {
+    let show = show_id(&show)?;
+    Ok(Json(state.store.stats(&show).await?))
+}
+
+/// The body of `PUT …/{showId}/config`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ShowConfig {
+    pub admit_per_second: u32,
+}
+
+/// The most a show may admit a second; beyond it the rate is surely a typo.
+pub const MAX_RATE: u32 = 1_000_000;
+
+/// `PUT …/{showId}/config` with `{"admitPerSecond": N}`: takes effect at the next tick and
+/// every waiting fan's ETA is pushed anew. Answers the show's figures.
+#[tracing::instrument(skip_all, fields(show = %show))]
+pub async fn set_config(
+    _: Operator,
+    State(state): State<AppState>,
+    Path(show): Path<String>,
+    AppJson(config): AppJson<ShowConfig>,
+) -> Result<Json<ShowStats>, AppError> {
+    let show = show_id(&show)?;
+    if !(1..=MAX_RATE).contains(&config.admit_per_second) {
+        return Err(AppError::BadRequest(format!(
+            "admitPerSecond: must be between 1 and {MAX_RATE}"
+        )));
+    }
+    state.store.set_rate(&show, config.admit_per_second).await?;
+    tracing::info!(%show, rate = config.admit_per_second, "admission rate changed");
+    Ok(Json(state.store.stats(&show).await?))
+}

@@ -1,0 +1,63 @@
+//! Orders, behind the gate: while a show's on-sale is open, only an admitted ticket may order.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::{AppJson, AppState};
+use crate::error::AppError;
+use crate::model::{NewOrder, Order, OrderRequest};
+
+/// The header naming the fan's admitted ticket.
+pub const ADMISSION_HEADER: &str = "X-Admission-Ticket";
+
+/// `POST /orders`: 201 + Location when created, 200 with the existing order for a repeated
+/// `holdId`, 403 when the gate refuses, 400 on invalid input.
+#[tracing::instrument(skip_all)]
+pub async fn place(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    AppJson(req): AppJson<OrderRequest>,
+) -> Result<Response, AppError> {
+    let order = req.validate().map_err(AppError::BadRequest)?;
+    gate(&state, &headers, &order).await?;
+    let (order, created) = state.store.place_order(&order).await?;
+    if !created {
+        return Ok((StatusCode::OK, Json(order)).into_response());
+    }
+    let location = format!("/orders/{}", order.id);
+    tracing::info!(order = %order.id, show = %order.show_id, "order placed");
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(order)).into_response())
+}
+
+/// The seed's `mayEnter`: no gate unless the show's on-sale is open; then an admitted,
+/// unexpired ticket of that very show.
+async fn gate(state: &AppState, headers: &HeaderMap, order: &NewOrder) -> Result<(), AppError> {
+    let show = &order.show_id;
+    if !state.store.is_open(show).await? {
+        return Ok(());
+    }
+    let ticket = headers
+        .get(ADMISSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| uuid::Uuid::parse_str(v.trim()).ok());
+    let admitted = match ticket {
+        Some(t) => state.store.is_admitted(show, t).await?,
+        None => false,
+    };
+    if admitted {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden(format!(
+            "on-sale in progress: join /orders/waiting-room/{show}/join first"
+        )))
+    }
+}
+
+/// `GET /orders/{id}`: the order, or 404.
+pub async fn get(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Order>, AppError> {
+    let not_found = || AppError::NotFound(format!("no order {id}"));
+    let uuid = uuid::Uuid::parse_str(&id).map_err(|_| not_found())?;
+    state.store.get_order(uuid).await?.map(Json).ok_or_else(not_found)
+}

@@ -1,0 +1,65 @@
+//! `GET …/tickets/{ticketId}/events`: a ticket's state as Server-Sent Events.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+
+use super::fan::unknown;
+use super::{AppState, show_id, ticket_id};
+use crate::error::AppError;
+use crate::hub::Update;
+use crate::metrics::Transport;
+
+/// Keep-alive comments go out this often, well inside proxies' idle timeouts (spec: ≤ 15 s).
+pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// How long an EventSource waits before reconnecting after the stream drops.
+const RETRY: Duration = Duration::from_secs(2);
+
+/// Streams the ticket: its current state at once, then one event per change. Each event's
+/// `id` is the show version it holds at; a reconnecting EventSource sends it back as
+/// `Last-Event-ID` and is answered with the state now, so it never loses its place.
+#[tracing::instrument(skip_all, fields(show = %show, ticket = %ticket))]
+pub async fn events(
+    State(state): State<AppState>,
+    Path((show, ticket)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let show = show_id(&show)?;
+    let Some(id) = ticket_id(&ticket) else {
+        return Ok(unknown(&ticket));
+    };
+    let resumed_from = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(from) = resumed_from {
+        tracing::debug!(from, "EventSource resuming");
+    }
+    let updates = state.hub.follow(&show, id, state.shutdown.clone()).await?;
+    let connected = state.metrics.connected(Transport::Sse);
+    let metrics = state.metrics.clone();
+    let stream = updates.enumerate().map(move |(i, update)| {
+        let _still_connected = &connected;
+        metrics.pushed(Transport::Sse);
+        let event = to_event(&update);
+        Ok::<_, Infallible>(if i == 0 { event.retry(RETRY) } else { event })
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response())
+}
+
+/// One update as an SSE event: name, id and the poll endpoint's JSON.
+pub fn to_event(update: &Update) -> Event {
+    Event::default()
+        .event(update.event.as_str())
+        .id(update.version.to_string())
+        .json_data(&update.view)
+        .expect("a ticket view always serialises")
+}

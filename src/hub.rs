@@ -1,0 +1,487 @@
+//! The per-instance fan-out hub: one subscription to the store's events in, the new state of
+//! every local connection out, without a store command per fan.
+//!
+//! For each show with fans connected here the hub mirrors the small state the store publishes
+//! (`head`, the early leavers above it, the rate, a version). A waiting fan's position is
+//! `seq - head - |left ∩ (head, seq)|`, its rank + 1 in the store at the same version; walking
+//! the fans in sequence order alongside the leavers recomputes all of them in
+//! O(fans + leavers) per event.
+//!
+//! Each connection holds a `watch` receiver: the hub overwrites the latest state and never
+//! waits for a reader, so a stalled client costs one value and delays nobody.
+//!
+//! A version gap, a lagging subscription or a reconnect marks a show as loading: the hub
+//! re-reads a snapshot (one store call per show), replays what arrived meanwhile and
+//! recomputes its fans. Open streams never notice beyond an update.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::metrics::Metrics;
+use crate::model::{ShowId, TicketState, TicketView};
+use crate::store::{EventKind, QueueStore, Result, ShowEvent, ShowSnapshot, Status, wall_ms};
+
+/// The event names of the push contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventName {
+    Waiting,
+    Admitted,
+    Expired,
+    Unknown,
+}
+
+impl EventName {
+    /// The name on the wire (`event:` in SSE, `"event"` in WebSocket frames).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventName::Waiting => "waiting",
+            EventName::Admitted => "admitted",
+            EventName::Expired => "expired",
+            EventName::Unknown => "unknown",
+        }
+    }
+}
+
+/// One state pushed to one fan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Update {
+    pub event: EventName,
+    /// The same JSON the poll endpoint answers.
+    pub view: TicketView,
+    /// The show version this state holds at; SSE sends it as the event `id`.
+    pub version: u64,
+}
+
+impl Update {
+    fn new(ticket: Uuid, state: TicketState, rate: u32, version: u64) -> Update {
+        let event = match state {
+            TicketState::Waiting { .. } => EventName::Waiting,
+            TicketState::Admitted { .. } => EventName::Admitted,
+            TicketState::Unknown => EventName::Unknown,
+        };
+        Update {
+            event,
+            view: state.view(ticket, rate),
+            version,
+        }
+    }
+
+    fn expires_in(&self) -> Option<Duration> {
+        self.view.expires_in_seconds.map(Duration::from_secs)
+    }
+}
+
+/// The hub. Cheap to clone; every clone is the same hub.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn QueueStore>,
+    metrics: Arc<Metrics>,
+    shows: Mutex<HashMap<ShowId, ShowFans>>,
+    next_id: AtomicU64,
+}
+
+/// Fans of one show on this instance, and the show state their positions derive from.
+struct ShowFans {
+    /// `None` while a snapshot is being read.
+    state: Option<Mirror>,
+    /// Events that arrived while loading, replayed on top of the snapshot.
+    buffered: Vec<ShowEvent>,
+    /// Keyed by (sequence, connection id): iteration goes in queue order.
+    fans: BTreeMap<(u64, u64), Fan>,
+}
+
+struct Fan {
+    ticket: Uuid,
+    /// The version of the state this fan was last told; older events are not for it.
+    from_version: u64,
+    tx: watch::Sender<Update>,
+}
+
+/// The hub's copy of a show's positional state.
+#[derive(Debug)]
+struct Mirror {
+    version: u64,
+    head: u64,
+    left: BTreeSet<u64>,
+    rate: u32,
+    ttl_ms: u64,
+}
+
+impl From<ShowSnapshot> for Mirror {
+    fn from(s: ShowSnapshot) -> Self {
+        Mirror {
+            version: s.version,
+            head: s.head,
+            left: s.left.into_iter().collect(),
+            rate: s.rate,
+            ttl_ms: s.ttl_ms,
+        }
+    }
+}
+
+/// What applying an event to a mirror found.
+enum Applied {
+    Stale,
+    Gap,
+    Moved,
+}
+
+impl Mirror {
+    fn apply(&mut self, e: &ShowEvent) -> Applied {
+        if e.version <= self.version {
+            return Applied::Stale;
+        }
+        if e.version != self.version + 1 {
+            return Applied::Gap;
+        }
+        self.version = e.version;
+        self.head = e.head;
+        self.rate = e.rate;
+        self.ttl_ms = e.ttl_ms;
+        match e.kind {
+            EventKind::Leave => {
+                if let Some(seq) = e.left {
+                    self.left.insert(seq);
+                }
+            }
+            EventKind::Tick => self.left = self.left.split_off(&(self.head + 1)),
+            EventKind::Rate => {}
+        }
+        Applied::Moved
+    }
+}
+
+impl ShowFans {
+    fn loading() -> Self {
+        ShowFans {
+            state: None,
+            buffered: Vec::new(),
+            fans: BTreeMap::new(),
+        }
+    }
+
+    /// Pushes every fan behind the mirror its state at the mirror's version; fans that were
+    /// admitted or left get their last update and are let go.
+    fn recompute(&mut self) {
+        let Some(m) = &self.state else { return };
+        let mut leavers = m.left.range(m.head + 1..).copied().peekable();
+        let mut gone = 0u64;
+        let mut finished = Vec::new();
+        for (&(seq, id), fan) in &mut self.fans {
+            if fan.from_version >= m.version {
+                continue;
+            }
+            let state = if seq <= m.head {
+                TicketState::Admitted {
+                    expires_in_ms: m.ttl_ms,
+                }
+            } else {
+                while leavers.next_if(|&l| l < seq).is_some() {
+                    gone += 1;
+                }
+                if leavers.peek() == Some(&seq) {
+                    TicketState::Unknown
+                } else {
+                    TicketState::Waiting {
+                        position: seq - m.head - gone,
+                    }
+                }
+            };
+            fan.from_version = m.version;
+            let update = Update::new(fan.ticket, state, m.rate, m.version);
+            if !matches!(state, TicketState::Waiting { .. }) {
+                finished.push((seq, id));
+            }
+            fan.tx.send_if_modified(|current| {
+                if current.view == update.view {
+                    return false;
+                }
+                *current = update;
+                true
+            });
+        }
+        for key in finished {
+            self.fans.remove(&key);
+        }
+    }
+}
+
+impl Hub {
+    /// A hub over `store`; call [`Hub::run`] to feed it.
+    pub fn new(store: Arc<dyn QueueStore>, metrics: Arc<Metrics>) -> Self {
+        Hub {
+            inner: Arc::new(Inner {
+                store,
+                metrics,
+                shows: Mutex::new(HashMap::new()),
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    fn shows(&self) -> MutexGuard<'_, HashMap<ShowId, ShowFans>> {
+        // Every critical section leaves the maps consistent, so a poisoned lock is usable.
+        self.inner.shows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Feeds the hub from the store's events until `shutdown`, resubscribing with backoff
+    /// whenever the subscription drops, and resynchronising every followed show each time.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let subscribed = tokio::select! {
+                s = self.inner.store.subscribe() => s,
+                _ = shutdown.cancelled() => return,
+            };
+            match subscribed {
+                Ok(mut events) => {
+                    backoff = Duration::from_millis(100);
+                    // Anything may have happened while we were not listening.
+                    self.resync_all();
+                    loop {
+                        tokio::select! {
+                            event = events.next() => match event {
+                                Some(event) => self.on_event(event),
+                                None => break,
+                            },
+                            _ = shutdown.cancelled() => return,
+                        }
+                    }
+                    tracing::warn!("event subscription dropped; resubscribing");
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot subscribe to events; retrying"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = shutdown.cancelled() => return,
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    fn on_event(&self, event: ShowEvent) {
+        let lag_ms = wall_ms().saturating_sub(event.at_ms);
+        let mut shows = self.shows();
+        // Shows nobody follows here are none of this instance's business.
+        let Some(show) = shows.get_mut(&event.show) else {
+            return;
+        };
+        let Some(mirror) = &mut show.state else {
+            show.buffered.push(event);
+            return;
+        };
+        match mirror.apply(&event) {
+            Applied::Stale => {}
+            Applied::Moved => {
+                show.recompute();
+                self.inner.metrics.hub_lag(lag_ms);
+            }
+            Applied::Gap => {
+                tracing::debug!(show = %event.show, "version gap; resynchronising");
+                show.state = None;
+                show.buffered.push(event.clone());
+                drop(shows);
+                self.spawn_load(event.show);
+            }
+        }
+    }
+
+    fn resync_all(&self) {
+        let names: Vec<ShowId> = {
+            let mut shows = self.shows();
+            shows.retain(|_, s| !s.fans.is_empty());
+            for show in shows.values_mut() {
+                show.state = None;
+            }
+            shows.keys().cloned().collect()
+        };
+        for name in names {
+            self.spawn_load(name);
+        }
+    }
+
+    fn spawn_load(&self, show: ShowId) {
+        let hub = self.clone();
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(50);
+            loop {
+                match hub.inner.store.snapshot(&show).await {
+                    Ok(snapshot) => return hub.install(&show, snapshot),
+                    Err(e) => tracing::warn!(%show, error = %e, "snapshot failed; retrying"),
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+                if !hub.shows().contains_key(&show) {
+                    return;
+                }
+            }
+        });
+    }
+
+    fn install(&self, name: &ShowId, snapshot: ShowSnapshot) {
+        let mut shows = self.shows();
+        let Some(show) = shows.get_mut(name) else {
+            return;
+        };
+        let mut mirror = Mirror::from(snapshot);
+        let mut gap = false;
+        for event in std::mem::take(&mut show.buffered) {
+            if let Applied::Gap = mirror.apply(&event) {
+                // Events were lost between the snapshot and now: read again.
+                gap = true;
+                show.buffered.push(event);
+            }
+        }
+        if gap {
+            drop(shows);
+            return self.spawn_load(name.clone());
+        }
+        show.state = Some(mirror);
+        show.recompute();
+        if show.fans.is_empty() {
+            shows.remove(name);
+        }
+    }
+
+    /// Starts following a ticket: one store call now, none per fan afterwards.
+    ///
+    /// The stream yields the current state at once, then each change; it ends after
+    /// `unknown`, or after `expired` once an admission runs out, or on `shutdown`.
+    pub async fn follow(
+        &self,
+        show: &ShowId,
+        ticket: Uuid,
+        shutdown: CancellationToken,
+    ) -> Result<impl Stream<Item = Update> + Send + 'static> {
+        let status = self.inner.store.status(show, ticket).await?;
+        let first = Update::new(ticket, status.state, status.rate, status.version);
+        let (rx, guard) = match status {
+            Status {
+                state: TicketState::Waiting { .. },
+                seq: Some(seq),
+                ..
+            } => {
+                let (rx, guard) = self.register(show, ticket, seq, first.clone());
+                (Some(rx), Some(guard))
+            }
+            _ => (None, None),
+        };
+        let follow = Follow {
+            current: first,
+            rx,
+            _guard: guard,
+            first: true,
+        };
+        Ok(futures::stream::unfold(follow, next_update).take_until(shutdown.cancelled_owned()))
+    }
+
+    fn register(
+        &self,
+        name: &ShowId,
+        ticket: Uuid,
+        seq: u64,
+        first: Update,
+    ) -> (watch::Receiver<Update>, FanGuard) {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = watch::channel(first.clone());
+        let mut shows = self.shows();
+        let mut load = false;
+        let show = shows.entry(name.clone()).or_insert_with(|| {
+            load = true;
+            ShowFans::loading()
+        });
+        show.fans.insert(
+            (seq, id),
+            Fan {
+                ticket,
+                from_version: first.version,
+                tx,
+            },
+        );
+        // The mirror may already be past the version the status was read at.
+        show.recompute();
+        drop(shows);
+        if load {
+            self.spawn_load(name.clone());
+        }
+        let guard = FanGuard {
+            hub: self.clone(),
+            show: name.clone(),
+            key: (seq, id),
+        };
+        (rx, guard)
+    }
+
+    /// How many connections follow a show on this instance.
+    pub fn fans_of(&self, show: &ShowId) -> usize {
+        self.shows().get(show).map_or(0, |s| s.fans.len())
+    }
+}
+
+/// Unregisters a fan when its stream is dropped.
+struct FanGuard {
+    hub: Hub,
+    show: ShowId,
+    key: (u64, u64),
+}
+
+impl Drop for FanGuard {
+    fn drop(&mut self) {
+        let mut shows = self.hub.shows();
+        if let Some(show) = shows.get_mut(&self.show) {
+            show.fans.remove(&self.key);
+            if show.fans.is_empty() && show.state.is_some() {
+                shows.remove(&self.show);
+            }
+        }
+    }
+}
+
+struct Follow {
+    current: Update,
+    rx: Option<watch::Receiver<Update>>,
+    _guard: Option<FanGuard>,
+    first: bool,
+}
+
+async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
+    if f.first {
+        f.first = false;
+        return Some((f.current.clone(), f));
+    }
+    match f.current.event {
+        EventName::Unknown | EventName::Expired => None,
+        EventName::Admitted => {
+            // The admission runs out on its own; nothing is published for it.
+            tokio::time::sleep(f.current.expires_in().unwrap_or_default()).await;
+            f.current = Update {
+                event: EventName::Expired,
+                view: TicketState::Unknown.view(f.current.view.ticket_id, 1),
+                version: f.current.version,
+            };
+            Some((f.current.clone(), f))
+        }
+        EventName::Waiting => {
+            let rx = f.rx.as_mut()?;
+            rx.changed().await.ok()?;
+            f.current = rx.borrow_and_update().clone();
+            if f.current.event != EventName::Waiting {
+                // The hub lets go of finished fans; so do we.
+                f.rx = None;
+                f._guard = None;
+            }
+            Some((f.current.clone(), f))
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! A virtual waiting room for ticket on-sales.
+//!
+//! Fans join a per-show first-come-first-served queue; an admitter lets them through at the
+//! rate the system behind can take; every fan is pushed an honest position and ETA over SSE
+//! or a WebSocket; `POST /orders` is gated on an admitted ticket.
+//!
+//! The map of the crate:
+//!
+//! - [`config`]: every setting, as a flag with an environment variable.
+//! - [`model`]: show ids, the ticket JSON, orders, with validation at the edge.
+//! - [`store`]: the queue store trait and its two backends, Redis (shared, Lua scripts) and
+//!   embedded (one process); the one place that decides order, admission and the gate's data.
+//! - [`admitter`]: the once-a-second admission loop behind a fenced lease, one per cluster.
+//! - [`hub`]: per-instance fan-out from the store's events to every local connection, with no
+//!   store call per fan.
+//! - [`http`]: the HTTP faces (fan, operator, orders, SSE, WebSocket, health, metrics).
+//! - [`metrics`]: the Prometheus registry.
+//! - [`server`]: wiring, start and graceful stop ([`server::Application`]).
+//! - [`demo`]: a show full of simulated fans for `--demo`.
+//! - [`error`]: the one error type and its HTTP answers.
+
+pub mod admitter;
+pub mod config;
+pub mod demo;
+pub mod error;
+pub mod http;
+pub mod hub;
+pub mod metrics;
+pub mod model;
+pub mod server;
+pub mod store;

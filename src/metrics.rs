@@ -1,0 +1,142 @@
+//! Prometheus metrics, served as text at `GET /metrics`.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::model::{ShowId, ShowStats};
+
+type Labels = Vec<(&'static str, String)>;
+
+/// Every metric this instance exports.
+pub struct Metrics {
+    registry: Registry,
+    connected: Family<Labels, Gauge>,
+    pushed: Family<Labels, Counter>,
+    hub_lag: Histogram,
+    admitted: Family<Labels, Counter>,
+    joins: Family<Labels, Counter>,
+    queue_length: Family<Labels, Gauge>,
+    admitted_valid: Family<Labels, Gauge>,
+    leader: Gauge,
+}
+
+/// The transports a fan can follow a ticket over.
+#[derive(Clone, Copy, Debug)]
+pub enum Transport {
+    Sse,
+    WebSocket,
+}
+
+impl Transport {
+    fn label(self) -> Labels {
+        let name = match self {
+            Transport::Sse => "sse",
+            Transport::WebSocket => "ws",
+        };
+        vec![("transport", name.to_owned())]
+    }
+}
+
+fn show_label(show: &ShowId) -> Labels {
+    vec![("show", show.to_string())]
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("waiting_room");
+        let connected = Family::<Labels, Gauge>::default();
+        registry.register("connected_fans", "Fans following a ticket on this instance", connected.clone());
+        let pushed = Family::<Labels, Counter>::default();
+        registry.register("pushed_messages", "Messages pushed to fans", pushed.clone());
+        // From 1 ms to about 4 s.
+        let hub_lag = Histogram::new([1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 4000.0]);
+        registry.register(
+            "hub_lag_milliseconds",
+            "Time from a change in the store to every local fan's new state",
+            hub_lag.clone(),
+        );
+        let admitted = Family::<Labels, Counter>::default();
+        registry.register("admissions", "Tickets admitted by this instance's admitter", admitted.clone());
+        let joins = Family::<Labels, Counter>::default();
+        registry.register("joins", "Tickets handed out by this instance", joins.clone());
+        let queue_length = Family::<Labels, Gauge>::default();
+        registry.register("queue_length", "Fans waiting, per open show", queue_length.clone());
+        let admitted_valid = Family::<Labels, Gauge>::default();
+        registry.register("admitted_valid", "Admissions not yet expired, per open show", admitted_valid.clone());
+        let leader = Gauge::default();
+        registry.register("admitter_leader", "1 while this instance holds the admitter lease", leader.clone());
+        Metrics {
+            registry,
+            connected,
+            pushed,
+            hub_lag,
+            admitted,
+            joins,
+            queue_length,
+            admitted_valid,
+            leader,
+        }
+    }
+}
+
+impl Metrics {
+    /// A connection opened; the returned guard counts it until dropped.
+    pub fn connected(&self, transport: Transport) -> ConnectedGuard {
+        let gauge = self.connected.get_or_create(&transport.label()).clone();
+        gauge.inc();
+        ConnectedGuard(gauge)
+    }
+
+    /// One message went out to one fan.
+    pub fn pushed(&self, transport: Transport) {
+        self.pushed.get_or_create(&transport.label()).inc();
+    }
+
+    /// A show change reached every local fan `lag_ms` after it happened.
+    pub fn hub_lag(&self, lag_ms: u64) {
+        self.hub_lag.observe(lag_ms as f64);
+    }
+
+    /// This instance's admitter let `count` fans of `show` in.
+    pub fn admitted(&self, show: &ShowId, count: u64) {
+        self.admitted.get_or_create(&show_label(show)).inc_by(count);
+    }
+
+    /// This instance handed out a ticket for `show`.
+    pub fn joined(&self, show: &ShowId) {
+        self.joins.get_or_create(&show_label(show)).inc();
+    }
+
+    /// Whether this instance is the admitter.
+    pub fn set_leader(&self, leader: bool) {
+        self.leader.set(i64::from(leader));
+    }
+
+    /// The text exposition, with per-show gauges taken from `stats` of the open shows.
+    pub fn render(&self, stats: &[ShowStats]) -> String {
+        self.queue_length.clear();
+        self.admitted_valid.clear();
+        for s in stats {
+            let label = vec![("show", s.show_id.clone())];
+            self.queue_length.get_or_create(&label).set(s.queue_length as i64);
+            self.admitted_valid.get_or_create(&label).set(s.admitted_valid as i64);
+        }
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Keeps a connection counted while it lives.
+pub struct ConnectedGuard(Gauge);
+
+impl Drop for ConnectedGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}

@@ -1,0 +1,159 @@
+//! Wiring: the store, the hub, the admitter and the HTTP server, started and stopped together.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::http::{AppState, router};
+use crate::hub::Hub;
+use crate::metrics::Metrics;
+use crate::store::{MemoryStore, QueueStore, RedisStore, StoreSettings};
+use crate::{admitter, demo};
+
+/// A built server, bound and ready to serve.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+    instance: String,
+    demo: bool,
+}
+
+impl Application {
+    /// Connects the store and binds the port; nothing runs until [`Application::run_until_stopped`].
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let settings = StoreSettings {
+            default_rate: config.admit_per_second,
+            admission_ttl: config.admission_ttl,
+        };
+        let store: Arc<dyn QueueStore> = match &config.redis_url {
+            Some(url) => Arc::new(
+                RedisStore::connect(url, settings)
+                    .await
+                    .with_context(|| format!("cannot reach Redis at {url}"))?,
+            ),
+            None => {
+                tracing::info!("no REDIS_URL: embedded store (one instance, forgets everything on restart)");
+                Arc::new(MemoryStore::new(settings))
+            }
+        };
+        let admin_token: Arc<str> = match &config.admin_token {
+            Some(t) if !t.trim().is_empty() => t.trim().into(),
+            _ => {
+                let token = uuid::Uuid::new_v4().simple().to_string();
+                // Printed once, on purpose outside the log filter: the operator needs it.
+                println!("ADMIN_TOKEN not set; operator token for this run: {token}");
+                token.into()
+            }
+        };
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.bind))?;
+        let metrics = Arc::new(Metrics::default());
+        let state = AppState {
+            hub: Hub::new(store.clone(), metrics.clone()),
+            store,
+            metrics,
+            admin_token,
+            join_limiter: AppState::join_limiter(config.join_rate_limit),
+            shutdown: CancellationToken::new(),
+        };
+        let instance = format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple());
+        Ok(Application {
+            listener,
+            state,
+            instance,
+            demo: config.demo,
+        })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    /// The operator token in force.
+    pub fn admin_token(&self) -> &str {
+        &self.state.admin_token
+    }
+
+    /// Serves until `shutdown` is cancelled, then stops the admitter (handing its lease
+    /// over), ends every stream and waits for the tasks.
+    pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let state = self.state;
+        let tasks = TaskTracker::new();
+        let stop = state.shutdown.clone();
+        tasks.spawn(state.hub.clone().run(stop.clone()));
+        tasks.spawn(admitter::run(
+            state.store.clone(),
+            self.instance,
+            state.metrics.clone(),
+            stop.clone(),
+        ));
+        if self.demo {
+            tasks.spawn(demo::run(state.store.clone(), stop.clone()));
+        }
+        tracing::info!(addr = %self.listener.local_addr()?, "waiting room listening");
+        let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+        let graceful = {
+            let stop = stop.clone();
+            async move {
+                shutdown.cancelled().await;
+                tracing::info!("shutting down");
+                // Streams watch this token and end, so the server can drain.
+                stop.cancel();
+            }
+        };
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(graceful)
+            .await
+            .context("server failed")?;
+        stop.cancel();
+        tasks.close();
+        tasks.wait().await;
+        Ok(())
+    }
+}
+
+/// Builds and serves `config` until Ctrl-C or SIGTERM.
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let app = Application::build(config).await?;
+    let shutdown = CancellationToken::new();
+    let trigger = shutdown.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        trigger.cancel();
+    });
+    app.run_until_stopped(shutdown).await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

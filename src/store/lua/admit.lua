@@ -1,0 +1,35 @@
+-- One admission tick for one show: ZPOPMIN the rate's worth and mark each admitted with a
+-- TTL, as one step, so a polling fan sees its ticket queued or admitted, never neither.
+--
+-- Two guards make "N per second" hold whatever the admitters do:
+-- * the fencing token (ARGV[6]) must be at least the newest this show has seen, so a paused
+--   or partitioned old leader is refused once a newer one has served the show;
+-- * at most one tick per show per second of Redis' own clock, so even two leaders racing
+--   across a lease hand-over cannot admit twice in one second.
+-- Returns {-1} fenced, {-2} already served this second, else {count, head, version, now, rate}.
+local token = tonumber(ARGV[6])
+local fence = tonumber(redis.call('GET', FENCE) or '0')
+if token < fence then return {-1} end
+local now = now_ms()
+if token > fence then redis.call('SET', FENCE, token) end
+local second = math.floor(now / 1000)
+local last = tonumber(redis.call('GET', TICK) or '-1')
+if second <= last then return {-2} end
+redis.call('SET', TICK, second)
+
+redis.call('ZREMRANGEBYSCORE', ADMISSIONS, '-inf', now)
+local n_rate = rate()
+local popped = redis.call('ZPOPMIN', Q, n_rate)
+local n = #popped / 2
+if n == 0 then return {0, head(), version(), now, n_rate} end
+for i = 1, #popped, 2 do
+  redis.call('SET', ADMITTED .. popped[i], '1', 'PX', TTL)
+  redis.call('ZADD', ADMISSIONS, now + TTL, popped[i])
+end
+local hd = tonumber(popped[#popped])
+redis.call('SET', HEAD, hd)
+-- Early leavers at or below the new head no longer shift anyone's position.
+redis.call('ZREMRANGEBYSCORE', LEFT, '-inf', hd)
+local ver = redis.call('INCR', VER)
+publish('tick', ver, hd, nil, n, now)
+return {n, hd, ver, now, n_rate}

@@ -1,0 +1,5 @@
+-- Join: the next arrival sequence and the enqueue in one step, so sequences stay dense.
+-- ARGV[6] = ticket. Returns {seq, position, rate, version}.
+local seq = redis.call('INCR', SEQ)
+redis.call('ZADD', Q, seq, ARGV[6])
+return {seq, redis.call('ZRANK', Q, ARGV[6]) + 1, rate(), version()}
