@@ -49,26 +49,52 @@ impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("waiting_room");
         let connected = Family::<Labels, Gauge>::default();
-        registry.register("connected_fans", "Fans following a ticket on this instance", connected.clone());
+        registry.register(
+            "connected_fans",
+            "Fans following a ticket on this instance",
+            connected.clone(),
+        );
         let pushed = Family::<Labels, Counter>::default();
         registry.register("pushed_messages", "Messages pushed to fans", pushed.clone());
         // From 1 ms to about 4 s.
-        let hub_lag = Histogram::new([1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 4000.0]);
+        let hub_lag = Histogram::new([
+            1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 4000.0,
+        ]);
         registry.register(
             "hub_lag_milliseconds",
             "Time from a change in the store to every local fan's new state",
             hub_lag.clone(),
         );
         let admitted = Family::<Labels, Counter>::default();
-        registry.register("admissions", "Tickets admitted by this instance's admitter", admitted.clone());
+        registry.register(
+            "admissions",
+            "Tickets admitted by this instance's admitter",
+            admitted.clone(),
+        );
         let joins = Family::<Labels, Counter>::default();
-        registry.register("joins", "Tickets handed out by this instance", joins.clone());
+        registry.register(
+            "joins",
+            "Tickets handed out by this instance",
+            joins.clone(),
+        );
         let queue_length = Family::<Labels, Gauge>::default();
-        registry.register("queue_length", "Fans waiting, per open show", queue_length.clone());
+        registry.register(
+            "queue_length",
+            "Fans waiting, per open show",
+            queue_length.clone(),
+        );
         let admitted_valid = Family::<Labels, Gauge>::default();
-        registry.register("admitted_valid", "Admissions not yet expired, per open show", admitted_valid.clone());
+        registry.register(
+            "admitted_valid",
+            "Admissions not yet expired, per open show",
+            admitted_valid.clone(),
+        );
         let leader = Gauge::default();
-        registry.register("admitter_leader", "1 while this instance holds the admitter lease", leader.clone());
+        registry.register(
+            "admitter_leader",
+            "1 while this instance holds the admitter lease",
+            leader.clone(),
+        );
         Metrics {
             registry,
             connected,
@@ -122,8 +148,12 @@ impl Metrics {
         self.admitted_valid.clear();
         for s in stats {
             let label = vec![("show", s.show_id.clone())];
-            self.queue_length.get_or_create(&label).set(s.queue_length as i64);
-            self.admitted_valid.get_or_create(&label).set(s.admitted_valid as i64);
+            self.queue_length
+                .get_or_create(&label)
+                .set(s.queue_length as i64);
+            self.admitted_valid
+                .get_or_create(&label)
+                .set(s.admitted_valid as i64);
         }
         let mut out = String::new();
         // Writing into a String cannot fail.

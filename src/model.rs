@@ -256,19 +256,28 @@ mod tests {
     #[test]
     fn ticket_json_omits_null_fields() {
         let id = Uuid::nil();
-        let waiting = serde_json::to_value(TicketState::Waiting { position: 3 }.view(id, 2)).unwrap();
+        let waiting =
+            serde_json::to_value(TicketState::Waiting { position: 3 }.view(id, 2)).unwrap();
         assert_eq!(
             waiting,
             serde_json::json!({"ticketId": id, "status": "WAITING", "position": 3, "etaSeconds": 2})
         );
-        let admitted =
-            serde_json::to_value(TicketState::Admitted { expires_in_ms: 298_400 }.view(id, 2)).unwrap();
+        let admitted = serde_json::to_value(
+            TicketState::Admitted {
+                expires_in_ms: 298_400,
+            }
+            .view(id, 2),
+        )
+        .unwrap();
         assert_eq!(
             admitted,
             serde_json::json!({"ticketId": id, "status": "ADMITTED", "expiresInSeconds": 298})
         );
         let unknown = serde_json::to_value(TicketState::Unknown.view(id, 2)).unwrap();
-        assert_eq!(unknown, serde_json::json!({"ticketId": id, "status": "UNKNOWN"}));
+        assert_eq!(
+            unknown,
+            serde_json::json!({"ticketId": id, "status": "UNKNOWN"})
+        );
     }
 
     #[test]
@@ -281,13 +290,55 @@ mod tests {
         };
         assert!(good().validate().is_ok());
         let cases: Vec<(OrderRequest, &str)> = vec![
-            (OrderRequest { show_id: "bad id".into(), ..good() }, "showId"),
-            (OrderRequest { hold_id: " ".into(), ..good() }, "holdId"),
-            (OrderRequest { customer_email: "nope".into(), ..good() }, "customerEmail"),
-            (OrderRequest { customer_email: "a@b".into(), ..good() }, "customerEmail"),
-            (OrderRequest { amount: Decimal::ZERO, ..good() }, "amount"),
-            (OrderRequest { amount: Decimal::new(-1, 0), ..good() }, "amount"),
-            (OrderRequest { amount: Decimal::new(1001, 3), ..good() }, "amount"),
+            (
+                OrderRequest {
+                    show_id: "bad id".into(),
+                    ..good()
+                },
+                "showId",
+            ),
+            (
+                OrderRequest {
+                    hold_id: " ".into(),
+                    ..good()
+                },
+                "holdId",
+            ),
+            (
+                OrderRequest {
+                    customer_email: "nope".into(),
+                    ..good()
+                },
+                "customerEmail",
+            ),
+            (
+                OrderRequest {
+                    customer_email: "a@b".into(),
+                    ..good()
+                },
+                "customerEmail",
+            ),
+            (
+                OrderRequest {
+                    amount: Decimal::ZERO,
+                    ..good()
+                },
+                "amount",
+            ),
+            (
+                OrderRequest {
+                    amount: Decimal::new(-1, 0),
+                    ..good()
+                },
+                "amount",
+            ),
+            (
+                OrderRequest {
+                    amount: Decimal::new(1001, 3),
+                    ..good()
+                },
+                "amount",
+            ),
         ];
         for (req, field) in cases {
             let err = req.validate().unwrap_err();

@@ -37,7 +37,9 @@ impl Application {
                     .with_context(|| format!("cannot reach Redis at {url}"))?,
             ),
             None => {
-                tracing::info!("no REDIS_URL: embedded store (one instance, forgets everything on restart)");
+                tracing::info!(
+                    "no REDIS_URL: embedded store (one instance, forgets everything on restart)"
+                );
                 Arc::new(MemoryStore::new(settings))
             }
         };
@@ -73,7 +75,9 @@ impl Application {
 
     /// The address actually bound (useful with port 0).
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("a bound listener has an address")
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
     }
 
     /// The operator token in force.

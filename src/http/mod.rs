@@ -50,7 +50,9 @@ impl AppState {
     pub fn join_limiter(per_second: u32) -> Option<Arc<DefaultKeyedRateLimiter<IpAddr>>> {
         let rate = NonZeroU32::new(per_second)?;
         let burst = NonZeroU32::new(per_second.saturating_mul(2)).unwrap_or(rate);
-        Some(Arc::new(RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst))))
+        Some(Arc::new(RateLimiter::keyed(
+            Quota::per_second(rate).allow_burst(burst),
+        )))
     }
 
     /// 429 if `ip` joined too often.
@@ -96,7 +98,9 @@ async fn not_found() -> AppError {
 async fn method_not_allowed() -> (StatusCode, Json<serde_json::Value>) {
     (
         StatusCode::METHOD_NOT_ALLOWED,
-        Json(json!({"status": 405, "error": "Method Not Allowed", "message": "method not allowed on this resource"})),
+        Json(
+            json!({"status": 405, "error": "Method Not Allowed", "message": "method not allowed on this resource"}),
+        ),
     )
 }
 
@@ -124,7 +128,10 @@ where
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
         match Json::<T>::from_request(req, state).await {
             Ok(Json(value)) => Ok(AppJson(value)),
-            Err(rejection) => Err(AppError::Rejected(rejection.status(), rejection.body_text())),
+            Err(rejection) => Err(AppError::Rejected(
+                rejection.status(),
+                rejection.body_text(),
+            )),
         }
     }
 }
@@ -135,7 +142,10 @@ pub struct Operator;
 impl FromRequestParts<AppState> for Operator {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let presented = parts
             .headers
             .get(header::AUTHORIZATION)

@@ -28,7 +28,12 @@ pub async fn place(
     }
     let location = format!("/orders/{}", order.id);
     tracing::info!(order = %order.id, show = %order.show_id, "order placed");
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(order)).into_response())
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(order),
+    )
+        .into_response())
 }
 
 /// The seed's `mayEnter`: no gate unless the show's on-sale is open; then an admitted,
@@ -56,8 +61,16 @@ async fn gate(state: &AppState, headers: &HeaderMap, order: &NewOrder) -> Result
 }
 
 /// `GET /orders/{id}`: the order, or 404.
-pub async fn get(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Order>, AppError> {
+pub async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Order>, AppError> {
     let not_found = || AppError::NotFound(format!("no order {id}"));
     let uuid = uuid::Uuid::parse_str(&id).map_err(|_| not_found())?;
-    state.store.get_order(uuid).await?.map(Json).ok_or_else(not_found)
+    state
+        .store
+        .get_order(uuid)
+        .await?
+        .map(Json)
+        .ok_or_else(not_found)
 }

@@ -53,8 +53,13 @@ pub async fn upgrade(
 
 /// Sends every update as a text frame and pings every `ping_every`, until the updates end
 /// (then closes politely), the client closes, or the connection fails.
-pub async fn serve<W, R, U>(mut sink: W, mut incoming: R, updates: U, metrics: &Metrics, ping_every: Duration)
-where
+pub async fn serve<W, R, U>(
+    mut sink: W,
+    mut incoming: R,
+    updates: U,
+    metrics: &Metrics,
+    ping_every: Duration,
+) where
     W: Sink<Message> + Unpin,
     R: Stream<Item = Result<Message, axum::Error>> + Unpin,
     U: Stream<Item = Update>,

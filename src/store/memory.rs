@@ -86,7 +86,13 @@ impl Show {
         }
     }
 
-    fn event(&self, show: &ShowId, kind: EventKind, settings: &StoreSettings, now_ms: u64) -> ShowEvent {
+    fn event(
+        &self,
+        show: &ShowId,
+        kind: EventKind,
+        settings: &StoreSettings,
+        now_ms: u64,
+    ) -> ShowEvent {
         ShowEvent {
             show: show.clone(),
             version: self.version,
@@ -251,7 +257,10 @@ impl QueueStore for MemoryStore {
             count += 1;
         }
         if count == 0 {
-            return Ok(AdmitOutcome::Admitted { count: 0, event: None });
+            return Ok(AdmitOutcome::Admitted {
+                count: 0,
+                event: None,
+            });
         }
         let head = s.head;
         s.left = s.left.split_off(&(head + 1));

@@ -72,7 +72,10 @@ pub struct Joined {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AdmitOutcome {
     /// Admitted `count` tickets (maybe 0); the event that was published, if anything moved.
-    Admitted { count: u64, event: Option<ShowEvent> },
+    Admitted {
+        count: u64,
+        event: Option<ShowEvent>,
+    },
     /// This show already had its admission in the current second (another admitter was first).
     AlreadyThisSecond,
     /// The fencing token is older than one this show has seen: a newer leader exists.

@@ -313,7 +313,8 @@ impl QueueStore for RedisStore {
     async fn place_order(&self, order: &NewOrder) -> Result<(Order, bool)> {
         let mut conn = self.conn.clone();
         let created = Order::confirmed(order, wall_ms());
-        let json = serde_json::to_string(&created).map_err(|e| StoreError::Protocol(e.to_string()))?;
+        let json =
+            serde_json::to_string(&created).map_err(|e| StoreError::Protocol(e.to_string()))?;
         // The order first, then claim the hold: a crash in between leaves an order nobody
         // references, never a hold pointing at nothing. Two keys, no script: they may live
         // in different cluster slots.
@@ -331,7 +332,9 @@ impl QueueStore for RedisStore {
             .map_err(|_| StoreError::Protocol(format!("hold points at {existing}")))?;
         match self.get_order(id).await? {
             Some(found) => Ok((found, false)),
-            None => Err(StoreError::Protocol(format!("hold points at missing order {id}"))),
+            None => Err(StoreError::Protocol(format!(
+                "hold points at missing order {id}"
+            ))),
         }
     }
 

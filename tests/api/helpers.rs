@@ -1,0 +1,336 @@
+//! Test fixtures: a real redis-server per test, the app in-process on port 0, and the app as
+//! real server processes for multi-instance tests.
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::{Client, Response, StatusCode};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+use waiting_room::config::Config;
+use waiting_room::model::ShowId;
+use waiting_room::server::Application;
+use waiting_room::store::{MemoryStore, QueueStore, RedisStore, StoreSettings};
+
+pub const TOKEN: &str = "test-token";
+
+/// A free TCP port on loopback (released before use; the caller retries on a clash).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A redis-server of our own on a free port, killed when dropped. `REDIS_URL` is not used:
+/// tests need a server nobody else writes to (they assert on `wr:open` and the lease).
+pub struct RedisServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl RedisServer {
+    pub async fn start() -> RedisServer {
+        for _ in 0..10 {
+            let port = free_port();
+            let child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server must be on PATH (apt-get install redis-server)");
+            let mut server = RedisServer { child, port };
+            for _ in 0..100 {
+                if let Ok(client) = redis::Client::open(server.url()) {
+                    if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
+                        let pong: redis::RedisResult<String> =
+                            redis::cmd("PING").query_async(&mut conn).await;
+                        if pong.is_ok() {
+                            return server;
+                        }
+                    }
+                }
+                if let Ok(Some(_)) = server.child.try_wait() {
+                    break; // port taken: try another
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let _ = server.child.kill();
+        }
+        panic!("could not start redis-server");
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Which store a test runs on.
+#[derive(Clone, Copy, Debug)]
+pub enum Backend {
+    Memory,
+    Redis,
+}
+
+pub fn settings(rate: u32, ttl: Duration) -> StoreSettings {
+    StoreSettings {
+        default_rate: rate,
+        admission_ttl: ttl,
+    }
+}
+
+/// A store of the given kind, with the redis-server behind it kept alive as long as needed.
+pub async fn store(
+    backend: Backend,
+    settings: StoreSettings,
+) -> (Arc<dyn QueueStore>, Option<RedisServer>) {
+    match backend {
+        Backend::Memory => (Arc::new(MemoryStore::new(settings)), None),
+        Backend::Redis => {
+            let redis = RedisServer::start().await;
+            let store = RedisStore::connect(&redis.url(), settings).await.unwrap();
+            (Arc::new(store), Some(redis))
+        }
+    }
+}
+
+pub fn show(name: &str) -> ShowId {
+    name.parse().unwrap()
+}
+
+/// The app running in-process, with one method per endpoint.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: Client,
+    pub shutdown: CancellationToken,
+    pub redis: Option<RedisServer>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the app on 127.0.0.1:0 with `config` (its store as the backend says).
+pub async fn spawn_app_with(backend: Backend, mut config: Config) -> TestApp {
+    let redis = match backend {
+        Backend::Memory => None,
+        Backend::Redis => Some(RedisServer::start().await),
+    };
+    config.redis_url = redis.as_ref().map(RedisServer::url);
+    let app = Application::build(config).await.expect("app builds");
+    let addr = app.local_addr();
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    let task = tokio::spawn(async move {
+        app.run_until_stopped(stop).await.expect("server runs");
+    });
+    TestApp {
+        addr,
+        client: Client::new(),
+        shutdown,
+        redis,
+        task,
+    }
+}
+
+pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, Config::for_tests()).await
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub async fn operator(&self, show: &str, action: &str) -> Response {
+        self.client
+            .post(self.url(&format!("/orders/waiting-room/{show}/{action}")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn open(&self, show: &str) {
+        assert_eq!(
+            self.operator(show, "open").await.status(),
+            StatusCode::NO_CONTENT
+        );
+    }
+
+    pub async fn join(&self, show: &str) -> Response {
+        self.client
+            .post(self.url(&format!("/orders/waiting-room/{show}/join")))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Joins and returns the ticket JSON (asserting 202).
+    pub async fn join_ok(&self, show: &str) -> Value {
+        let r = self.join(show).await;
+        assert_eq!(r.status(), StatusCode::ACCEPTED);
+        r.json().await.unwrap()
+    }
+
+    pub async fn ticket(&self, show: &str, ticket: &str) -> Response {
+        self.client
+            .get(self.url(&format!("/orders/waiting-room/{show}/tickets/{ticket}")))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn ticket_json(&self, show: &str, ticket: &str) -> Value {
+        self.ticket(show, ticket).await.json().await.unwrap()
+    }
+
+    pub async fn leave(&self, show: &str, ticket: &str) -> Response {
+        self.client
+            .delete(self.url(&format!("/orders/waiting-room/{show}/tickets/{ticket}")))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn set_rate(&self, show: &str, rate: u32) -> Response {
+        self.client
+            .put(self.url(&format!("/orders/waiting-room/{show}/config")))
+            .bearer_auth(TOKEN)
+            .json(&json!({ "admitPerSecond": rate }))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn order(&self, show: &str, hold: &str, ticket: Option<&str>) -> Response {
+        let mut req = self.client.post(self.url("/orders")).json(&json!({
+            "showId": show, "holdId": hold, "customerEmail": "caio@example.com", "amount": 350.00
+        }));
+        if let Some(t) = ticket {
+            req = req.header("X-Admission-Ticket", t);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// Polls until the ticket is admitted, or panics after `within`.
+    pub async fn wait_admitted(&self, show: &str, ticket: &str, within: Duration) -> Value {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let t = self.ticket_json(show, ticket).await;
+            if t["status"] == "ADMITTED" {
+                return t;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "not admitted in {within:?}: {t}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("server stops within 10 s")
+            .unwrap();
+    }
+}
+
+pub fn ticket_id(v: &Value) -> String {
+    let id = v["ticketId"].as_str().expect("ticketId").to_owned();
+    Uuid::parse_str(&id).expect("ticketId is a UUID");
+    id
+}
+
+/// A real `waiting-room` server process, killed when dropped.
+pub struct ServerProcess {
+    pub child: Child,
+    pub addr: SocketAddr,
+}
+
+impl ServerProcess {
+    pub async fn start(redis_url: &str, rate: u32, extra_env: &[(&str, &str)]) -> ServerProcess {
+        for _ in 0..5 {
+            let port = free_port();
+            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_waiting-room"));
+            cmd.env("BIND", addr.to_string())
+                .env("REDIS_URL", redis_url)
+                .env("ADMIT_PER_SECOND", rate.to_string())
+                .env("ADMIN_TOKEN", TOKEN)
+                .env("JOIN_RATE_LIMIT", "0")
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            for (k, v) in extra_env {
+                cmd.env(k, v);
+            }
+            let child = cmd.spawn().expect("server binary starts");
+            let mut process = ServerProcess { child, addr };
+            let client = Client::new();
+            for _ in 0..200 {
+                if let Ok(r) = client.get(format!("http://{addr}/readyz")).send().await {
+                    if r.status() == StatusCode::OK {
+                        return process;
+                    }
+                }
+                if let Ok(Some(_)) = process.child.try_wait() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            let _ = process.child.kill();
+        }
+        panic!("server process did not become ready");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// SIGKILL: no graceful hand-over, the lease must run out.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait for a clean exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,410 @@
+//! The HTTP contract: the seed's "Try it" sequence on both stores, and every bad input of the
+//! spec answered with a clear JSON 4xx.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use waiting_room::config::Config;
+
+use crate::helpers::{Backend, TOKEN, spawn_app, spawn_app_with, ticket_id};
+
+macro_rules! both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $( #[tokio::test] async fn $name() { super::$name(crate::helpers::Backend::Memory).await } )*
+        }
+        mod redis {
+            $( #[tokio::test] async fn $name() { super::$name(crate::helpers::Backend::Redis).await } )*
+        }
+    };
+}
+
+both_stores!(
+    the_seeds_try_it_sequence,
+    bad_input_gets_a_clear_json_4xx,
+    the_gate_refuses_forged_expired_and_foreign_tickets,
+    operator_calls_need_the_token,
+    leave_and_rate_change_over_http,
+);
+
+async fn body(r: reqwest::Response) -> Value {
+    let ct = r
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned());
+    assert_eq!(
+        ct.as_deref(),
+        Some("application/json"),
+        "4xx bodies are JSON"
+    );
+    r.json().await.unwrap()
+}
+
+async fn the_seeds_try_it_sequence(backend: Backend) {
+    let app = spawn_app(backend).await;
+    // open → 204
+    assert_eq!(
+        app.operator("show-42", "open").await.status(),
+        StatusCode::NO_CONTENT
+    );
+    // join → 202 WAITING position 1 eta 1
+    let joined = app.join_ok("show-42").await;
+    let id = ticket_id(&joined);
+    assert_eq!(
+        joined,
+        json!({"ticketId": id, "status": "WAITING", "position": 1, "etaSeconds": 1})
+    );
+    // a moment later → ADMITTED with expiresInSeconds
+    let admitted = app
+        .wait_admitted("show-42", &id, Duration::from_secs(3))
+        .await;
+    assert_eq!(admitted["ticketId"], id.as_str());
+    let expires = admitted["expiresInSeconds"].as_u64().unwrap();
+    assert!((295..=300).contains(&expires), "{admitted}");
+    assert_eq!(
+        admitted.as_object().unwrap().len(),
+        3,
+        "null fields are omitted: {admitted}"
+    );
+    // order without a ticket → 403 naming the join URL
+    let refused = app.order("show-42", "hold-0100", None).await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let msg = body(refused).await["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("/orders/waiting-room/show-42/join"), "{msg}");
+    // order with the ticket → 201 + Location
+    let created = app.order("show-42", "hold-0100", Some(&id)).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let location = created.headers()["location"].to_str().unwrap().to_owned();
+    let order: Value = created.json().await.unwrap();
+    assert_eq!(
+        location,
+        format!("/orders/{}", order["id"].as_str().unwrap())
+    );
+    assert_eq!(order["holdId"], "hold-0100");
+    assert_eq!(order["amount"], 350.0);
+    // the same hold again → 200 with the same order
+    let again = app.order("show-42", "hold-0100", Some(&id)).await;
+    assert_eq!(again.status(), StatusCode::OK);
+    assert_eq!(again.json::<Value>().await.unwrap(), order);
+    // GET the order
+    let fetched = app.client.get(app.url(&location)).send().await.unwrap();
+    assert_eq!(fetched.status(), StatusCode::OK);
+    assert_eq!(fetched.json::<Value>().await.unwrap(), order);
+    // a closed show has no gate
+    app.operator("show-42", "close").await;
+    assert_eq!(
+        app.order("show-42", "hold-0200", None).await.status(),
+        StatusCode::CREATED
+    );
+    app.stop().await;
+}
+
+async fn bad_input_gets_a_clear_json_4xx(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let c = &app.client;
+    let order = |v: Value| c.post(app.url("/orders")).json(&v).send();
+    let valid = json!({"showId": "s", "holdId": "h", "customerEmail": "a@b.co", "amount": 1});
+
+    // show ids outside [A-Za-z0-9._-]{1,64}
+    for bad in ["bad%20id", "a:b", "%7Bx%7D", &"x".repeat(65)] {
+        let r = app.join(bad).await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{bad}");
+        assert!(
+            body(r).await["message"]
+                .as_str()
+                .unwrap()
+                .contains("show id")
+        );
+    }
+    // ticket ids that are not UUIDs → 404 UNKNOWN
+    let r = app.ticket("s", "not-a-uuid").await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        body(r).await,
+        json!({"ticketId": "not-a-uuid", "status": "UNKNOWN"})
+    );
+    let r = app.ticket("s", &uuid::Uuid::new_v4().to_string()).await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert_eq!(body(r).await["status"], "UNKNOWN");
+    // malformed JSON
+    let r = c
+        .post(app.url("/orders"))
+        .header("content-type", "application/json")
+        .body("{\"showId\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    body(r).await;
+    // wrong content type
+    let r = c
+        .post(app.url("/orders"))
+        .body(valid.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    body(r).await;
+    // oversized JSON → 413
+    let huge = json!({"showId": "s", "holdId": "x".repeat(100_000), "customerEmail": "a@b.co", "amount": 1});
+    let r = order(huge).await.unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    body(r).await;
+    // invalid fields → 400 naming the field; nothing stored
+    for (field, value) in [
+        ("showId", json!("no spaces")),
+        ("holdId", json!("")),
+        ("customerEmail", json!("not-an-email")),
+        ("amount", json!(0)),
+        ("amount", json!(-5)),
+        ("amount", json!("lots")),
+    ] {
+        let mut v = valid.clone();
+        v[field] = value.clone();
+        let r = order(v).await.unwrap();
+        assert!(
+            r.status() == StatusCode::BAD_REQUEST || r.status() == StatusCode::UNPROCESSABLE_ENTITY,
+            "{field}={value}: {}",
+            r.status()
+        );
+        let b = body(r).await;
+        assert!(
+            b["message"].as_str().unwrap().contains(field),
+            "{field}: {b}"
+        );
+    }
+    // missing and unknown fields
+    let r = order(json!({"showId": "s"})).await.unwrap();
+    assert!(r.status().is_client_error());
+    body(r).await;
+    // unknown order ids
+    for id in ["nope", &uuid::Uuid::new_v4().to_string()] {
+        let r = c
+            .get(app.url(&format!("/orders/{id}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NOT_FOUND);
+        body(r).await;
+    }
+    // unknown routes and methods
+    let r = c.get(app.url("/nowhere")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    body(r).await;
+    let r = c.delete(app.url("/orders")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+    body(r).await;
+    // the server is still fine after all that
+    assert_eq!(app.join("s").await.status(), StatusCode::ACCEPTED);
+    app.stop().await;
+}
+
+async fn the_gate_refuses_forged_expired_and_foreign_tickets(backend: Backend) {
+    let config = Config {
+        admission_ttl: Duration::from_millis(1500),
+        ..Config::for_tests()
+    };
+    let app = spawn_app_with(backend, config).await;
+    app.open("a").await;
+    app.open("b").await;
+    // 20 a second: with 25 ahead, the ticket waits at least one tick.
+    for _ in 0..25 {
+        app.join_ok("a").await;
+    }
+    let mine = ticket_id(&app.join_ok("a").await);
+    // still waiting: refused
+    assert_eq!(
+        app.order("a", "h1", Some(&mine)).await.status(),
+        StatusCode::FORBIDDEN
+    );
+    // forged and malformed tickets: refused
+    let forged = uuid::Uuid::new_v4().to_string();
+    assert_eq!(
+        app.order("a", "h1", Some(&forged)).await.status(),
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        app.order("a", "h1", Some("garbage")).await.status(),
+        StatusCode::FORBIDDEN
+    );
+    app.wait_admitted("a", &mine, Duration::from_secs(4)).await;
+    // admitted for show a: not a pass for show b
+    assert_eq!(
+        app.order("b", "h1", Some(&mine)).await.status(),
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        app.order("a", "h1", Some(&mine)).await.status(),
+        StatusCode::CREATED
+    );
+    // once the admission runs out: refused again
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    assert_eq!(app.ticket("a", &mine).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.order("a", "h2", Some(&mine)).await.status(),
+        StatusCode::FORBIDDEN
+    );
+    app.stop().await;
+}
+
+async fn operator_calls_need_the_token(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let c = &app.client;
+    for (method, path) in [
+        ("POST", "/orders/waiting-room/s/open"),
+        ("POST", "/orders/waiting-room/s/close"),
+        ("GET", "/orders/waiting-room/s/stats"),
+        ("PUT", "/orders/waiting-room/s/config"),
+    ] {
+        for auth in [
+            None,
+            Some("Bearer wrong"),
+            Some("Basic dGVzdC10b2tlbg=="),
+            Some(TOKEN),
+        ] {
+            let mut req = c
+                .request(method.parse().unwrap(), app.url(path))
+                .json(&json!({"admitPerSecond": 3}));
+            if let Some(a) = auth {
+                req = req.header("authorization", a);
+            }
+            let r = req.send().await.unwrap();
+            assert_eq!(
+                r.status(),
+                StatusCode::UNAUTHORIZED,
+                "{method} {path} with {auth:?}"
+            );
+            body(r).await;
+        }
+    }
+    let stats = c
+        .get(app.url("/orders/waiting-room/s/stats"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stats.status(), StatusCode::OK);
+    assert_eq!(
+        stats.json::<Value>().await.unwrap(),
+        json!({"showId": "s", "open": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "joined": 0})
+    );
+    app.stop().await;
+}
+
+async fn leave_and_rate_change_over_http(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let a = ticket_id(&app.join_ok("s").await);
+    let b = ticket_id(&app.join_ok("s").await);
+    let c = ticket_id(&app.join_ok("s").await);
+    assert_eq!(app.leave("s", &b).await.status(), StatusCode::NO_CONTENT);
+    assert_eq!(app.leave("s", &b).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.leave("s", "not-a-uuid").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(app.ticket_json("s", &a).await["position"], 1);
+    assert_eq!(app.ticket_json("s", &c).await["position"], 2);
+    // rate 1 a second: the second in line waits 2 s
+    let r = app.set_rate("s", 1).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.json::<Value>().await.unwrap()["admitPerSecond"], 1);
+    assert_eq!(app.ticket_json("s", &c).await["etaSeconds"], 2);
+    for bad in [0, 2_000_000] {
+        let r = app.set_rate("s", bad).await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        assert!(
+            body(r).await["message"]
+                .as_str()
+                .unwrap()
+                .contains("admitPerSecond")
+        );
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn too_many_joins_from_one_client_get_429_with_retry_after() {
+    let config = Config {
+        join_rate_limit: 2,
+        ..Config::for_tests()
+    };
+    let app = spawn_app_with(Backend::Memory, config).await;
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(app.join("s").await);
+    }
+    let accepted = statuses
+        .iter()
+        .filter(|r| r.status() == StatusCode::ACCEPTED)
+        .count();
+    assert!(
+        (2..=5).contains(&accepted),
+        "a burst of about twice the rate passes: {accepted}"
+    );
+    let limited = statuses
+        .into_iter()
+        .find(|r| r.status() == StatusCode::TOO_MANY_REQUESTS)
+        .expect("the burst beyond the limit is refused");
+    let retry: u64 = limited.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&retry));
+    body(limited).await;
+    // nothing lost: the accepted tickets are all queued, positions dense
+    let stats: Value = app
+        .client
+        .get(app.url("/orders/waiting-room/s/stats"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["queueLength"], accepted as u64);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn health_readiness_and_metrics() {
+    let mut app = spawn_app(Backend::Redis).await;
+    let c = app.client.clone();
+    assert_eq!(
+        c.get(app.url("/healthz")).send().await.unwrap().status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        c.get(app.url("/readyz")).send().await.unwrap().status(),
+        StatusCode::OK
+    );
+    app.open("m").await;
+    app.join_ok("m").await;
+    let text = c
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("waiting_room_joins_total{show=\"m\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("waiting_room_queue_length{show=\"m\"}"),
+        "{text}"
+    );
+    // Redis gone: not ready, but alive
+    drop(app.redis.take());
+    let r = c.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        c.get(app.url("/healthz")).send().await.unwrap().status(),
+        StatusCode::OK
+    );
+    app.stop().await;
+}

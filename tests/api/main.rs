@@ -1,0 +1,5 @@
+//! Integration tests: one binary, real servers on 127.0.0.1:0, real redis-servers.
+
+mod helpers;
+mod http;
+mod store;

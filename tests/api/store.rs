@@ -1,0 +1,411 @@
+//! The store conformance suite: every test runs against the embedded store and a real
+//! redis-server, so the two backends cannot drift apart unnoticed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use rust_decimal::Decimal;
+use waiting_room::model::{OrderRequest, TicketState};
+use waiting_room::store::{AdmitOutcome, EventKind, QueueStore};
+
+use crate::helpers::{Backend, settings, show, store};
+
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $( #[tokio::test] async fn $name() { super::$name(crate::helpers::Backend::Memory).await } )*
+        }
+        mod redis {
+            $( #[tokio::test] async fn $name() { super::$name(crate::helpers::Backend::Redis).await } )*
+        }
+    };
+}
+
+conformance!(
+    joins_get_dense_sequences_and_positions,
+    admission_takes_the_rate_in_arrival_order_once_a_second,
+    admission_runs_out_to_unknown,
+    a_stale_fencing_token_is_refused,
+    open_and_close,
+    the_gate_knows_admitted_tickets_of_that_show_only,
+    orders_are_idempotent_per_hold,
+    leaving_moves_everyone_behind_up,
+    snapshot_positions_equal_ranks,
+    every_change_is_published_with_consecutive_versions,
+    one_lease_holder_at_a_time,
+    stats_count_what_operators_see,
+    a_rate_of_its_own_changes_admissions_and_eta,
+);
+
+/// Sleeps until just after the start of a wall-clock second, so two admissions that must
+/// share (or not share) a second do.
+async fn start_of_second() {
+    let ms = waiting_room_wall_ms() % 1000;
+    tokio::time::sleep(Duration::from_millis(1000 - ms + 20)).await;
+}
+
+async fn next_second() {
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+}
+
+fn waiting_room_wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+async fn position(s: &dyn QueueStore, show_name: &str, t: uuid::Uuid) -> TicketState {
+    s.status(&show(show_name), t).await.unwrap().state
+}
+
+async fn joins_get_dense_sequences_and_positions(backend: Backend) {
+    let (s, _redis) = store(backend, settings(2, Duration::from_secs(60))).await;
+    let sh = show("s1");
+    let mut tickets = Vec::new();
+    for expected in 1..=5u64 {
+        let j = s.join(&sh).await.unwrap();
+        assert_eq!(j.seq, expected, "sequences are dense and start at 1");
+        assert_eq!(j.status.state, TicketState::Waiting { position: expected });
+        tickets.push(j.ticket);
+    }
+    for (i, t) in tickets.iter().enumerate() {
+        let st = s.status(&sh, *t).await.unwrap();
+        assert_eq!(
+            st.state,
+            TicketState::Waiting {
+                position: i as u64 + 1
+            }
+        );
+        assert_eq!(st.seq, Some(i as u64 + 1));
+        assert_eq!(st.rate, 2);
+        // ETA = ceil(position / rate): 1, 1, 2, 2, 3
+        let view = st.state.view(*t, st.rate);
+        assert_eq!(view.eta_seconds, Some((i as u64 + 2) / 2));
+    }
+    // Another show has its own queue.
+    let other = s.join(&show("s2")).await.unwrap();
+    assert_eq!(other.seq, 1);
+    assert_eq!(
+        position(s.as_ref(), "s1", other.ticket).await,
+        TicketState::Unknown
+    );
+}
+
+async fn admission_takes_the_rate_in_arrival_order_once_a_second(backend: Backend) {
+    let (s, _redis) = store(backend, settings(3, Duration::from_secs(60))).await;
+    let sh = show("s1");
+    let mut tickets = Vec::new();
+    for _ in 0..5 {
+        tickets.push(s.join(&sh).await.unwrap().ticket);
+    }
+    start_of_second().await;
+    let first = s.admit(&sh, 1).await.unwrap();
+    assert!(
+        matches!(first, AdmitOutcome::Admitted { count: 3, .. }),
+        "{first:?}"
+    );
+    for t in &tickets[..3] {
+        assert!(matches!(
+            position(s.as_ref(), "s1", *t).await,
+            TicketState::Admitted { .. }
+        ));
+    }
+    assert_eq!(
+        position(s.as_ref(), "s1", tickets[3]).await,
+        TicketState::Waiting { position: 1 }
+    );
+    assert_eq!(
+        position(s.as_ref(), "s1", tickets[4]).await,
+        TicketState::Waiting { position: 2 }
+    );
+
+    // A second admission in the same second admits nobody, whoever asks.
+    assert_eq!(
+        s.admit(&sh, 1).await.unwrap(),
+        AdmitOutcome::AlreadyThisSecond
+    );
+    assert_eq!(
+        s.admit(&sh, 2).await.unwrap(),
+        AdmitOutcome::AlreadyThisSecond
+    );
+    assert_eq!(
+        position(s.as_ref(), "s1", tickets[3]).await,
+        TicketState::Waiting { position: 1 }
+    );
+
+    next_second().await;
+    let second = s.admit(&sh, 2).await.unwrap();
+    assert!(
+        matches!(second, AdmitOutcome::Admitted { count: 2, .. }),
+        "{second:?}"
+    );
+    next_second().await;
+    assert!(matches!(
+        s.admit(&sh, 2).await.unwrap(),
+        AdmitOutcome::Admitted {
+            count: 0,
+            event: None
+        }
+    ));
+}
+
+async fn admission_runs_out_to_unknown(backend: Backend) {
+    let (s, _redis) = store(backend, settings(5, Duration::from_millis(400))).await;
+    let sh = show("s1");
+    let t = s.join(&sh).await.unwrap().ticket;
+    s.admit(&sh, 1).await.unwrap();
+    match position(s.as_ref(), "s1", t).await {
+        TicketState::Admitted { expires_in_ms } => assert!((1..=400).contains(&expires_in_ms)),
+        other => panic!("expected admitted, got {other:?}"),
+    }
+    assert!(s.is_admitted(&sh, t).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(position(s.as_ref(), "s1", t).await, TicketState::Unknown);
+    assert!(!s.is_admitted(&sh, t).await.unwrap());
+}
+
+async fn a_stale_fencing_token_is_refused(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let sh = show("s1");
+    for _ in 0..3 {
+        s.join(&sh).await.unwrap();
+    }
+    assert!(matches!(
+        s.admit(&sh, 5).await.unwrap(),
+        AdmitOutcome::Admitted { count: 1, .. }
+    ));
+    next_second().await;
+    assert_eq!(s.admit(&sh, 4).await.unwrap(), AdmitOutcome::Fenced);
+    assert!(matches!(
+        s.admit(&sh, 5).await.unwrap(),
+        AdmitOutcome::Admitted { count: 1, .. }
+    ));
+    assert_eq!(s.stats(&sh).await.unwrap().queue_length, 1);
+}
+
+async fn open_and_close(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let (a, b) = (show("a"), show("b"));
+    assert!(!s.is_open(&a).await.unwrap());
+    s.open(&a).await.unwrap();
+    s.open(&b).await.unwrap();
+    s.open(&a).await.unwrap();
+    assert!(s.is_open(&a).await.unwrap());
+    assert_eq!(s.open_shows().await.unwrap(), vec![a.clone(), b.clone()]);
+    s.close(&a).await.unwrap();
+    assert!(!s.is_open(&a).await.unwrap());
+    assert_eq!(s.open_shows().await.unwrap(), vec![b]);
+}
+
+async fn the_gate_knows_admitted_tickets_of_that_show_only(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let (a, b) = (show("a"), show("b"));
+    let first = s.join(&a).await.unwrap().ticket;
+    let second = s.join(&a).await.unwrap().ticket;
+    assert!(
+        !s.is_admitted(&a, first).await.unwrap(),
+        "waiting is not admitted"
+    );
+    s.admit(&a, 1).await.unwrap();
+    assert!(s.is_admitted(&a, first).await.unwrap());
+    assert!(!s.is_admitted(&a, second).await.unwrap());
+    assert!(
+        !s.is_admitted(&b, first).await.unwrap(),
+        "a ticket opens its own show only"
+    );
+    assert!(
+        !s.is_admitted(&a, uuid::Uuid::new_v4()).await.unwrap(),
+        "forged tickets fail"
+    );
+}
+
+async fn orders_are_idempotent_per_hold(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let req = OrderRequest {
+        show_id: "show-42".into(),
+        hold_id: "hold-0100".into(),
+        customer_email: "caio@example.com".into(),
+        amount: Decimal::new(35000, 2),
+    }
+    .validate()
+    .unwrap();
+    let (order, created) = s.place_order(&req).await.unwrap();
+    assert!(created);
+    assert_eq!(order.hold_id, "hold-0100");
+    assert_eq!(order.amount, Decimal::new(350, 0));
+    let (again, created_again) = s.place_order(&req).await.unwrap();
+    assert!(!created_again, "a repeated hold is not a new order");
+    assert_eq!(again, order);
+    assert_eq!(s.get_order(order.id).await.unwrap(), Some(order));
+    assert_eq!(s.get_order(uuid::Uuid::new_v4()).await.unwrap(), None);
+}
+
+async fn leaving_moves_everyone_behind_up(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let sh = show("s1");
+    let mut t = Vec::new();
+    for _ in 0..4 {
+        t.push(s.join(&sh).await.unwrap().ticket);
+    }
+    assert!(s.leave(&sh, t[1]).await.unwrap());
+    assert_eq!(position(s.as_ref(), "s1", t[1]).await, TicketState::Unknown);
+    assert_eq!(
+        position(s.as_ref(), "s1", t[0]).await,
+        TicketState::Waiting { position: 1 }
+    );
+    assert_eq!(
+        position(s.as_ref(), "s1", t[2]).await,
+        TicketState::Waiting { position: 2 }
+    );
+    assert_eq!(
+        position(s.as_ref(), "s1", t[3]).await,
+        TicketState::Waiting { position: 3 }
+    );
+    assert!(
+        !s.leave(&sh, t[1]).await.unwrap(),
+        "leaving twice finds nothing"
+    );
+    assert!(!s.leave(&sh, uuid::Uuid::new_v4()).await.unwrap());
+    // An admitted fan who leaves gives the admission back.
+    s.admit(&sh, 1).await.unwrap();
+    assert!(s.is_admitted(&sh, t[0]).await.unwrap());
+    assert!(s.leave(&sh, t[0]).await.unwrap());
+    assert!(!s.is_admitted(&sh, t[0]).await.unwrap());
+    assert_eq!(s.stats(&sh).await.unwrap().admitted_valid, 0);
+}
+
+async fn snapshot_positions_equal_ranks(backend: Backend) {
+    let (s, _redis) = store(backend, settings(3, Duration::from_secs(60))).await;
+    let sh = show("s1");
+    let mut joined = Vec::new();
+    for _ in 0..12 {
+        let j = s.join(&sh).await.unwrap();
+        joined.push((j.seq, j.ticket));
+    }
+    for i in [1, 4, 5, 9] {
+        s.leave(&sh, joined[i].1).await.unwrap();
+    }
+    s.admit(&sh, 1).await.unwrap(); // pops seqs 1, 3, 4 (2 left early): head = 4
+    let snap = s.snapshot(&sh).await.unwrap();
+    assert_eq!(snap.head, 4);
+    assert_eq!(
+        snap.left,
+        vec![5, 6, 10],
+        "leavers at or below the head are forgotten"
+    );
+    for (seq, ticket) in &joined {
+        let st = s.status(&sh, *ticket).await.unwrap();
+        if let TicketState::Waiting { position } = st.state {
+            let gone = snap
+                .left
+                .iter()
+                .filter(|&&l| l > snap.head && l < *seq)
+                .count() as u64;
+            assert_eq!(position, seq - snap.head - gone, "seq {seq}");
+            assert_eq!(st.version, snap.version);
+        }
+    }
+}
+
+async fn every_change_is_published_with_consecutive_versions(backend: Backend) {
+    let (s, _redis) = store(backend, settings(2, Duration::from_secs(60))).await;
+    let sh = show("s1");
+    let mut events = s.subscribe().await.unwrap();
+    let mut t = Vec::new();
+    for _ in 0..4 {
+        t.push(s.join(&sh).await.unwrap().ticket);
+    }
+    s.leave(&sh, t[2]).await.unwrap();
+    s.admit(&sh, 1).await.unwrap();
+    s.set_rate(&sh, 7).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let e = tokio::time::timeout(Duration::from_secs(2), events.next())
+            .await
+            .expect("an event within 2 s")
+            .expect("the stream goes on");
+        got.push(e);
+    }
+    assert_eq!(got[0].kind, EventKind::Leave);
+    assert_eq!(got[0].left, Some(3));
+    assert_eq!(got[1].kind, EventKind::Tick);
+    assert_eq!((got[1].head, got[1].admitted), (2, 2));
+    assert_eq!(got[2].kind, EventKind::Rate);
+    assert_eq!(got[2].rate, 7);
+    let versions: Vec<u64> = got.iter().map(|e| e.version).collect();
+    assert_eq!(versions, vec![1, 2, 3]);
+    assert!(got.iter().all(|e| e.show == sh));
+    assert_eq!(s.status(&sh, t[3]).await.unwrap().version, 3);
+}
+
+async fn one_lease_holder_at_a_time(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let ttl = Duration::from_millis(300);
+    let a = s
+        .lease("a", ttl)
+        .await
+        .unwrap()
+        .expect("a free lease is taken");
+    assert_eq!(s.lease("b", ttl).await.unwrap(), None);
+    assert_eq!(
+        s.lease("a", ttl).await.unwrap(),
+        Some(a),
+        "renewal keeps the token"
+    );
+    s.release_lease("b").await.unwrap(); // not b's to release
+    assert_eq!(s.lease("b", ttl).await.unwrap(), None);
+    s.release_lease("a").await.unwrap();
+    let b = s
+        .lease("b", ttl)
+        .await
+        .unwrap()
+        .expect("a released lease is free");
+    assert!(b > a, "each new holder gets a larger fencing token");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let c = s
+        .lease("a", ttl)
+        .await
+        .unwrap()
+        .expect("an expired lease is free");
+    assert!(c > b);
+}
+
+async fn stats_count_what_operators_see(backend: Backend) {
+    let (s, _redis) = store(backend, settings(2, Duration::from_secs(60))).await;
+    let sh = show("s1");
+    for _ in 0..5 {
+        s.join(&sh).await.unwrap();
+    }
+    s.open(&sh).await.unwrap();
+    s.admit(&sh, 1).await.unwrap();
+    let stats = s.stats(&sh).await.unwrap();
+    assert!(stats.open);
+    assert_eq!(stats.queue_length, 3);
+    assert_eq!(stats.admitted_valid, 2);
+    assert_eq!(stats.admit_per_second, 2);
+    assert_eq!(stats.joined, 5);
+}
+
+async fn a_rate_of_its_own_changes_admissions_and_eta(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let sh = show("s1");
+    let mut t = Vec::new();
+    for _ in 0..10 {
+        t.push(s.join(&sh).await.unwrap().ticket);
+    }
+    s.set_rate(&sh, 4).await.unwrap();
+    let st = s.status(&sh, t[9]).await.unwrap();
+    assert_eq!(st.rate, 4);
+    assert_eq!(st.state.view(t[9], st.rate).eta_seconds, Some(3));
+    assert!(matches!(
+        s.admit(&sh, 1).await.unwrap(),
+        AdmitOutcome::Admitted { count: 4, .. }
+    ));
+    // Other shows keep the default.
+    assert_eq!(s.stats(&show("other")).await.unwrap().admit_per_second, 1);
+}
+
+#[allow(dead_code)]
+fn _assert_object_safe(_: Arc<dyn QueueStore>) {}
