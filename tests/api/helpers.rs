@@ -285,9 +285,11 @@ impl ServerProcess {
                 .env("ADMIT_PER_SECOND", rate.to_string())
                 .env("ADMIN_TOKEN", TOKEN)
                 .env("JOIN_RATE_LIMIT", "0")
-                .env("RUST_LOG", "warn")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
+                .env("RUST_LOG", std::env::var("WR_TEST_LOG").unwrap_or_else(|_| "warn".into()))
+                ;
+            if std::env::var_os("WR_TEST_LOG").is_none() {
+                cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            }
             for (k, v) in extra_env {
                 cmd.env(k, v);
             }
@@ -333,4 +335,82 @@ impl Drop for ServerProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// One Server-Sent Event as a test sees it.
+#[derive(Debug, Clone)]
+pub struct SseEvent {
+    pub event: String,
+    pub id: Option<String>,
+    pub data: Value,
+}
+
+/// A minimal SSE reader over a real HTTP response: enough of the format for our server's
+/// events (named events, ids, one-line JSON data, comments).
+pub struct SseReader {
+    stream: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    buf: String,
+}
+
+impl SseReader {
+    pub async fn connect(client: &Client, url: &str, last_event_id: Option<&str>) -> SseReader {
+        let mut req = client.get(url).header("accept", "text/event-stream");
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.headers()["content-type"], "text/event-stream");
+        SseReader {
+            stream: futures::StreamExt::boxed(r.bytes_stream()),
+            buf: String::new(),
+        }
+    }
+
+    /// The next event, `None` when the stream ended; panics after `within`.
+    pub async fn next(&mut self, within: Duration) -> Option<SseEvent> {
+        tokio::time::timeout(within, self.next_inner())
+            .await
+            .unwrap_or_else(|_| panic!("no SSE event within {within:?}"))
+    }
+
+    async fn next_inner(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..end + 2).collect();
+                let (mut event, mut id, mut data) = (None, None, None);
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        event = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("id:") {
+                        id = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data = Some(serde_json::from_str(v.trim()).unwrap());
+                    }
+                }
+                match (event, data) {
+                    (Some(event), Some(data)) => return Some(SseEvent { event, id, data }),
+                    _ => continue, // a keep-alive comment or a bare retry
+                }
+            }
+            match futures::StreamExt::next(&mut self.stream).await {
+                Some(Ok(chunk)) => self.buf.push_str(&String::from_utf8_lossy(&chunk)),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Everything already received, without waiting for more than `quiet`.
+    pub async fn drain(&mut self, quiet: Duration) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        while let Ok(Some(e)) = tokio::time::timeout(quiet, self.next_inner()).await {
+            out.push(e);
+        }
+        out
+    }
+}
+
+/// The SSE URL of a ticket.
+pub fn events_path(show: &str, ticket: &str) -> String {
+    format!("/orders/waiting-room/{show}/tickets/{ticket}/events")
 }

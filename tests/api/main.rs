@@ -3,4 +3,5 @@
 mod cluster;
 mod helpers;
 mod http;
+mod push;
 mod store;
