@@ -34,6 +34,12 @@ pub struct Config {
     #[arg(long, env = "JOIN_RATE_LIMIT", default_value_t = 5)]
     pub join_rate_limit: u32,
 
+    /// Reverse proxies in front of this server that append to `X-Forwarded-For` (nginx's
+    /// `$proxy_add_x_forwarded_for`): the client is that many entries from the right. 0 trusts
+    /// no header and uses the peer address.
+    #[arg(long, env = "TRUSTED_PROXY_HOPS", default_value_t = 0)]
+    pub trusted_proxy_hops: usize,
+
     /// Open a show `demo` with simulated fans already queued and a slow rate.
     #[arg(long, env = "DEMO")]
     pub demo: bool,
@@ -57,6 +63,7 @@ impl Config {
             admission_ttl: Duration::from_secs(300),
             admin_token: Some("test-token".into()),
             join_rate_limit: 0,
+            trusted_proxy_hops: 0,
             demo: false,
         }
     }

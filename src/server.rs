@@ -62,6 +62,7 @@ impl Application {
             metrics,
             admin_token,
             join_limiter: AppState::join_limiter(config.join_rate_limit),
+            trusted_proxy_hops: config.trusted_proxy_hops,
             shutdown: CancellationToken::new(),
         };
         let instance = format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple());

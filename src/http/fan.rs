@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use axum::Json;
 use axum::extract::{ConnectInfo, Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -18,10 +18,11 @@ use crate::model::TicketStatus;
 pub async fn join(
     State(state): State<AppState>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Path(show): Path<String>,
 ) -> Result<impl IntoResponse, AppError> {
     let show = show_id(&show)?;
-    state.check_join_rate(client.ip())?;
+    state.check_join_rate(client.ip(), &headers)?;
     let joined = state.store.join(&show).await?;
     state.metrics.joined(&show);
     let view = joined.status.state.view(joined.ticket, joined.status.rate);

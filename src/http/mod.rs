@@ -14,7 +14,7 @@ use std::sync::Arc;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts};
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use governor::clock::{Clock, DefaultClock};
@@ -41,6 +41,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub admin_token: Arc<str>,
     pub join_limiter: Option<Arc<DefaultKeyedRateLimiter<IpAddr>>>,
+    /// How many `X-Forwarded-For` entries from the right our own proxies wrote.
+    pub trusted_proxy_hops: usize,
     /// Cancelled on shutdown: every stream ends cleanly.
     pub shutdown: CancellationToken,
 }
@@ -55,8 +57,29 @@ impl AppState {
         )))
     }
 
-    /// 429 if `ip` joined too often.
-    fn check_join_rate(&self, ip: IpAddr) -> Result<(), AppError> {
+    /// The client's address: the peer, or what our trusted proxies say it was. Entries left
+    /// of the ones our proxies wrote are the client's own words and are never trusted.
+    fn client_ip(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+        if self.trusted_proxy_hops == 0 {
+            return peer;
+        }
+        let forwarded: Vec<&str> = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .collect();
+        forwarded
+            .len()
+            .checked_sub(self.trusted_proxy_hops)
+            .and_then(|i| forwarded[i].parse().ok())
+            .unwrap_or(peer)
+    }
+
+    /// 429 if the client behind `peer` joined too often.
+    fn check_join_rate(&self, peer: IpAddr, headers: &HeaderMap) -> Result<(), AppError> {
+        let ip = self.client_ip(peer, headers);
         let Some(limiter) = &self.join_limiter else {
             return Ok(());
         };
@@ -170,6 +193,47 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn state(hops: usize) -> AppState {
+        let store: Arc<dyn QueueStore> = Arc::new(crate::store::MemoryStore::new(
+            crate::store::StoreSettings {
+                default_rate: 1,
+                admission_ttl: std::time::Duration::from_secs(1),
+            },
+        ));
+        let metrics = Arc::new(Metrics::default());
+        AppState {
+            hub: Hub::new(store.clone(), metrics.clone()),
+            store,
+            metrics,
+            admin_token: "t".into(),
+            join_limiter: None,
+            trusted_proxy_hops: hops,
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    #[test]
+    fn the_client_address_comes_from_trusted_proxies_only() {
+        let peer: IpAddr = "10.0.0.9".parse().unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("x-forwarded-for", "6.6.6.6, 203.0.113.7".parse().unwrap());
+        // No trusted proxy: a client's header is ignored.
+        assert_eq!(state(0).client_ip(peer, &headers), peer);
+        // One proxy appended the real client address; what the client sent before it is a lie.
+        assert_eq!(
+            state(1).client_ip(peer, &headers),
+            "203.0.113.7".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            state(2).client_ip(peer, &headers),
+            "6.6.6.6".parse::<IpAddr>().unwrap()
+        );
+        // Fewer entries than proxies, or garbage: fall back to the peer.
+        assert_eq!(state(3).client_ip(peer, &headers), peer);
+        headers.insert("x-forwarded-for", "not-an-ip".parse().unwrap());
+        assert_eq!(state(1).client_ip(peer, &headers), peer);
+    }
 
     #[test]
     fn constant_time_eq_compares_whole_tokens() {

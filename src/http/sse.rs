@@ -4,7 +4,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -50,9 +50,14 @@ pub async fn events(
         let event = to_event(&update);
         Ok::<_, Infallible>(if i == 0 { event.retry(RETRY) } else { event })
     });
-    Ok(Sse::new(stream)
+    let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-        .into_response())
+        .into_response();
+    // nginx would otherwise buffer the stream and fans would see updates in bursts.
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
 }
 
 /// One update as an SSE event: name, id and the poll endpoint's JSON.

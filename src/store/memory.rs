@@ -369,10 +369,12 @@ impl QueueStore for MemoryStore {
     async fn place_order(&self, order: &NewOrder) -> Result<(Order, bool)> {
         let now = self.now_ms();
         let mut inner = self.lock();
-        if let Some(id) = inner.holds.get(&order.hold_id) {
-            if let Some(existing) = inner.orders.get(id) {
-                return Ok((existing.clone(), false));
-            }
+        if let Some(existing) = inner
+            .holds
+            .get(&order.hold_id)
+            .and_then(|id| inner.orders.get(id))
+        {
+            return Ok((existing.clone(), false));
         }
         let created = Order::confirmed(order, now);
         inner.holds.insert(order.hold_id.clone(), created.id);

@@ -13,19 +13,33 @@ use crate::helpers::{RedisServer, ServerProcess, TOKEN};
 const RATE: u64 = 5;
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 /// Every tick event the admitters publish, as (store time ms, admitted).
 async fn watch_ticks(redis: &RedisServer) -> mpsc::UnboundedReceiver<(u64, u64)> {
-    let mut pubsub = redis::Client::open(redis.url()).unwrap().get_async_pubsub().await.unwrap();
+    let mut pubsub = redis::Client::open(redis.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
     pubsub.subscribe("wr:events").await.unwrap();
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut messages = pubsub.into_on_message();
         while let Some(msg) = messages.next().await {
             let v: Value = serde_json::from_slice(msg.get_payload_bytes()).unwrap();
-            if v["kind"] == "tick" && tx.send((v["at_ms"].as_u64().unwrap(), v["admitted"].as_u64().unwrap())).is_err() {
+            if v["kind"] == "tick"
+                && tx
+                    .send((
+                        v["at_ms"].as_u64().unwrap(),
+                        v["admitted"].as_u64().unwrap(),
+                    ))
+                    .is_err()
+            {
                 return;
             }
         }
@@ -33,7 +47,10 @@ async fn watch_ticks(redis: &RedisServer) -> mpsc::UnboundedReceiver<(u64, u64)>
     rx
 }
 
-async fn collect(rx: &mut mpsc::UnboundedReceiver<(u64, u64)>, for_how_long: Duration) -> Vec<(u64, u64)> {
+async fn collect(
+    rx: &mut mpsc::UnboundedReceiver<(u64, u64)>,
+    for_how_long: Duration,
+) -> Vec<(u64, u64)> {
     let mut ticks = Vec::new();
     let deadline = tokio::time::Instant::now() + for_how_long;
     while let Ok(Some(t)) = tokio::time::timeout_at(deadline, rx.recv()).await {
@@ -48,13 +65,23 @@ fn assert_at_most_n_per_second(ticks: &[(u64, u64)]) {
     let count = seconds.len();
     seconds.dedup();
     assert_eq!(seconds.len(), count, "two ticks in one second: {ticks:?}");
-    assert!(ticks.iter().all(|&(_, n)| n <= RATE), "a tick admitted more than {RATE}: {ticks:?}");
+    assert!(
+        ticks.iter().all(|&(_, n)| n <= RATE),
+        "a tick admitted more than {RATE}: {ticks:?}"
+    );
 }
 
 async fn leaders(client: &Client, servers: &[&ServerProcess]) -> Vec<usize> {
     let mut found = Vec::new();
     for (i, s) in servers.iter().enumerate() {
-        let text = client.get(s.url("/metrics")).send().await.unwrap().text().await.unwrap();
+        let text = client
+            .get(s.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
         if text.lines().any(|l| l == "waiting_room_admitter_leader 1") {
             found.push(i);
         }
@@ -72,7 +99,11 @@ async fn three_instances_admit_n_per_second_and_survive_the_leader_dying() {
     let client = Client::new();
     for i in 0..150 {
         let s = &servers[i % 3];
-        let r = client.post(s.url("/orders/waiting-room/big/join")).send().await.unwrap();
+        let r = client
+            .post(s.url("/orders/waiting-room/big/join"))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 202);
     }
     let mut ticks = watch_ticks(&redis).await;
@@ -88,8 +119,15 @@ async fn three_instances_admit_n_per_second_and_survive_the_leader_dying() {
     let steady = collect(&mut ticks, Duration::from_millis(5500)).await;
     assert_at_most_n_per_second(&steady);
     let admitted: u64 = steady.iter().map(|t| t.1).sum();
-    assert!((4..=6).contains(&steady.len()), "about one tick a second: {steady:?}");
-    assert_eq!(admitted, steady.len() as u64 * RATE, "every tick was full: {steady:?}");
+    assert!(
+        (4..=6).contains(&steady.len()),
+        "about one tick a second: {steady:?}"
+    );
+    assert_eq!(
+        admitted,
+        steady.len() as u64 * RATE,
+        "every tick was full: {steady:?}"
+    );
 
     let refs: Vec<&ServerProcess> = servers.iter().collect();
     let leader = leaders(&client, &refs).await;
@@ -103,22 +141,52 @@ async fn three_instances_admit_n_per_second_and_survive_the_leader_dying() {
     let mut all = steady.clone();
     all.extend(&after);
     assert_at_most_n_per_second(&all);
-    let first = after.iter().map(|t| t.0).find(|&at| at > killed_at).expect("admission resumes");
-    assert!(first - killed_at <= 3000, "admission resumed {} ms after the leader died", first - killed_at);
+    let first = after
+        .iter()
+        .map(|t| t.0)
+        .find(|&at| at > killed_at)
+        .expect("admission resumes");
+    assert!(
+        first - killed_at <= 3000,
+        "admission resumed {} ms after the leader died",
+        first - killed_at
+    );
     assert!(after.len() >= 3, "admission goes on: {after:?}");
 
-    let survivors: Vec<&ServerProcess> = servers.iter().enumerate().filter(|(i, _)| *i != leader).map(|(_, s)| s).collect();
+    let survivors: Vec<&ServerProcess> = servers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != leader)
+        .map(|(_, s)| s)
+        .collect();
     let new_leader = leaders(&client, &survivors).await;
-    assert_eq!(new_leader.len(), 1, "exactly one admitter among the survivors: {new_leader:?}");
+    assert_eq!(
+        new_leader.len(),
+        1,
+        "exactly one admitter among the survivors: {new_leader:?}"
+    );
 
     // SIGTERM the new leader: it stops cleanly and hands the lease over at once.
-    let mut remaining: Vec<ServerProcess> = servers.into_iter().enumerate().filter(|(i, _)| *i != leader).map(|(_, s)| s).collect();
+    let mut remaining: Vec<ServerProcess> = servers
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i != leader)
+        .map(|(_, s)| s)
+        .collect();
     let status = remaining[new_leader[0]].terminate();
     assert!(status.success(), "graceful stop exits 0: {status:?}");
     let stopped_at = now_ms();
     let handed = collect(&mut ticks, Duration::from_millis(3000)).await;
-    let first = handed.iter().map(|t| t.0).find(|&at| at > stopped_at).expect("the last one admits");
-    assert!(first - stopped_at <= 1700, "a graceful hand-over is quick: {} ms", first - stopped_at);
+    let first = handed
+        .iter()
+        .map(|t| t.0)
+        .find(|&at| at > stopped_at)
+        .expect("the last one admits");
+    assert!(
+        first - stopped_at <= 1700,
+        "a graceful hand-over is quick: {} ms",
+        first - stopped_at
+    );
     all.extend(&handed);
     assert_at_most_n_per_second(&all);
 }

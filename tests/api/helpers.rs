@@ -53,14 +53,8 @@ impl RedisServer {
                 .expect("redis-server must be on PATH (apt-get install redis-server)");
             let mut server = RedisServer { child, port };
             for _ in 0..100 {
-                if let Ok(client) = redis::Client::open(server.url()) {
-                    if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
-                        let pong: redis::RedisResult<String> =
-                            redis::cmd("PING").query_async(&mut conn).await;
-                        if pong.is_ok() {
-                            return server;
-                        }
-                    }
+                if server.ping().await {
+                    return server;
                 }
                 if let Ok(Some(_)) = server.child.try_wait() {
                     break; // port taken: try another
@@ -74,6 +68,17 @@ impl RedisServer {
 
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    async fn ping(&self) -> bool {
+        let Ok(client) = redis::Client::open(self.url()) else {
+            return false;
+        };
+        let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+            return false;
+        };
+        let pong: redis::RedisResult<String> = redis::cmd("PING").query_async(&mut conn).await;
+        pong.is_ok()
     }
 
     pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
@@ -285,8 +290,10 @@ impl ServerProcess {
                 .env("ADMIT_PER_SECOND", rate.to_string())
                 .env("ADMIN_TOKEN", TOKEN)
                 .env("JOIN_RATE_LIMIT", "0")
-                .env("RUST_LOG", std::env::var("WR_TEST_LOG").unwrap_or_else(|_| "warn".into()))
-                ;
+                .env(
+                    "RUST_LOG",
+                    std::env::var("WR_TEST_LOG").unwrap_or_else(|_| "warn".into()),
+                );
             if std::env::var_os("WR_TEST_LOG").is_none() {
                 cmd.stdout(Stdio::null()).stderr(Stdio::null());
             }
@@ -297,10 +304,9 @@ impl ServerProcess {
             let mut process = ServerProcess { child, addr };
             let client = Client::new();
             for _ in 0..200 {
-                if let Ok(r) = client.get(format!("http://{addr}/readyz")).send().await {
-                    if r.status() == StatusCode::OK {
-                        return process;
-                    }
+                let ready = client.get(format!("http://{addr}/readyz")).send().await;
+                if ready.is_ok_and(|r| r.status() == StatusCode::OK) {
+                    return process;
                 }
                 if let Ok(Some(_)) = process.child.try_wait() {
                     break;

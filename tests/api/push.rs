@@ -9,7 +9,8 @@ use tokio_tungstenite::tungstenite::Message;
 use waiting_room::config::Config;
 
 use crate::helpers::{
-    Backend, RedisServer, ServerProcess, SseEvent, SseReader, TOKEN, events_path, spawn_app_with, ticket_id,
+    Backend, RedisServer, ServerProcess, SseEvent, SseReader, TOKEN, events_path, spawn_app_with,
+    ticket_id,
 };
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -25,7 +26,11 @@ fn config(rate: u32, ttl: Duration) -> Config {
 /// Sleeps to the middle of a wall-clock second: admission ticks land early in a second, so
 /// nothing moves between now and the next 400 ms.
 async fn mid_second() {
-    let ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 % 1000;
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        % 1000;
     let wait = if ms < 450 { 450 - ms } else { 1450 - ms };
     tokio::time::sleep(Duration::from_millis(wait)).await;
 }
@@ -42,12 +47,20 @@ async fn sse_first_state_at_once_then_falling_positions_admission_and_expiry() {
             t
         };
         let mine = &tickets[4];
-        let mut sse = SseReader::connect(&app.client, &app.url(&events_path("s", mine)), None).await;
-        let first = sse.next(Duration::from_secs(1)).await.expect("the current state at once");
+        let mut sse =
+            SseReader::connect(&app.client, &app.url(&events_path("s", mine)), None).await;
+        let first = sse
+            .next(Duration::from_secs(1))
+            .await
+            .expect("the current state at once");
         assert_eq!(first.event, "waiting");
         assert_eq!(first.data["position"], 5);
         assert_eq!(first.data["etaSeconds"], 3);
-        assert_eq!(first.data, app.ticket_json("s", mine).await, "pushed = polled");
+        assert_eq!(
+            first.data,
+            app.ticket_json("s", mine).await,
+            "pushed = polled"
+        );
         assert!(first.id.is_some());
 
         app.open("s").await;
@@ -65,16 +78,33 @@ async fn sse_first_state_at_once_then_falling_positions_admission_and_expiry() {
             }
         }
         let names: Vec<&str> = seen.iter().map(|e| e.event.as_str()).collect();
-        assert_eq!(names, ["waiting", "waiting", "admitted", "expired"], "{backend:?}: {seen:?}");
+        assert_eq!(
+            names,
+            ["waiting", "waiting", "admitted", "expired"],
+            "{backend:?}: {seen:?}"
+        );
         assert_eq!(seen[0].data["position"], 3);
         assert_eq!(seen[1].data["position"], 1);
         assert_eq!(seen[2].data["status"], "ADMITTED");
         assert!(seen[2].data["expiresInSeconds"].as_u64().unwrap() <= 2);
         assert_eq!(seen[3].data["status"], "UNKNOWN");
-        let ids: Vec<u64> = seen.iter().map(|e| e.id.as_deref().unwrap().parse().unwrap()).collect();
-        assert!(ids.windows(2).all(|w| w[0] <= w[1]), "ids never go back: {ids:?}");
-        assert_eq!(app.ticket("s", mine).await.status(), 404, "expired means a poll says UNKNOWN");
-        assert!(sse.next(WAIT).await.is_none(), "the stream ends after expired");
+        let ids: Vec<u64> = seen
+            .iter()
+            .map(|e| e.id.as_deref().unwrap().parse().unwrap())
+            .collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] <= w[1]),
+            "ids never go back: {ids:?}"
+        );
+        assert_eq!(
+            app.ticket("s", mine).await.status(),
+            404,
+            "expired means a poll says UNKNOWN"
+        );
+        assert!(
+            sse.next(WAIT).await.is_none(),
+            "the stream ends after expired"
+        );
         app.stop().await;
     }
 }
@@ -89,7 +119,11 @@ async fn websocket_frames_carry_the_same_json_and_event_names() {
         let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
         let mut next = async || -> Value {
             loop {
-                let msg = tokio::time::timeout(WAIT, ws.next()).await.unwrap().unwrap().unwrap();
+                let msg = tokio::time::timeout(WAIT, ws.next())
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .unwrap();
                 if let Message::Text(t) = msg {
                     return serde_json::from_str(&t).unwrap();
                 }
@@ -101,7 +135,10 @@ async fn websocket_frames_carry_the_same_json_and_event_names() {
         assert_eq!(first["ticketId"], b.as_str());
         app.open("w").await;
         let moved = next().await;
-        assert_eq!((moved["event"].as_str(), moved["position"].as_u64()), (Some("waiting"), Some(1)));
+        assert_eq!(
+            (moved["event"].as_str(), moved["position"].as_u64()),
+            (Some("waiting"), Some(1))
+        );
         let admitted = next().await;
         assert_eq!(admitted["event"], "admitted");
         assert_eq!(admitted["status"], "ADMITTED");
@@ -129,9 +166,15 @@ async fn a_reconnecting_event_source_resumes_at_its_current_place() {
     let resumed = sse.next(WAIT).await.unwrap();
     assert_eq!(resumed.event, "waiting");
     let position = resumed.data["position"].as_u64().unwrap();
-    assert!((3..=4).contains(&position), "the place kept moving while away: {position}");
+    assert!(
+        (3..=4).contains(&position),
+        "the place kept moving while away: {position}"
+    );
     assert_eq!(resumed.data, app.ticket_json("r", &tickets[5]).await);
-    let (old, new): (u64, u64) = (first.id.unwrap().parse().unwrap(), resumed.id.unwrap().parse().unwrap());
+    let (old, new): (u64, u64) = (
+        first.id.unwrap().parse().unwrap(),
+        resumed.id.unwrap().parse().unwrap(),
+    );
     assert!(new > old, "the new id is past the old one");
     app.stop().await;
 }
@@ -144,7 +187,8 @@ async fn a_leave_moves_everyone_behind_up_in_pushed_positions() {
         let mut streams = Vec::new();
         for _ in 0..4 {
             let t = ticket_id(&app.join_ok("l").await);
-            let mut sse = SseReader::connect(&app.client, &app.url(&events_path("l", &t)), None).await;
+            let mut sse =
+                SseReader::connect(&app.client, &app.url(&events_path("l", &t)), None).await;
             sse.next(WAIT).await.unwrap();
             tickets.push(t);
             streams.push(sse);
@@ -152,14 +196,22 @@ async fn a_leave_moves_everyone_behind_up_in_pushed_positions() {
         assert_eq!(app.leave("l", &tickets[1]).await.status(), 204);
         let gone = streams[1].next(WAIT).await.unwrap();
         assert_eq!(gone.event, "unknown");
-        assert!(streams[1].next(WAIT).await.is_none(), "a left ticket's stream ends");
+        assert!(
+            streams[1].next(WAIT).await.is_none(),
+            "a left ticket's stream ends"
+        );
         for (i, expected) in [(2usize, 2u64), (3, 3)] {
             let e = streams[i].next(WAIT).await.unwrap();
             assert_eq!(e.data["position"], expected);
             assert_eq!(e.data, app.ticket_json("l", &tickets[i]).await);
         }
         // Nothing changed ahead of the first fan: it is not pushed anything.
-        assert!(streams[0].drain(Duration::from_millis(300)).await.is_empty());
+        assert!(
+            streams[0]
+                .drain(Duration::from_millis(300))
+                .await
+                .is_empty()
+        );
         app.stop().await;
     }
 }
@@ -170,9 +222,12 @@ async fn shutdown_ends_every_stream_cleanly() {
     let t = ticket_id(&app.join_ok("x").await);
     let mut sse = SseReader::connect(&app.client, &app.url(&events_path("x", &t)), None).await;
     sse.next(WAIT).await.unwrap();
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/orders/waiting-room/x/tickets/{t}/ws", app.addr))
-        .await
-        .unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!(
+        "ws://{}/orders/waiting-room/x/tickets/{t}/ws",
+        app.addr
+    ))
+    .await
+    .unwrap();
     ws.next().await.unwrap().unwrap();
     let stopping = tokio::spawn(app.stop());
     assert!(sse.next(WAIT).await.is_none(), "SSE ends");
@@ -191,14 +246,21 @@ async fn shutdown_ends_every_stream_cleanly() {
 }
 
 /// Latest pushed state per fan, polled state per fan, compared in the quiet middle of a second.
-async fn assert_pushed_equals_polled(client: &Client, poll_base: &str, show: &str, fans: &mut [(String, SseReader, Value)]) {
+async fn assert_pushed_equals_polled(
+    client: &Client,
+    poll_base: &str,
+    show: &str,
+    fans: &mut [(String, SseReader, Value)],
+) {
     mid_second().await;
     for (ticket, sse, latest) in fans.iter_mut() {
         if let Some(last) = sse.drain(Duration::from_millis(20)).await.pop() {
             *latest = last.data;
         }
         let polled: Value = client
-            .get(format!("{poll_base}/orders/waiting-room/{show}/tickets/{ticket}"))
+            .get(format!(
+                "{poll_base}/orders/waiting-room/{show}/tickets/{ticket}"
+            ))
             .send()
             .await
             .unwrap()
@@ -219,7 +281,14 @@ async fn fans_on_one_instance_follow_the_admitter_on_another() {
     // Let B take the lease before A exists.
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let m = client.get(b.url("/metrics")).send().await.unwrap().text().await.unwrap();
+        let m = client
+            .get(b.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
         if m.lines().any(|l| l == "waiting_room_admitter_leader 1") {
             break;
         }
@@ -230,7 +299,14 @@ async fn fans_on_one_instance_follow_the_admitter_on_another() {
     let base = format!("http://{}", a.addr);
     let mut fans = Vec::new();
     for _ in 0..24 {
-        let j: Value = client.post(a.url("/orders/waiting-room/x/join")).send().await.unwrap().json().await.unwrap();
+        let j: Value = client
+            .post(a.url("/orders/waiting-room/x/join"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         let t = ticket_id(&j);
         let mut sse = SseReader::connect(&client, &a.url(&events_path("x", &t)), None).await;
         let first = sse.next(WAIT).await.unwrap().data;
@@ -238,27 +314,67 @@ async fn fans_on_one_instance_follow_the_admitter_on_another() {
     }
     // Leaves before anything opens.
     for i in [2, 7, 8] {
-        assert_eq!(client.delete(a.url(&format!("/orders/waiting-room/x/tickets/{}", fans[i].0))).send().await.unwrap().status(), 204);
+        assert_eq!(
+            client
+                .delete(a.url(&format!("/orders/waiting-room/x/tickets/{}", fans[i].0)))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            204
+        );
     }
     assert_pushed_equals_polled(&client, &base, "x", &mut fans).await;
-    client.post(b.url("/orders/waiting-room/x/open")).bearer_auth(TOKEN).send().await.unwrap();
+    client
+        .post(b.url("/orders/waiting-room/x/open"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
     for round in 0..3 {
         assert_pushed_equals_polled(&client, &base, "x", &mut fans).await;
         // A leave between ticks, on the instance that does not admit.
         let leaver = 12 + round * 3;
-        client.delete(a.url(&format!("/orders/waiting-room/x/tickets/{}", fans[leaver].0))).send().await.unwrap();
+        client
+            .delete(a.url(&format!(
+                "/orders/waiting-room/x/tickets/{}",
+                fans[leaver].0
+            )))
+            .send()
+            .await
+            .unwrap();
     }
     assert_pushed_equals_polled(&client, &base, "x", &mut fans).await;
     let admitted = fans.iter().filter(|f| f.2["status"] == "ADMITTED").count();
-    assert!(admitted >= 9, "ticks of B reached fans on A: {admitted} admitted");
-    let m = client.get(a.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    assert!(m.lines().any(|l| l == "waiting_room_admitter_leader 0"), "A never led: {m}");
-    assert!(!m.contains("waiting_room_admissions_total"), "A never admitted: {m}");
+    assert!(
+        admitted >= 9,
+        "ticks of B reached fans on A: {admitted} admitted"
+    );
+    let m = client
+        .get(a.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        m.lines().any(|l| l == "waiting_room_admitter_leader 0"),
+        "A never led: {m}"
+    );
+    assert!(
+        !m.contains("waiting_room_admissions_total"),
+        "A never admitted: {m}"
+    );
 }
 
 async fn total_commands(redis: &RedisServer) -> u64 {
     let mut conn = redis.conn().await;
-    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     info.lines()
         .filter_map(|l| l.split("calls=").nth(1))
         .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
@@ -267,7 +383,11 @@ async fn total_commands(redis: &RedisServer) -> u64 {
 
 async fn reset_stats(redis: &RedisServer) {
     let mut conn = redis.conn().await;
-    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
 }
 
 /// Redis commands during `secs` whole seconds while `fans` follow over SSE; asserts every
@@ -281,7 +401,10 @@ async fn commands_while_following(redis: &RedisServer, fans: &mut [SseReader], s
     tokio::time::sleep(Duration::from_secs(secs)).await;
     let total = total_commands(redis).await;
     for f in fans.iter_mut() {
-        assert!(!f.drain(Duration::from_millis(50)).await.is_empty(), "every fan was pushed a tick");
+        assert!(
+            !f.drain(Duration::from_millis(50)).await.is_empty(),
+            "every fan was pushed a tick"
+        );
     }
     total
 }
@@ -307,7 +430,10 @@ async fn redis_commands_per_tick_do_not_grow_with_connected_fans() {
     // Per second: two lease renewals, the open shows and the admission script with the
     // commands it runs inside; the hub adds nothing per fan.
     assert!(with_20 <= 3 * 30, "with 20 fans: {with_20} commands in 3 s");
-    assert!(with_200 <= with_20 + 6, "20 fans: {with_20}, 200 fans: {with_200}");
+    assert!(
+        with_200 <= with_20 + 6,
+        "20 fans: {with_20}, 200 fans: {with_200}"
+    );
     app.stop().await;
 }
 
@@ -319,12 +445,19 @@ async fn streams_survive_the_pubsub_connection_being_killed() {
     for _ in 0..8 {
         tickets.push(ticket_id(&app.join_ok("k").await));
     }
-    let mut fan = SseReader::connect(&app.client, &app.url(&events_path("k", &tickets[7])), None).await;
+    let mut fan =
+        SseReader::connect(&app.client, &app.url(&events_path("k", &tickets[7])), None).await;
     assert_eq!(fan.next(WAIT).await.unwrap().data["position"], 8);
     app.open("k").await;
     assert_eq!(fan.next(WAIT).await.unwrap().data["position"], 7);
     let mut conn = redis.conn().await;
-    let killed: i64 = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub").query_async(&mut conn).await.unwrap();
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     assert_eq!(killed, 1, "the hub's one subscription");
     // Leaves while the hub is away still reach the fan after it resynchronises.
     app.leave("k", &tickets[6]).await;
@@ -334,5 +467,8 @@ async fn streams_survive_the_pubsub_connection_being_killed() {
         positions.push(e.data["position"].as_u64().unwrap());
         assert_eq!(e.data, app.ticket_json("k", &tickets[7]).await);
     }
-    assert!(positions.windows(2).all(|w| w[1] < w[0]), "positions keep falling: {positions:?}");
+    assert!(
+        positions.windows(2).all(|w| w[1] < w[0]),
+        "positions keep falling: {positions:?}"
+    );
 }
