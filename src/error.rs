@@ -21,7 +21,7 @@ pub enum AppError {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
-    #[error("too many joins from this client; try again in {} s", .0.as_secs().max(1))]
+    #[error("too many joins from this client; try again in {} s", .0.as_millis().div_ceil(1000).max(1))]
     TooManyRequests(Duration),
     /// A request the framework refused before any handler ran (bad JSON, too large, ...).
     #[error("{1}")]
@@ -60,7 +60,8 @@ impl IntoResponse for AppError {
         let mut response = (status, Json(body)).into_response();
         match &self {
             AppError::TooManyRequests(wait) => {
-                let secs = wait.as_secs().max(1).to_string();
+                // Whole seconds, rounded up: Retry-After takes no fractions.
+                let secs = wait.as_millis().div_ceil(1000).max(1).to_string();
                 if let Ok(v) = HeaderValue::from_str(&secs) {
                     response.headers_mut().insert(header::RETRY_AFTER, v);
                 }

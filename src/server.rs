@@ -61,7 +61,7 @@ impl Application {
             store,
             metrics,
             admin_token,
-            join_limiter: AppState::join_limiter(config.join_rate_limit),
+            join_rate_limit: config.join_rate_limit,
             trusted_proxy_hops: config.trusted_proxy_hops,
             shutdown: CancellationToken::new(),
         };

@@ -22,7 +22,7 @@ pub async fn join(
     Path(show): Path<String>,
 ) -> Result<impl IntoResponse, AppError> {
     let show = show_id(&show)?;
-    state.check_join_rate(client.ip(), &headers)?;
+    state.check_join_rate(client.ip(), &headers).await?;
     let joined = state.store.join(&show).await?;
     state.metrics.joined(&show);
     let view = joined.status.state.view(joined.ticket, joined.status.rate);

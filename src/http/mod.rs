@@ -8,7 +8,6 @@ mod sse;
 mod ws;
 
 use std::net::IpAddr;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
@@ -17,8 +16,6 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
@@ -40,7 +37,8 @@ pub struct AppState {
     pub hub: Hub,
     pub metrics: Arc<Metrics>,
     pub admin_token: Arc<str>,
-    pub join_limiter: Option<Arc<DefaultKeyedRateLimiter<IpAddr>>>,
+    /// Joins a second per client address, shared across instances by the store; 0: no limit.
+    pub join_rate_limit: u32,
     /// How many `X-Forwarded-For` entries from the right our own proxies wrote.
     pub trusted_proxy_hops: usize,
     /// Cancelled on shutdown: every stream ends cleanly.
@@ -48,15 +46,6 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// A per-address join limiter allowing `per_second` joins a second (bursts of twice that).
-    pub fn join_limiter(per_second: u32) -> Option<Arc<DefaultKeyedRateLimiter<IpAddr>>> {
-        let rate = NonZeroU32::new(per_second)?;
-        let burst = NonZeroU32::new(per_second.saturating_mul(2)).unwrap_or(rate);
-        Some(Arc::new(RateLimiter::keyed(
-            Quota::per_second(rate).allow_burst(burst),
-        )))
-    }
-
     /// The client's address: the peer, or what our trusted proxies say it was. Entries left
     /// of the ones our proxies wrote are the client's own words and are never trusted.
     fn client_ip(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
@@ -78,14 +67,15 @@ impl AppState {
     }
 
     /// 429 if the client behind `peer` joined too often.
-    fn check_join_rate(&self, peer: IpAddr, headers: &HeaderMap) -> Result<(), AppError> {
-        let ip = self.client_ip(peer, headers);
-        let Some(limiter) = &self.join_limiter else {
+    async fn check_join_rate(&self, peer: IpAddr, headers: &HeaderMap) -> Result<(), AppError> {
+        if self.join_rate_limit == 0 {
             return Ok(());
-        };
-        limiter.check_key(&ip).map_err(|not_until| {
-            AppError::TooManyRequests(not_until.wait_time_from(DefaultClock::default().now()))
-        })
+        }
+        let client = self.client_ip(peer, headers);
+        match self.store.limit_join(client, self.join_rate_limit).await? {
+            None => Ok(()),
+            Some(wait) => Err(AppError::TooManyRequests(wait)),
+        }
     }
 }
 
@@ -207,7 +197,7 @@ mod tests {
             store,
             metrics,
             admin_token: "t".into(),
-            join_limiter: None,
+            join_rate_limit: 0,
             trusted_proxy_hops: hops,
             shutdown: CancellationToken::new(),
         }

@@ -92,3 +92,65 @@ pub async fn serve<W, R, U>(
     }
     let _ = sink.send(Message::Close(None)).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hub::EventName;
+    use crate::model::TicketState;
+    use futures::channel::mpsc;
+
+    fn update(position: u64) -> Update {
+        let ticket = uuid::Uuid::nil();
+        Update {
+            event: EventName::Waiting,
+            view: TicketState::Waiting { position }.view(ticket, 1),
+            version: position,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn frames_updates_pings_while_quiet_and_stops_on_close() {
+        let (sink, mut sent) = mpsc::unbounded::<Message>();
+        let (mut client, incoming) = mpsc::unbounded::<Result<Message, axum::Error>>();
+        // Two updates, then nothing more for a long while.
+        let updates =
+            futures::stream::iter([update(2), update(1)]).chain(futures::stream::pending());
+        let metrics = Metrics::default();
+        let served = tokio::spawn(async move {
+            serve(sink, incoming, updates, &metrics, Duration::from_secs(10)).await;
+        });
+        for expected in [2, 1] {
+            let Some(Message::Text(text)) = sent.next().await else {
+                panic!("a text frame")
+            };
+            let frame: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(frame["event"], "waiting");
+            assert_eq!(frame["position"], expected);
+            assert_eq!(frame["id"], expected);
+            assert_eq!(frame["status"], "WAITING");
+        }
+        // Quiet: a ping every 10 s keeps proxies from cutting the connection.
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert!(matches!(sent.next().await, Some(Message::Ping(_))));
+        client.unbounded_send(Ok(Message::Close(None))).unwrap();
+        served.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn closes_politely_when_the_updates_end() {
+        let (sink, mut sent) = mpsc::unbounded::<Message>();
+        let (_client, incoming) = mpsc::unbounded::<Result<Message, axum::Error>>();
+        let metrics = Metrics::default();
+        serve(
+            sink,
+            incoming,
+            futures::stream::iter([update(1)]),
+            &metrics,
+            Duration::from_secs(10),
+        )
+        .await;
+        assert!(matches!(sent.next().await, Some(Message::Text(_))));
+        assert!(matches!(sent.next().await, Some(Message::Close(None))));
+    }
+}

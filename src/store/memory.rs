@@ -4,6 +4,7 @@
 //! clock, so tests can pause and advance it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -39,6 +40,8 @@ struct Inner {
     holds: HashMap<String, Uuid>,
     lease: Option<Lease>,
     fence_counter: u64,
+    /// Per client: the theoretical arrival time of its next join (GCRA, as in `limit.lua`).
+    join_tat: HashMap<IpAddr, f64>,
 }
 
 struct Lease {
@@ -364,6 +367,26 @@ impl QueueStore for MemoryStore {
             inner.lease = None;
         }
         Ok(())
+    }
+
+    async fn limit_join(&self, client: IpAddr, per_second: u32) -> Result<Option<Duration>> {
+        let now = self.now_ms() as f64;
+        let interval = 1000.0 / f64::from(per_second.max(1));
+        let burst = f64::from(per_second.max(1).saturating_mul(2));
+        let mut inner = self.lock();
+        // Forget clients whose bucket is full again, so the map stays as small as the set of
+        // clients joining right now.
+        inner.join_tat.retain(|_, tat| *tat > now);
+        let tat = inner.join_tat.get(&client).copied().unwrap_or(now).max(now);
+        let new_tat = tat + interval;
+        let allowed_at = new_tat - interval * burst;
+        if allowed_at > now {
+            return Ok(Some(
+                Duration::from_millis((allowed_at - now).ceil() as u64),
+            ));
+        }
+        inner.join_tat.insert(client, new_tat);
+        Ok(None)
     }
 
     async fn place_order(&self, order: &NewOrder) -> Result<(Order, bool)> {

@@ -15,6 +15,7 @@
 mod memory;
 mod redis;
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -163,6 +164,10 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn lease(&self, instance: &str, ttl: Duration) -> Result<Option<u64>>;
     /// Gives the lease up if `instance` holds it, so another takes over at once.
     async fn release_lease(&self, instance: &str) -> Result<()>;
+
+    /// Counts a join by `client` against a limit of `per_second` (bursts of twice that),
+    /// shared by every instance on the store. `Some(wait)` when the client must wait.
+    async fn limit_join(&self, client: IpAddr, per_second: u32) -> Result<Option<Duration>>;
 
     /// Stores an order unless its hold was ordered already; `true` when newly created.
     async fn place_order(&self, order: &NewOrder) -> Result<(Order, bool)>;

@@ -1,6 +1,7 @@
 //! The Redis store: the seed's keys, each show's under one hash tag, changed only by the Lua
 //! scripts in `lua/` (run by SHA), over one reconnecting multiplexed connection.
 
+use std::net::IpAddr;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -44,6 +45,8 @@ static SNAPSHOT: LazyLock<Script> = show_script!("snapshot.lua");
 static STATS: LazyLock<Script> = show_script!("stats.lua");
 static LEASE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/lease.lua")));
+static LIMIT_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/limit.lua")));
 static RELEASE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/release.lua")));
 
@@ -308,6 +311,17 @@ impl QueueStore for RedisStore {
             .invoke_async(&mut conn)
             .await?;
         Ok(())
+    }
+
+    async fn limit_join(&self, client: IpAddr, per_second: u32) -> Result<Option<Duration>> {
+        let mut conn = self.conn.clone();
+        let wait_ms: u64 = LIMIT_SCRIPT
+            .key(format!("wr:limit:{client}"))
+            .arg(per_second)
+            .arg(per_second.saturating_mul(2))
+            .invoke_async(&mut conn)
+            .await?;
+        Ok((wait_ms > 0).then(|| Duration::from_millis(wait_ms)))
     }
 
     async fn place_order(&self, order: &NewOrder) -> Result<(Order, bool)> {

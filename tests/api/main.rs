@@ -3,5 +3,6 @@
 mod cluster;
 mod helpers;
 mod http;
+mod hub;
 mod push;
 mod store;

@@ -36,6 +36,7 @@ conformance!(
     one_lease_holder_at_a_time,
     stats_count_what_operators_see,
     a_rate_of_its_own_changes_admissions_and_eta,
+    joins_are_limited_per_client,
 );
 
 /// Sleeps until just after the start of a wall-clock second, so two admissions that must
@@ -409,3 +410,38 @@ async fn a_rate_of_its_own_changes_admissions_and_eta(backend: Backend) {
 
 #[allow(dead_code)]
 fn _assert_object_safe(_: Arc<dyn QueueStore>) {}
+
+async fn joins_are_limited_per_client(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let bot: std::net::IpAddr = "203.0.113.7".parse().unwrap();
+    let fan: std::net::IpAddr = "2001:db8::1".parse().unwrap();
+    // 2 a second, bursts of 4.
+    for i in 0..4 {
+        assert_eq!(
+            s.limit_join(bot, 2).await.unwrap(),
+            None,
+            "join {i} of the burst"
+        );
+    }
+    let wait = s
+        .limit_join(bot, 2)
+        .await
+        .unwrap()
+        .expect("the fifth is refused");
+    assert!(
+        wait > Duration::ZERO && wait <= Duration::from_millis(500),
+        "{wait:?}"
+    );
+    assert_eq!(
+        s.limit_join(fan, 2).await.unwrap(),
+        None,
+        "other clients are not affected"
+    );
+    tokio::time::sleep(wait + Duration::from_millis(20)).await;
+    assert_eq!(
+        s.limit_join(bot, 2).await.unwrap(),
+        None,
+        "allowed again after the wait"
+    );
+    assert!(s.limit_join(bot, 2).await.unwrap().is_some());
+}
