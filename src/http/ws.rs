@@ -112,7 +112,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn frames_updates_pings_while_quiet_and_stops_on_close() {
         let (sink, mut sent) = mpsc::unbounded::<Message>();
-        let (mut client, incoming) = mpsc::unbounded::<Result<Message, axum::Error>>();
+        let (client, incoming) = mpsc::unbounded::<Result<Message, axum::Error>>();
         // Two updates, then nothing more for a long while.
         let updates =
             futures::stream::iter([update(2), update(1)]).chain(futures::stream::pending());
