@@ -26,6 +26,11 @@ pub struct Config {
     #[arg(long, env = "ADMISSION_TTL", default_value = "5m", value_parser = parse_ttl)]
     pub admission_ttl: Duration,
 
+    /// Most fans admitted and not yet done buying at once, per show (admitted is not
+    /// bought: a tick fills only the free places). 0: no cap, admit the rate every second.
+    #[arg(long, env = "MAX_ACTIVE_BUYERS", default_value_t = 0)]
+    pub max_active_buyers: u32,
+
     /// Bearer token for the operator calls; generated and printed once when unset.
     #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
@@ -61,6 +66,7 @@ impl Config {
             redis_url: None,
             admit_per_second: 20,
             admission_ttl: Duration::from_secs(300),
+            max_active_buyers: 0,
             admin_token: Some("test-token".into()),
             join_rate_limit: 0,
             trusted_proxy_hops: 0,

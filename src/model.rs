@@ -225,8 +225,11 @@ pub struct ShowStats {
     pub show_id: String,
     pub open: bool,
     pub queue_length: u64,
+    /// Admitted, not expired, not yet done buying: the buyers in the system behind.
     pub admitted_valid: u64,
     pub admit_per_second: u32,
+    /// Cap on `admitted_valid` (0: none); admission fills only free places.
+    pub max_active_buyers: u32,
     /// Tickets ever handed out for this show (the arrival counter).
     pub joined: u64,
 }

@@ -29,6 +29,7 @@ impl Application {
         let settings = StoreSettings {
             default_rate: config.admit_per_second,
             admission_ttl: config.admission_ttl,
+            max_active_buyers: config.max_active_buyers,
         };
         let store: Arc<dyn QueueStore> = match &config.redis_url {
             Some(url) => Arc::new(

@@ -189,6 +189,7 @@ mod tests {
             crate::store::StoreSettings {
                 default_rate: 1,
                 admission_ttl: std::time::Duration::from_secs(1),
+                max_active_buyers: 0,
             },
         ));
         let metrics = Arc::new(Metrics::default());

@@ -46,18 +46,20 @@ pub async fn stats(
     Ok(Json(state.store.stats(&show).await?))
 }
 
-/// The body of `PUT …/{showId}/config`.
+/// The body of `PUT …/{showId}/config`; each field is optional, at least one is needed.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShowConfig {
-    pub admit_per_second: u32,
+    pub admit_per_second: Option<u32>,
+    /// Cap on admitted fans who have not bought yet; 0 removes the cap.
+    pub max_active_buyers: Option<u32>,
 }
 
 /// The most a show may admit a second; beyond it the rate is surely a typo.
 pub const MAX_RATE: u32 = 1_000_000;
 
-/// `PUT …/{showId}/config` with `{"admitPerSecond": N}`: takes effect at the next tick and
-/// every waiting fan's ETA is pushed anew. Answers the show's figures.
+/// `PUT …/{showId}/config` with `{"admitPerSecond": N, "maxActiveBuyers": M}`: takes effect
+/// at the next tick; a new rate pushes every waiting fan a new ETA. Answers the show's figures.
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub async fn set_config(
     _: Operator,
@@ -66,12 +68,33 @@ pub async fn set_config(
     AppJson(config): AppJson<ShowConfig>,
 ) -> Result<Json<ShowStats>, AppError> {
     let show = show_id(&show)?;
-    if !(1..=MAX_RATE).contains(&config.admit_per_second) {
-        return Err(AppError::BadRequest(format!(
-            "admitPerSecond: must be between 1 and {MAX_RATE}"
-        )));
+    if config.admit_per_second.is_none() && config.max_active_buyers.is_none() {
+        return Err(AppError::BadRequest(
+            "send admitPerSecond and/or maxActiveBuyers".into(),
+        ));
     }
-    state.store.set_rate(&show, config.admit_per_second).await?;
-    tracing::info!(%show, rate = config.admit_per_second, "admission rate changed");
+    if let Some(rate) = config.admit_per_second {
+        if !(1..=MAX_RATE).contains(&rate) {
+            return Err(AppError::BadRequest(format!(
+                "admitPerSecond: must be between 1 and {MAX_RATE}"
+            )));
+        }
+    }
+    if config
+        .max_active_buyers
+        .is_some_and(|cap| cap > MAX_RATE * 3600)
+    {
+        return Err(AppError::BadRequest(
+            "maxActiveBuyers: must be at most 3600000000".into(),
+        ));
+    }
+    if let Some(rate) = config.admit_per_second {
+        state.store.set_rate(&show, rate).await?;
+        tracing::info!(%show, rate, "admission rate changed");
+    }
+    if let Some(cap) = config.max_active_buyers {
+        state.store.set_max_active_buyers(&show, cap).await?;
+        tracing::info!(%show, cap, "active buyer cap changed");
+    }
     Ok(Json(state.store.stats(&show).await?))
 }

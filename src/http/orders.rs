@@ -21,8 +21,13 @@ pub async fn place(
     AppJson(req): AppJson<OrderRequest>,
 ) -> Result<Response, AppError> {
     let order = req.validate().map_err(AppError::BadRequest)?;
-    gate(&state, &headers, &order).await?;
-    let (order, created) = state.store.place_order(&order).await?;
+    let ticket = gate(&state, &headers, &order).await?;
+    let (placed, created) = state.store.place_order(&order).await?;
+    if let Some(ticket) = ticket {
+        // Done buying: the place goes to the next fan in line.
+        state.store.bought(&order.show_id, ticket).await?;
+    }
+    let order = placed;
     if !created {
         return Ok((StatusCode::OK, Json(order)).into_response());
     }
@@ -37,11 +42,15 @@ pub async fn place(
 }
 
 /// The seed's `mayEnter`: no gate unless the show's on-sale is open; then an admitted,
-/// unexpired ticket of that very show.
-async fn gate(state: &AppState, headers: &HeaderMap, order: &NewOrder) -> Result<(), AppError> {
+/// unexpired ticket of that very show, which is returned.
+async fn gate(
+    state: &AppState,
+    headers: &HeaderMap,
+    order: &NewOrder,
+) -> Result<Option<uuid::Uuid>, AppError> {
     let show = &order.show_id;
     if !state.store.is_open(show).await? {
-        return Ok(());
+        return Ok(None);
     }
     let ticket = headers
         .get(ADMISSION_HEADER)
@@ -52,7 +61,7 @@ async fn gate(state: &AppState, headers: &HeaderMap, order: &NewOrder) -> Result
         None => false,
     };
     if admitted {
-        Ok(())
+        Ok(ticket)
     } else {
         Err(AppError::Forbidden(format!(
             "on-sale in progress: join /orders/waiting-room/{show}/join first"

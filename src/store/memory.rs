@@ -56,6 +56,7 @@ struct Show {
     head: u64,
     version: u64,
     rate: Option<u32>,
+    cap: Option<u32>,
     fence: u64,
     last_second: Option<u64>,
     queue: BTreeMap<u64, Uuid>,
@@ -63,11 +64,25 @@ struct Show {
     left: BTreeSet<u64>,
     /// Admitted ticket → when its admission runs out (ms).
     admitted: HashMap<Uuid, u64>,
+    /// Admitted tickets that have not ordered yet: the active buyers (as `admissions` in Redis).
+    buying: HashSet<Uuid>,
 }
 
 impl Show {
     fn rate(&self, settings: &StoreSettings) -> u32 {
         self.rate.unwrap_or(settings.default_rate)
+    }
+
+    fn cap(&self, settings: &StoreSettings) -> u32 {
+        self.cap.unwrap_or(settings.max_active_buyers)
+    }
+
+    /// Admitted, not expired, not yet bought.
+    fn active(&self, now_ms: u64) -> u64 {
+        self.buying
+            .iter()
+            .filter(|t| self.admitted.get(t).is_some_and(|&until| until > now_ms))
+            .count() as u64
     }
 
     fn state(&self, ticket: Uuid, now_ms: u64) -> (TicketState, Option<u64>) {
@@ -220,6 +235,7 @@ impl QueueStore for MemoryStore {
             return Ok(true);
         }
         // Giving an admission back frees capacity; nobody's position moves.
+        s.buying.remove(&ticket);
         Ok(s.admitted.remove(&ticket).is_some_and(|until| until > now))
     }
 
@@ -248,14 +264,21 @@ impl QueueStore for MemoryStore {
         }
         s.last_second = Some(second);
         s.admitted.retain(|_, until| *until > now);
-        let rate = s.rate(&self.settings) as usize;
+        let admitted = &s.admitted;
+        s.buying.retain(|t| admitted.contains_key(t));
+        let mut places = s.rate(&self.settings) as usize;
+        let cap = s.cap(&self.settings);
+        if cap > 0 {
+            places = places.min(cap.saturating_sub(s.active(now) as u32) as usize);
+        }
         let mut count = 0;
-        while count < rate {
+        while count < places {
             let Some((seq, ticket)) = s.queue.pop_first() else {
                 break;
             };
             s.seq_of.remove(&ticket);
             s.admitted.insert(ticket, now + ttl_ms);
+            s.buying.insert(ticket);
             s.head = seq;
             count += 1;
         }
@@ -290,6 +313,18 @@ impl QueueStore for MemoryStore {
         Ok(())
     }
 
+    async fn set_max_active_buyers(&self, show: &ShowId, cap: u32) -> Result<()> {
+        self.lock().shows.entry(show.clone()).or_default().cap = Some(cap);
+        Ok(())
+    }
+
+    async fn bought(&self, show: &ShowId, ticket: Uuid) -> Result<()> {
+        if let Some(s) = self.lock().shows.get_mut(show) {
+            s.buying.remove(&ticket);
+        }
+        Ok(())
+    }
+
     async fn stats(&self, show: &ShowId) -> Result<ShowStats> {
         let now = self.now_ms();
         let inner = self.lock();
@@ -299,10 +334,9 @@ impl QueueStore for MemoryStore {
             show_id: show.to_string(),
             open,
             queue_length: s.map_or(0, |s| s.queue.len() as u64),
-            admitted_valid: s.map_or(0, |s| {
-                s.admitted.values().filter(|&&until| until > now).count() as u64
-            }),
+            admitted_valid: s.map_or(0, |s| s.active(now)),
             admit_per_second: s.map_or(self.settings.default_rate, |s| s.rate(&self.settings)),
+            max_active_buyers: s.map_or(self.settings.max_active_buyers, |s| s.cap(&self.settings)),
             joined: s.map_or(0, |s| s.seq),
         })
     }

@@ -47,6 +47,9 @@ pub struct StoreSettings {
     pub default_rate: u32,
     /// How long an admission lasts.
     pub admission_ttl: Duration,
+    /// Most fans admitted and not yet done buying at once, for a show without a cap of its
+    /// own; 0: no cap (admit the rate every second).
+    pub max_active_buyers: u32,
 }
 
 /// A ticket's state plus what a stream needs to follow it from there.
@@ -152,6 +155,11 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome>;
     /// Sets a show's own admission rate; takes effect at the next tick and is published.
     async fn set_rate(&self, show: &ShowId, rate: u32) -> Result<()>;
+    /// Sets a show's own cap on active buyers (0: no cap); takes effect at the next tick.
+    async fn set_max_active_buyers(&self, show: &ShowId, cap: u32) -> Result<()>;
+    /// The fan holding `ticket` placed an order: it stops counting as an active buyer, so the
+    /// next tick may admit someone in its place. The admission itself stays valid.
+    async fn bought(&self, show: &ShowId, ticket: Uuid) -> Result<()>;
     /// What an operator sees of a show.
     async fn stats(&self, show: &ShowId) -> Result<ShowStats>;
     /// The state the hub derives positions from.

@@ -43,6 +43,8 @@ static ADMIT: LazyLock<Script> = show_script!("admit.lua");
 static RATE: LazyLock<Script> = show_script!("rate.lua");
 static SNAPSHOT: LazyLock<Script> = show_script!("snapshot.lua");
 static STATS: LazyLock<Script> = show_script!("stats.lua");
+static BOUGHT: LazyLock<Script> = show_script!("bought.lua");
+static CAPACITY: LazyLock<Script> = show_script!("capacity.lua");
 static LEASE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/lease.lua")));
 static LIMIT_SCRIPT: LazyLock<Script> =
@@ -93,6 +95,7 @@ impl RedisStore {
             "admissions",
             "fence",
             "tick",
+            "cap",
         ] {
             invocation.key(format!("{tag}:{key}"));
         }
@@ -102,6 +105,7 @@ impl RedisStore {
             .arg(self.ttl_ms())
             .arg(format!("{tag}:admitted:"))
             .arg(EVENTS_CHANNEL)
+            .arg(self.settings.max_active_buyers)
             .arg(extra);
         let mut conn = self.conn.clone();
         Ok(invocation.invoke_async(&mut conn).await?)
@@ -244,10 +248,20 @@ impl QueueStore for RedisStore {
         Ok(())
     }
 
+    async fn set_max_active_buyers(&self, show: &ShowId, cap: u32) -> Result<()> {
+        let _: i64 = self.run(&CAPACITY, show, cap).await?;
+        Ok(())
+    }
+
+    async fn bought(&self, show: &ShowId, ticket: Uuid) -> Result<()> {
+        let _: i64 = self.run(&BOUGHT, show, ticket.to_string()).await?;
+        Ok(())
+    }
+
     async fn stats(&self, show: &ShowId) -> Result<ShowStats> {
         let open = self.is_open(show).await?;
         let r: Vec<i64> = self.run(&STATS, show, NO_ARGS).await?;
-        let [queue_length, admitted_valid, rate, joined] = r[..] else {
+        let [queue_length, admitted_valid, rate, joined, cap] = r[..] else {
             return Err(protocol("stats", &r));
         };
         Ok(ShowStats {
@@ -256,6 +270,7 @@ impl QueueStore for RedisStore {
             queue_length: queue_length as u64,
             admitted_valid: admitted_valid as u64,
             admit_per_second: rate as u32,
+            max_active_buyers: cap as u32,
             joined: joined as u64,
         })
     }

@@ -108,6 +108,7 @@ pub fn settings(rate: u32, ttl: Duration) -> StoreSettings {
     StoreSettings {
         default_rate: rate,
         admission_ttl: ttl,
+        max_active_buyers: 0,
     }
 }
 

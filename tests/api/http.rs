@@ -83,7 +83,19 @@ async fn the_seeds_try_it_sequence(backend: Backend) {
     );
     assert_eq!(order["holdId"], "hold-0100");
     assert_eq!(order["amount"], 350.0);
-    // the same hold again → 200 with the same order
+    // the buyer is done buying: its place is free for the next fan
+    let stats: Value = app
+        .client
+        .get(app.url("/orders/waiting-room/show-42/stats"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["admittedValid"], 0, "{stats}");
+    // the same hold again → 200 with the same order (the admission still opens the gate)
     let again = app.order("show-42", "hold-0100", Some(&id)).await;
     assert_eq!(again.status(), StatusCode::OK);
     assert_eq!(again.json::<Value>().await.unwrap(), order);
@@ -287,7 +299,7 @@ async fn operator_calls_need_the_token(backend: Backend) {
     assert_eq!(stats.status(), StatusCode::OK);
     assert_eq!(
         stats.json::<Value>().await.unwrap(),
-        json!({"showId": "s", "open": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "joined": 0})
+        json!({"showId": "s", "open": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0})
     );
     app.stop().await;
 }
@@ -310,6 +322,27 @@ async fn leave_and_rate_change_over_http(backend: Backend) {
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.json::<Value>().await.unwrap()["admitPerSecond"], 1);
     assert_eq!(app.ticket_json("s", &c).await["etaSeconds"], 2);
+    let r = app
+        .client
+        .put(app.url("/orders/waiting-room/s/config"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"maxActiveBuyers": 50}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.json::<Value>().await.unwrap()["maxActiveBuyers"], 50);
+    for empty in [json!({}), json!({"admitPerSecond": 2, "bogus": 1})] {
+        let r = app
+            .client
+            .put(app.url("/orders/waiting-room/s/config"))
+            .bearer_auth(TOKEN)
+            .json(&empty)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_client_error(), "{empty}");
+        body(r).await;
+    }
     for bad in [0, 2_000_000] {
         let r = app.set_rate("s", bad).await;
         assert_eq!(r.status(), StatusCode::BAD_REQUEST);

@@ -37,6 +37,7 @@ conformance!(
     stats_count_what_operators_see,
     a_rate_of_its_own_changes_admissions_and_eta,
     joins_are_limited_per_client,
+    a_buyer_cap_admits_only_into_free_places,
 );
 
 /// Sleeps until just after the start of a wall-clock second, so two admissions that must
@@ -444,4 +445,56 @@ async fn joins_are_limited_per_client(backend: Backend) {
         "allowed again after the wait"
     );
     assert!(s.limit_join(bot, 2).await.unwrap().is_some());
+}
+
+async fn a_buyer_cap_admits_only_into_free_places(backend: Backend) {
+    let (s, _redis) = store(backend, settings(5, Duration::from_secs(60))).await;
+    let sh = show("cap");
+    let mut t = Vec::new();
+    for _ in 0..10 {
+        t.push(s.join(&sh).await.unwrap().ticket);
+    }
+    s.set_max_active_buyers(&sh, 3).await.unwrap();
+    start_of_second().await;
+    assert!(matches!(
+        s.admit(&sh, 1).await.unwrap(),
+        AdmitOutcome::Admitted { count: 3, .. }
+    ));
+    next_second().await;
+    assert!(
+        matches!(
+            s.admit(&sh, 1).await.unwrap(),
+            AdmitOutcome::Admitted { count: 0, .. }
+        ),
+        "three buyers are busy: no free place"
+    );
+    // One buys, one gives up: two places free up.
+    s.bought(&sh, t[0]).await.unwrap();
+    assert!(
+        s.is_admitted(&sh, t[0]).await.unwrap(),
+        "a buyer's admission stays valid for retries"
+    );
+    s.leave(&sh, t[1]).await.unwrap();
+    let stats = s.stats(&sh).await.unwrap();
+    assert_eq!((stats.admitted_valid, stats.max_active_buyers), (1, 3));
+    next_second().await;
+    assert!(matches!(
+        s.admit(&sh, 1).await.unwrap(),
+        AdmitOutcome::Admitted { count: 2, .. }
+    ));
+    assert!(matches!(
+        position(s.as_ref(), "cap", t[4]).await,
+        TicketState::Admitted { .. }
+    ));
+    assert_eq!(
+        position(s.as_ref(), "cap", t[5]).await,
+        TicketState::Waiting { position: 1 }
+    );
+    // No cap: the rate again.
+    s.set_max_active_buyers(&sh, 0).await.unwrap();
+    next_second().await;
+    assert!(matches!(
+        s.admit(&sh, 1).await.unwrap(),
+        AdmitOutcome::Admitted { count: 5, .. }
+    ));
 }

@@ -2,12 +2,14 @@
 -- TTL, as one step, so a polling fan sees its ticket queued or admitted, never neither.
 --
 -- Two guards make "N per second" hold whatever the admitters do:
--- * the fencing token (ARGV[6]) must be at least the newest this show has seen, so a paused
+-- * the fencing token (ARGV[7]) must be at least the newest this show has seen, so a paused
 --   or partitioned old leader is refused once a newer one has served the show;
 -- * at most one tick per show per second of Redis' own clock, so even two leaders racing
 --   across a lease hand-over cannot admit twice in one second.
+-- Admitted is not bought: with a cap on active buyers, a tick admits only the free places
+-- (cap − admitted who have neither bought nor run out), never more than the rate.
 -- Returns {-1} fenced, {-2} already served this second, else {count, head, version, now, rate}.
-local token = tonumber(ARGV[6])
+local token = tonumber(ARGV[7])
 local fence = tonumber(redis.call('GET', FENCE) or '0')
 if token < fence then return {-1} end
 local now = now_ms()
@@ -19,7 +21,13 @@ redis.call('SET', TICK, second)
 
 redis.call('ZREMRANGEBYSCORE', ADMISSIONS, '-inf', now)
 local n_rate = rate()
-local popped = redis.call('ZPOPMIN', Q, n_rate)
+local places = n_rate
+local max_active = cap()
+if max_active > 0 then
+  places = math.min(places, math.max(max_active - active(now), 0))
+end
+if places == 0 then return {0, head(), version(), now, n_rate} end
+local popped = redis.call('ZPOPMIN', Q, places)
 local n = #popped / 2
 if n == 0 then return {0, head(), version(), now, n_rate} end
 for i = 1, #popped, 2 do

@@ -1,5 +1,5 @@
 -- Join: the next arrival sequence and the enqueue in one step, so sequences stay dense.
--- ARGV[6] = ticket. Returns {seq, position, rate, version}.
+-- ARGV[7] = ticket. Returns {seq, position, rate, version}.
 local seq = redis.call('INCR', SEQ)
-redis.call('ZADD', Q, seq, ARGV[6])
-return {seq, redis.call('ZRANK', Q, ARGV[6]) + 1, rate(), version()}
+redis.call('ZADD', Q, seq, ARGV[7])
+return {seq, redis.call('ZRANK', Q, ARGV[7]) + 1, rate(), version()}

@@ -1,8 +1,9 @@
--- An operator's view: {queue length, admissions still valid, rate, tickets ever joined}.
+-- An operator's view: {queue length, active buyers, rate, tickets ever joined, buyer cap}.
 local now = now_ms()
 return {
   redis.call('ZCARD', Q),
-  redis.call('ZCOUNT', ADMISSIONS, '(' .. now, '+inf'),
+  active(now),
   rate(),
   tonumber(redis.call('GET', SEQ) or '0'),
+  cap(),
 }
