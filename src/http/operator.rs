@@ -73,12 +73,13 @@ pub async fn set_config(
             "send admitPerSecond and/or maxActiveBuyers".into(),
         ));
     }
-    if let Some(rate) = config.admit_per_second {
-        if !(1..=MAX_RATE).contains(&rate) {
-            return Err(AppError::BadRequest(format!(
-                "admitPerSecond: must be between 1 and {MAX_RATE}"
-            )));
-        }
+    if config
+        .admit_per_second
+        .is_some_and(|rate| !(1..=MAX_RATE).contains(&rate))
+    {
+        return Err(AppError::BadRequest(format!(
+            "admitPerSecond: must be between 1 and {MAX_RATE}"
+        )));
     }
     if config
         .max_active_buyers
