@@ -3,12 +3,12 @@
 use std::net::SocketAddr;
 
 use axum::Json;
-use axum::extract::{ConnectInfo, Path, State};
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::{AppState, show_id, ticket_id};
+use super::{AppPath, AppState, show_id, ticket_id};
 use crate::error::AppError;
 use crate::model::TicketStatus;
 
@@ -19,7 +19,7 @@ pub async fn join(
     State(state): State<AppState>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    Path(show): Path<String>,
+    AppPath(show): AppPath<String>,
 ) -> Result<impl IntoResponse, AppError> {
     let show = show_id(&show)?;
     state.check_join_rate(client.ip(), &headers).await?;
@@ -32,7 +32,7 @@ pub async fn join(
 /// `GET …/tickets/{ticketId}`: 200 while waiting or admitted, 404 UNKNOWN otherwise.
 pub async fn status(
     State(state): State<AppState>,
-    Path((show, ticket)): Path<(String, String)>,
+    AppPath((show, ticket)): AppPath<(String, String)>,
 ) -> Result<Response, AppError> {
     let show = show_id(&show)?;
     let Some(id) = ticket_id(&ticket) else {
@@ -52,7 +52,7 @@ pub async fn status(
 /// admission back); 404 UNKNOWN for a ticket that is not live.
 pub async fn leave(
     State(state): State<AppState>,
-    Path((show, ticket)): Path<(String, String)>,
+    AppPath((show, ticket)): AppPath<(String, String)>,
 ) -> Result<Response, AppError> {
     let show = show_id(&show)?;
     let Some(id) = ticket_id(&ticket) else {

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::routing::{get, post, put};
@@ -141,6 +141,27 @@ where
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
         match Json::<T>::from_request(req, state).await {
             Ok(Json(value)) => Ok(AppJson(value)),
+            Err(rejection) => Err(AppError::Rejected(
+                rejection.status(),
+                rejection.body_text(),
+            )),
+        }
+    }
+}
+
+/// `Path`, but its rejections (say, a path that is not valid UTF-8) are our JSON errors.
+pub struct AppPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for AppPath<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(AppPath(value)),
             Err(rejection) => Err(AppError::Rejected(
                 rejection.status(),
                 rejection.body_text(),

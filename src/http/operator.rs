@@ -2,11 +2,11 @@
 //! figures, change its admission rate.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use super::{AppJson, AppState, Operator, show_id};
+use super::{AppJson, AppPath, AppState, Operator, show_id};
 use crate::error::AppError;
 use crate::model::ShowStats;
 
@@ -15,7 +15,7 @@ use crate::model::ShowStats;
 pub async fn open(
     _: Operator,
     State(state): State<AppState>,
-    Path(show): Path<String>,
+    AppPath(show): AppPath<String>,
 ) -> Result<StatusCode, AppError> {
     let show = show_id(&show)?;
     state.store.open(&show).await?;
@@ -28,7 +28,7 @@ pub async fn open(
 pub async fn close(
     _: Operator,
     State(state): State<AppState>,
-    Path(show): Path<String>,
+    AppPath(show): AppPath<String>,
 ) -> Result<StatusCode, AppError> {
     let show = show_id(&show)?;
     state.store.close(&show).await?;
@@ -40,7 +40,7 @@ pub async fn close(
 pub async fn stats(
     _: Operator,
     State(state): State<AppState>,
-    Path(show): Path<String>,
+    AppPath(show): AppPath<String>,
 ) -> Result<Json<ShowStats>, AppError> {
     let show = show_id(&show)?;
     Ok(Json(state.store.stats(&show).await?))
@@ -64,7 +64,7 @@ pub const MAX_RATE: u32 = 1_000_000;
 pub async fn set_config(
     _: Operator,
     State(state): State<AppState>,
-    Path(show): Path<String>,
+    AppPath(show): AppPath<String>,
     AppJson(config): AppJson<ShowConfig>,
 ) -> Result<Json<ShowStats>, AppError> {
     let show = show_id(&show)?;

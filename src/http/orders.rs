@@ -1,11 +1,11 @@
 //! Orders, behind the gate: while a show's on-sale is open, only an admitted ticket may order.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::{AppJson, AppState};
+use super::{AppJson, AppPath, AppState};
 use crate::error::AppError;
 use crate::model::{NewOrder, Order, OrderRequest};
 
@@ -72,7 +72,7 @@ async fn gate(
 /// `GET /orders/{id}`: the order, or 404.
 pub async fn get(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    AppPath(id): AppPath<String>,
 ) -> Result<Json<Order>, AppError> {
     let not_found = || AppError::NotFound(format!("no order {id}"));
     let uuid = uuid::Uuid::parse_str(&id).map_err(|_| not_found())?;

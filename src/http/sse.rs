@@ -3,14 +3,14 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
 use super::fan::unknown;
-use super::{AppState, show_id, ticket_id};
+use super::{AppPath, AppState, show_id, ticket_id};
 use crate::error::AppError;
 use crate::hub::Update;
 use crate::metrics::Transport;
@@ -27,7 +27,7 @@ const RETRY: Duration = Duration::from_secs(2);
 #[tracing::instrument(skip_all, fields(show = %show, ticket = %ticket))]
 pub async fn events(
     State(state): State<AppState>,
-    Path((show, ticket)): Path<(String, String)>,
+    AppPath((show, ticket)): AppPath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let show = show_id(&show)?;

@@ -5,14 +5,15 @@
 
 use std::time::Duration;
 
+use axum::extract::State;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use serde::Serialize;
 
 use super::fan::unknown;
-use super::{AppState, show_id, ticket_id};
+use super::{AppPath, AppState, show_id, ticket_id};
 use crate::error::AppError;
 use crate::hub::Update;
 use crate::metrics::{Metrics, Transport};
@@ -33,9 +34,10 @@ struct Frame<'a> {
 /// Upgrades after checking the ids, so bad input still gets a plain 4xx.
 pub async fn upgrade(
     State(state): State<AppState>,
-    Path((show, ticket)): Path<(String, String)>,
-    ws: WebSocketUpgrade,
+    AppPath((show, ticket)): AppPath<(String, String)>,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, AppError> {
+    let ws = ws.map_err(|r| AppError::Rejected(r.status(), r.body_text()))?;
     let show = show_id(&show)?;
     let Some(id) = ticket_id(&ticket) else {
         return Ok(unknown(&ticket));

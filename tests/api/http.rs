@@ -207,6 +207,18 @@ async fn bad_input_gets_a_clear_json_4xx(backend: Backend) {
     let r = c.delete(app.url("/orders")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
     body(r).await;
+    // a path that is not UTF-8, a WebSocket URL without the upgrade
+    let r = c
+        .get(app.url("/orders/waiting-room/%FF/tickets/x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    body(r).await;
+    let ws = format!("/orders/waiting-room/s/tickets/{}/ws", uuid::Uuid::new_v4());
+    let r = c.get(app.url(&ws)).send().await.unwrap();
+    assert!(r.status().is_client_error(), "{}", r.status());
+    body(r).await;
     // the server is still fine after all that
     assert_eq!(app.join("s").await.status(), StatusCode::ACCEPTED);
     app.stop().await;
