@@ -17,6 +17,10 @@ pub struct Config {
     #[arg(long, env = "REDIS_URL")]
     pub redis_url: Option<String>,
 
+    /// `REDIS_URL` names Redis Cluster nodes, comma-separated (any few of them will do).
+    #[arg(long, env = "REDIS_CLUSTER", requires = "redis_url")]
+    pub redis_cluster: bool,
+
     /// Tickets admitted per show per second, unless a show has its own rate.
     #[arg(long, env = "ADMIT_PER_SECOND", default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -64,6 +68,7 @@ impl Config {
         Config {
             bind: "127.0.0.1:0".parse().expect("literal address"),
             redis_url: None,
+            redis_cluster: false,
             admit_per_second: 20,
             admission_ttl: Duration::from_secs(300),
             max_active_buyers: 0,

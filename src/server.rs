@@ -32,6 +32,14 @@ impl Application {
             max_active_buyers: config.max_active_buyers,
         };
         let store: Arc<dyn QueueStore> = match &config.redis_url {
+            Some(urls) if config.redis_cluster => {
+                let nodes: Vec<String> = urls.split(',').map(|u| u.trim().to_owned()).collect();
+                Arc::new(
+                    RedisStore::connect_cluster(&nodes, settings)
+                        .await
+                        .with_context(|| format!("cannot reach the Redis Cluster at {urls}"))?,
+                )
+            }
             Some(url) => Arc::new(
                 RedisStore::connect(url, settings)
                     .await

@@ -1,5 +1,10 @@
 //! The Redis store: the seed's keys, each show's under one hash tag, changed only by the Lua
 //! scripts in `lua/` (run by SHA), over one reconnecting multiplexed connection.
+//!
+//! The same code runs on one Redis (`ConnectionManager`) and on a Redis Cluster
+//! (`ClusterConnection`): every script touches the keys of one show, which share a slot, and
+//! every other call touches one key. Events are published with plain `PUBLISH`, which a
+//! cluster broadcasts to every node, so the hub subscribes to any one node.
 
 use std::net::IpAddr;
 use std::sync::LazyLock;
@@ -8,7 +13,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
 use redis::{AsyncCommands, Client, Script};
 use uuid::Uuid;
 
@@ -52,15 +59,16 @@ static LIMIT_SCRIPT: LazyLock<Script> =
 static RELEASE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/release.lua")));
 
-/// The Redis-backed store.
+/// The Redis-backed store, over one Redis or a Redis Cluster.
 #[derive(Clone)]
-pub struct RedisStore {
-    client: Client,
-    conn: ConnectionManager,
+pub struct RedisStore<C = ConnectionManager> {
+    /// Where to subscribe to events, tried in turn: the server, or every cluster seed node.
+    subscribers: Vec<Client>,
+    conn: C,
     settings: StoreSettings,
 }
 
-impl RedisStore {
+impl RedisStore<ConnectionManager> {
     /// Connects to `url` (`redis://host:port/db`); fails if Redis does not answer.
     pub async fn connect(url: &str, settings: StoreSettings) -> Result<Self> {
         let client = Client::open(url)?;
@@ -70,12 +78,34 @@ impl RedisStore {
             .set_number_of_retries(3);
         let conn = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(RedisStore {
-            client,
+            subscribers: vec![client],
             conn,
             settings,
         })
     }
+}
 
+impl RedisStore<ClusterConnection> {
+    /// Connects to a Redis Cluster through any of its `nodes` (`redis://host:port` each).
+    pub async fn connect_cluster(nodes: &[String], settings: StoreSettings) -> Result<Self> {
+        let cluster = ClusterClient::builder(nodes.to_vec())
+            .connection_timeout(Duration::from_secs(2))
+            .response_timeout(Duration::from_secs(2))
+            .build()?;
+        let conn = cluster.get_async_connection().await?;
+        let subscribers = nodes
+            .iter()
+            .map(|n| Client::open(n.as_str()))
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(RedisStore {
+            subscribers,
+            conn,
+            settings,
+        })
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     /// Runs a per-show script with the shared key and argument layout of `prelude.lua`.
     async fn run<T: redis::FromRedisValue>(
         &self,
@@ -129,7 +159,7 @@ fn hold_key(hold: &str) -> String {
 }
 
 #[async_trait]
-impl QueueStore for RedisStore {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStore<C> {
     async fn open(&self, show: &ShowId) -> Result<()> {
         let mut conn = self.conn.clone();
         let _: i64 = conn.sadd(OPEN_SHOWS, show.as_str()).await?;
@@ -291,9 +321,28 @@ impl QueueStore for RedisStore {
 
     async fn subscribe(&self) -> Result<BoxStream<'static, ShowEvent>> {
         // A dedicated connection: a subscribed connection can do nothing else. When it drops,
-        // the stream ends and the hub subscribes again.
-        let mut pubsub = self.client.get_async_pubsub().await?;
-        pubsub.subscribe(EVENTS_CHANNEL).await?;
+        // the stream ends and the hub subscribes again, to the next node if this one is gone.
+        let mut last_error = None;
+        let mut subscribed = None;
+        for client in &self.subscribers {
+            let attempt = async {
+                let mut pubsub = client.get_async_pubsub().await?;
+                pubsub.subscribe(EVENTS_CHANNEL).await?;
+                Ok::<_, redis::RedisError>(pubsub)
+            };
+            match attempt.await {
+                Ok(pubsub) => {
+                    subscribed = Some(pubsub);
+                    break;
+                }
+                Err(e) => last_error = Some(e),
+            }
+        }
+        let Some(pubsub) = subscribed else {
+            return Err(last_error
+                .map(StoreError::from)
+                .unwrap_or_else(|| StoreError::Protocol("no node to subscribe to".into())));
+        };
         Ok(pubsub
             .into_on_message()
             .filter_map(|msg| async move {

@@ -34,6 +34,10 @@ pub struct RedisServer {
 
 impl RedisServer {
     pub async fn start() -> RedisServer {
+        RedisServer::start_with(&[]).await
+    }
+
+    pub async fn start_with(extra: &[&str]) -> RedisServer {
         for _ in 0..10 {
             let port = free_port();
             let child = Command::new("redis-server")
@@ -47,6 +51,8 @@ impl RedisServer {
                     "--appendonly",
                     "no",
                 ])
+                .args(["--cluster-config-file", &format!("nodes-{port}.conf")])
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -97,11 +103,103 @@ impl Drop for RedisServer {
     }
 }
 
+/// A three-node Redis Cluster of our own (no replicas), torn down when dropped.
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+    dir: std::path::PathBuf,
+}
+
+impl RedisCluster {
+    pub async fn start() -> RedisCluster {
+        let dir = std::env::temp_dir().join(format!("wr-cluster-{}", Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut nodes = Vec::new();
+        for _ in 0..3 {
+            let dir = dir.to_str().unwrap();
+            nodes.push(RedisServer::start_with(&["--cluster-enabled", "yes", "--dir", dir]).await);
+        }
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for n in &nodes {
+            create.arg(format!("127.0.0.1:{}", n.port));
+        }
+        let out = create
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli must be on PATH (it comes with redis-server)");
+        assert!(
+            out.status.success(),
+            "cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let cluster = RedisCluster { nodes, dir };
+        // Every node must agree the cluster is up before the tests start.
+        for _ in 0..200 {
+            let mut ok = true;
+            for n in &cluster.nodes {
+                let mut conn = n.conn().await;
+                let info: String = redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                ok &= info.contains("cluster_state:ok");
+            }
+            if ok {
+                return cluster;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the cluster never became ready");
+    }
+
+    /// Every node, comma-separated, as `REDIS_URL` takes it with `REDIS_CLUSTER`.
+    pub fn urls(&self) -> String {
+        self.nodes
+            .iter()
+            .map(RedisServer::url)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        self.nodes.clear();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// Which store a test runs on.
 #[derive(Clone, Copy, Debug)]
 pub enum Backend {
     Memory,
     Redis,
+    Cluster,
+}
+
+/// The Redis behind a test, kept alive as long as the test needs it.
+pub enum RedisBehind {
+    Server(RedisServer),
+    Cluster(RedisCluster),
+}
+
+impl RedisBehind {
+    async fn start(backend: Backend) -> Option<RedisBehind> {
+        match backend {
+            Backend::Memory => None,
+            Backend::Redis => Some(RedisBehind::Server(RedisServer::start().await)),
+            Backend::Cluster => Some(RedisBehind::Cluster(RedisCluster::start().await)),
+        }
+    }
+
+    /// The single server (panics on a cluster).
+    pub fn server(&self) -> &RedisServer {
+        match self {
+            RedisBehind::Server(s) => s,
+            RedisBehind::Cluster(_) => panic!("this test needs a single Redis"),
+        }
+    }
 }
 
 pub fn settings(rate: u32, ttl: Duration) -> StoreSettings {
@@ -116,15 +214,19 @@ pub fn settings(rate: u32, ttl: Duration) -> StoreSettings {
 pub async fn store(
     backend: Backend,
     settings: StoreSettings,
-) -> (Arc<dyn QueueStore>, Option<RedisServer>) {
-    match backend {
-        Backend::Memory => (Arc::new(MemoryStore::new(settings)), None),
-        Backend::Redis => {
-            let redis = RedisServer::start().await;
-            let store = RedisStore::connect(&redis.url(), settings).await.unwrap();
-            (Arc::new(store), Some(redis))
+) -> (Arc<dyn QueueStore>, Option<RedisBehind>) {
+    let behind = RedisBehind::start(backend).await;
+    let store: Arc<dyn QueueStore> = match &behind {
+        None => Arc::new(MemoryStore::new(settings)),
+        Some(RedisBehind::Server(redis)) => {
+            Arc::new(RedisStore::connect(&redis.url(), settings).await.unwrap())
         }
-    }
+        Some(RedisBehind::Cluster(cluster)) => {
+            let nodes: Vec<String> = cluster.urls().split(',').map(str::to_owned).collect();
+            Arc::new(RedisStore::connect_cluster(&nodes, settings).await.unwrap())
+        }
+    };
+    (store, behind)
 }
 
 pub fn show(name: &str) -> ShowId {
@@ -136,17 +238,18 @@ pub struct TestApp {
     pub addr: SocketAddr,
     pub client: Client,
     pub shutdown: CancellationToken,
-    pub redis: Option<RedisServer>,
+    pub redis: Option<RedisBehind>,
     task: tokio::task::JoinHandle<()>,
 }
 
 /// Starts the app on 127.0.0.1:0 with `config` (its store as the backend says).
 pub async fn spawn_app_with(backend: Backend, mut config: Config) -> TestApp {
-    let redis = match backend {
-        Backend::Memory => None,
-        Backend::Redis => Some(RedisServer::start().await),
-    };
-    config.redis_url = redis.as_ref().map(RedisServer::url);
+    let redis = RedisBehind::start(backend).await;
+    config.redis_url = redis.as_ref().map(|r| match r {
+        RedisBehind::Server(s) => s.url(),
+        RedisBehind::Cluster(c) => c.urls(),
+    });
+    config.redis_cluster = matches!(backend, Backend::Cluster);
     let app = Application::build(config).await.expect("app builds");
     let addr = app.local_addr();
     let shutdown = CancellationToken::new();

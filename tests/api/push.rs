@@ -111,7 +111,7 @@ async fn sse_first_state_at_once_then_falling_positions_admission_and_expiry() {
 
 #[tokio::test]
 async fn websocket_frames_carry_the_same_json_and_event_names() {
-    for backend in [Backend::Memory, Backend::Redis] {
+    for backend in [Backend::Memory, Backend::Redis, Backend::Cluster] {
         let app = spawn_app_with(backend, config(1, Duration::from_secs(60))).await;
         let a = ticket_id(&app.join_ok("w").await);
         let b = ticket_id(&app.join_ok("w").await);
@@ -181,7 +181,7 @@ async fn a_reconnecting_event_source_resumes_at_its_current_place() {
 
 #[tokio::test]
 async fn a_leave_moves_everyone_behind_up_in_pushed_positions() {
-    for backend in [Backend::Memory, Backend::Redis] {
+    for backend in [Backend::Memory, Backend::Redis, Backend::Cluster] {
         let app = spawn_app_with(backend, config(1, Duration::from_secs(60))).await;
         let mut tickets = Vec::new();
         let mut streams = Vec::new();
@@ -412,7 +412,7 @@ async fn commands_while_following(redis: &RedisServer, fans: &mut [SseReader], s
 #[tokio::test]
 async fn redis_commands_per_tick_do_not_grow_with_connected_fans() {
     let app = spawn_app_with(Backend::Redis, config(1, Duration::from_secs(60))).await;
-    let redis = app.redis.as_ref().unwrap();
+    let redis = app.redis.as_ref().unwrap().server();
     let mut tickets = Vec::new();
     for _ in 0..210 {
         tickets.push(ticket_id(&app.join_ok("c").await));
@@ -440,7 +440,7 @@ async fn redis_commands_per_tick_do_not_grow_with_connected_fans() {
 #[tokio::test]
 async fn streams_survive_the_pubsub_connection_being_killed() {
     let app = spawn_app_with(Backend::Redis, config(1, Duration::from_secs(60))).await;
-    let redis = app.redis.as_ref().unwrap();
+    let redis = app.redis.as_ref().unwrap().server();
     let mut tickets = Vec::new();
     for _ in 0..8 {
         tickets.push(ticket_id(&app.join_ok("k").await));

@@ -1,5 +1,6 @@
-//! The store conformance suite: every test runs against the embedded store and a real
-//! redis-server, so the two backends cannot drift apart unnoticed.
+//! The store conformance suite: every test runs against the embedded store, a real
+//! redis-server and a real three-node Redis Cluster, so the backends cannot drift apart
+//! unnoticed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,9 @@ macro_rules! conformance {
         }
         mod redis {
             $( #[tokio::test] async fn $name() { super::$name(crate::helpers::Backend::Redis).await } )*
+        }
+        mod cluster {
+            $( #[tokio::test] async fn $name() { super::$name(crate::helpers::Backend::Cluster).await } )*
         }
     };
 }
