@@ -1,9 +1,11 @@
 //! The HTTP faces of the server, one file each, on one shared [`AppState`].
 
+mod admin;
 mod fan;
 mod health;
 mod operator;
 mod orders;
+mod page;
 mod sse;
 mod ws;
 
@@ -97,6 +99,12 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        .route("/", get(page::index))
+        .route("/wait/{show_id}", get(page::wait))
+        .route("/wait/{show_id}/join", post(page::join))
+        .route("/admin", get(admin::console))
+        .route("/admin/stats/events", get(admin::stats_events))
+        .nest_service("/static", page::static_files())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

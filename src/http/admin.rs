@@ -1,0 +1,235 @@
+//! The operator console: `GET /admin` (a page that holds no data: everything it shows comes
+//! from bearer-authenticated API calls its script makes) and its live feed,
+//! `GET /admin/stats/events`, an SSE stream of every watched show's figures once a second.
+//!
+//! One stream carries every show, rather than one stream per show: a browser holds at most
+//! six HTTP/1.1 connections to an origin, and a console watching six shows must still be
+//! able to press a button.
+
+use std::collections::{BTreeSet, HashMap};
+use std::convert::Infallible;
+use std::time::Duration;
+
+use askama::Template;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio::time::MissedTickBehavior;
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::page::{asset_version, html};
+use super::{AppState, Operator, show_id};
+use crate::error::AppError;
+use crate::model::{ShowId, ShowStats};
+use crate::store::{EventKind, ShowEvent, wall_ms};
+
+/// The console samples every show this often; its chart has one point per sample.
+pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// The most shows one stream may name, beyond the open ones.
+pub const MAX_WATCHED: usize = 100;
+
+/// Samples a slow console may fall behind by before the newest are dropped: a chart
+/// needs the latest figures, not a backlog.
+const BUFFERED_SAMPLES: usize = 4;
+
+/// After the event subscription drops, try again every this many samples.
+const RESUBSCRIBE_EVERY: u32 = 5;
+
+#[derive(Template)]
+#[template(path = "admin.html")]
+struct AdminPage {
+    asset: &'static str,
+}
+
+/// `GET /admin`: the console's page. It is public on purpose: it carries no data, and the
+/// script asks for the operator token and sends it as a bearer header on every call.
+pub async fn console() -> Response {
+    html(StatusCode::OK, &AdminPage { asset: asset_version() })
+}
+
+/// The query of the operator stream.
+#[derive(Debug, Default, Deserialize)]
+pub struct StreamQuery {
+    /// Comma-separated shows to report on besides the open ones (a closed show the operator
+    /// is about to open, or has just closed).
+    shows: Option<String>,
+}
+
+/// One sample: every reported show's figures at one instant.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sample {
+    /// The server's clock (ms since the epoch).
+    pub at: u64,
+    pub shows: Vec<ShowSample>,
+}
+
+/// One show in a [`Sample`]: the `…/stats` JSON plus what only this feed knows.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShowSample {
+    #[serde(flatten)]
+    pub stats: ShowStats,
+    /// Fans following a ticket of this show over SSE or WebSocket on this instance.
+    pub connected_fans: usize,
+    /// Tickets admitted since the previous sample, counted from the admitter's published
+    /// ticks; `null` while the feed cannot hear them.
+    pub admitted_since_last: Option<u64>,
+}
+
+/// `GET /admin/stats/events?shows=a,b` (operator): a `stats` event with a [`Sample`] of the
+/// open shows and the named ones, every [`SAMPLE_EVERY`], until the client goes away.
+#[tracing::instrument(skip_all)]
+pub async fn stats_events(
+    _: Operator,
+    State(state): State<AppState>,
+    query: Result<Query<StreamQuery>, QueryRejection>,
+) -> Result<Response, AppError> {
+    let Query(query) = query.map_err(|r| AppError::Rejected(r.status(), r.body_text()))?;
+    let watched = watched(query.shows.as_deref())?;
+    let (tx, rx) = mpsc::channel(BUFFERED_SAMPLES);
+    tokio::spawn(feed(state, watched, tx));
+    let stream = ReceiverStream::new(rx).map(Ok::<_, Infallible>);
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(super::sse::KEEP_ALIVE))
+        .into_response())
+}
+
+/// The named shows, checked and deduplicated.
+fn watched(raw: Option<&str>) -> Result<BTreeSet<ShowId>, AppError> {
+    let watched = raw
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(show_id)
+        .collect::<Result<BTreeSet<_>, _>>()?;
+    if watched.len() > MAX_WATCHED {
+        return Err(AppError::BadRequest(format!(
+            "shows: at most {MAX_WATCHED} at once"
+        )));
+    }
+    Ok(watched)
+}
+
+/// Sends a sample every second until the receiver is dropped (the console went away) or the
+/// server stops. Admissions are counted from the store's events, which every instance hears,
+/// so the count is right whichever instance runs the admitter.
+async fn feed(state: AppState, watched: BTreeSet<ShowId>, tx: mpsc::Sender<Event>) {
+    let mut events = subscribe(&state).await;
+    let mut admitted: HashMap<ShowId, u64> = HashMap::new();
+    let mut every = tokio::time::interval(SAMPLE_EVERY);
+    every.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut ticks_unsubscribed = 0u32;
+    loop {
+        tokio::select! {
+            _ = every.tick() => {
+                if events.is_none() {
+                    ticks_unsubscribed += 1;
+                    if ticks_unsubscribed % RESUBSCRIBE_EVERY == 0 {
+                        events = subscribe(&state).await;
+                    }
+                }
+                let counted = events.is_some();
+                let sample = match sample(&state, &watched, &mut admitted, counted).await {
+                    Ok(sample) => sample,
+                    Err(e) => {
+                        // The console shows its data going stale; the log says why.
+                        tracing::warn!(error = %e, "operator sample failed");
+                        continue;
+                    }
+                };
+                let event = Event::default()
+                    .event("stats")
+                    .id(sample.at.to_string())
+                    .json_data(&sample)
+                    .expect("a sample always serialises");
+                match tx.try_send(event) {
+                    Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => {}
+                    Err(mpsc::error::TrySendError::Closed(_)) => return,
+                }
+            }
+            event = next_event(&mut events) => match event {
+                Some(ShowEvent { kind: EventKind::Tick, show, admitted: count, .. }) => {
+                    *admitted.entry(show).or_default() += count;
+                }
+                Some(_) => {}
+                None => {
+                    tracing::debug!("operator feed lost its event subscription");
+                    events = None;
+                    ticks_unsubscribed = 0;
+                }
+            },
+            _ = tx.closed() => return,
+            _ = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
+async fn subscribe(state: &AppState) -> Option<BoxStream<'static, ShowEvent>> {
+    match state.store.subscribe().await {
+        Ok(events) => Some(events),
+        Err(e) => {
+            tracing::warn!(error = %e, "operator feed cannot hear admissions");
+            None
+        }
+    }
+}
+
+/// The next event, or never while unsubscribed.
+async fn next_event(events: &mut Option<BoxStream<'static, ShowEvent>>) -> Option<ShowEvent> {
+    match events {
+        Some(events) => events.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads the figures of the open and the watched shows, and hands over (and resets) the
+/// admissions counted since the last sample.
+async fn sample(
+    state: &AppState,
+    watched: &BTreeSet<ShowId>,
+    admitted: &mut HashMap<ShowId, u64>,
+    counted: bool,
+) -> Result<Sample, AppError> {
+    let mut shows: BTreeSet<ShowId> = state.store.open_shows().await?.into_iter().collect();
+    shows.extend(watched.iter().cloned());
+    let mut out = Vec::with_capacity(shows.len());
+    for show in shows {
+        let stats = state.store.stats(&show).await?;
+        out.push(ShowSample {
+            connected_fans: state.hub.fans_of(&show),
+            admitted_since_last: counted.then(|| admitted.remove(&show).unwrap_or(0)),
+            stats,
+        });
+    }
+    // Ticks of shows nobody reports on would pile up otherwise.
+    admitted.clear();
+    Ok(Sample {
+        at: wall_ms(),
+        shows: out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watched_shows_are_checked_trimmed_and_deduplicated() {
+        let shows = watched(Some(" b,a,,b ")).unwrap();
+        let names: Vec<&str> = shows.iter().map(ShowId::as_str).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(watched(None).unwrap().is_empty());
+        assert!(matches!(watched(Some("ok,not ok")), Err(AppError::BadRequest(_))));
+        let too_many = (0..=MAX_WATCHED).map(|i| format!("s{i}")).collect::<Vec<_>>().join(",");
+        assert!(matches!(watched(Some(&too_many)), Err(AppError::BadRequest(_))));
+    }
+}

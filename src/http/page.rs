@@ -1,0 +1,416 @@
+//! The pages fans look at: `GET /` (the open on-sales), `GET /wait/{showId}` (the waiting
+//! page), `POST /wait/{showId}/join` (joining without JavaScript), and the static files the
+//! pages load.
+//!
+//! Every page is rendered on the server, so it is useful before (or without) any script: the
+//! waiting page shows the fan's current place when it knows the ticket (from `?ticket=` or the
+//! `wr_ticket` cookie). `static/wait.js` then takes over and follows the ticket live.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use askama::Template;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::Router;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use tower_http::services::ServeDir;
+use tower_http::set_header::SetResponseHeaderLayer;
+use uuid::Uuid;
+
+use super::{AppState, show_id};
+use crate::error::AppError;
+use crate::model::{ShowId, TicketState, eta_seconds};
+
+/// The cookie that remembers a fan's ticket for one show's page. Its `Path` is the show's
+/// page, so each show has its own and no other page ever receives it.
+pub const TICKET_COOKIE: &str = "wr_ticket";
+
+/// How often the page reloads itself when JavaScript is off and the fan is waiting.
+pub const NOSCRIPT_REFRESH_SECONDS: u32 = 5;
+
+/// Static files may be cached for an hour: their URLs carry [`asset_version`], so a deploy
+/// that changes one changes its URL too.
+const STATIC_CACHE: &str = "public, max-age=3600";
+
+/// Pages are always fresh: they show a live position, and a cached one would lie.
+const PAGE_CACHE: &str = "no-store";
+
+/// Scripts and styles come only from `/static`, and the scripts talk only to this origin.
+const PAGE_CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; \
+     script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; \
+     frame-ancestors 'none'";
+
+/// Where the static files are served from: `./static` when the server runs from a checkout
+/// or an image that ships the folder beside it, else the crate's own folder (tests, or
+/// `cargo run` started from elsewhere).
+pub fn static_dir() -> PathBuf {
+    let beside = PathBuf::from("static");
+    if beside.is_dir() {
+        beside
+    } else {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/static"))
+    }
+}
+
+/// A short hash of the static files' contents, appended to their URLs as `?v=`.
+pub fn asset_version() -> &'static str {
+    static VERSION: LazyLock<String> = LazyLock::new(|| {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(static_dir())
+            .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.sort();
+        for file in files {
+            file.file_name().hash(&mut hasher);
+            std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
+        }
+        format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
+    });
+    &VERSION
+}
+
+/// The service behind `/static`: the files, with a long cache on what was found (a 404 is
+/// not cached, so a file added later is seen at once).
+pub fn static_files() -> Router {
+    Router::new()
+        .fallback_service(ServeDir::new(static_dir()))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            |res: &Response| {
+                res.status()
+                    .is_success()
+                    .then(|| HeaderValue::from_static(STATIC_CACHE))
+            },
+        ))
+}
+
+/// A rendered page with the headers every page carries.
+pub(super) fn html(status: StatusCode, page: &impl Template) -> Response {
+    match page.render() {
+        Ok(body) => (
+            status,
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (header::CACHE_CONTROL, PAGE_CACHE),
+                (header::CONTENT_SECURITY_POLICY, PAGE_CSP),
+            ],
+            body,
+        )
+            .into_response(),
+        Err(e) => {
+            // A template that fails to render is our bug; the visitor learns only that.
+            tracing::error!(error = %e, "page failed to render");
+            (StatusCode::INTERNAL_SERVER_ERROR, "the page failed to render").into_response()
+        }
+    }
+}
+
+/// A page that explains what went wrong, for the browser-facing routes.
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    asset: &'static str,
+    status: u16,
+    message: String,
+}
+
+fn error_page(error: AppError) -> Response {
+    let status = error.status_code();
+    if let AppError::Store(e) = &error {
+        tracing::error!(error = %e, "store call failed");
+    }
+    let message = match &error {
+        AppError::Store(_) => "The waiting room cannot reach its queue right now. Please try again in a moment.".into(),
+        other => other.to_string(),
+    };
+    html(
+        status,
+        &ErrorPage {
+            asset: asset_version(),
+            status: status.as_u16(),
+            message,
+        },
+    )
+}
+
+/// One open on-sale on the front page.
+struct OpenShow {
+    id: String,
+    queue: String,
+}
+
+#[derive(Template)]
+#[template(path = "index.html")]
+struct IndexPage {
+    asset: &'static str,
+    shows: Vec<OpenShow>,
+}
+
+/// `GET /`: the on-sales that are open now, each linking to its waiting page.
+pub async fn index(State(state): State<AppState>) -> Response {
+    let listed = async {
+        let mut shows = Vec::new();
+        for show in state.store.open_shows().await? {
+            let stats = state.store.stats(&show).await?;
+            shows.push(OpenShow {
+                id: show.to_string(),
+                queue: grouped(stats.queue_length),
+            });
+        }
+        shows.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok::<_, AppError>(shows)
+    };
+    match listed.await {
+        Ok(shows) => html(
+            StatusCode::OK,
+            &IndexPage {
+                asset: asset_version(),
+                shows,
+            },
+        ),
+        Err(e) => error_page(e),
+    }
+}
+
+/// What the waiting page knows before any script runs.
+#[derive(Template)]
+#[template(path = "wait.html")]
+struct WaitPage {
+    asset: &'static str,
+    show: String,
+    open: bool,
+    /// `new`, `waiting`, `admitted` or `unknown`: which part of the page shows first.
+    state: &'static str,
+    ticket: Option<String>,
+    position: u64,
+    ahead: u64,
+    position_text: String,
+    ahead_text: String,
+    eta_seconds: u64,
+    eta_words: String,
+    expires_in: u64,
+    expires_text: String,
+    refresh_seconds: u32,
+}
+
+/// The query of the waiting page.
+#[derive(Debug, Default, Deserialize)]
+pub struct WaitQuery {
+    /// A ticket to show, for a fan without cookies or a link that carries it.
+    ticket: Option<String>,
+}
+
+/// `GET /wait/{showId}`: the waiting page, showing the ticket's current state at first
+/// paint when the ticket is known.
+pub async fn wait(
+    State(state): State<AppState>,
+    Path(show): Path<String>,
+    query: Result<Query<WaitQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Response {
+    let show = match show_id(&show) {
+        Ok(show) => show,
+        Err(e) => return error_page(e),
+    };
+    // A garbled query is no reason to refuse the page: it is shown as if there were none.
+    let query = query.map(|Query(q)| q).unwrap_or_default();
+    // An explicit `?ticket=` wins over the cookie: it is what the fan (or the no-script join)
+    // just asked for.
+    let ticket = query
+        .ticket
+        .as_deref()
+        .and_then(|t| Uuid::parse_str(t.trim()).ok())
+        .or_else(|| ticket_cookie(&headers));
+    match render_wait(&state, &show, ticket).await {
+        Ok(page) => html(StatusCode::OK, &page),
+        Err(e) => error_page(e),
+    }
+}
+
+async fn render_wait(state: &AppState, show: &ShowId, ticket: Option<Uuid>) -> Result<WaitPage, AppError> {
+    let open = state.store.is_open(show).await?;
+    let mut page = WaitPage {
+        asset: asset_version(),
+        show: show.to_string(),
+        open,
+        state: "new",
+        ticket: ticket.map(|t| t.to_string()),
+        position: 0,
+        ahead: 0,
+        position_text: String::new(),
+        ahead_text: String::new(),
+        eta_seconds: 0,
+        eta_words: String::new(),
+        expires_in: 0,
+        expires_text: String::new(),
+        refresh_seconds: NOSCRIPT_REFRESH_SECONDS,
+    };
+    let Some(ticket) = ticket else {
+        return Ok(page);
+    };
+    let status = state.store.status(show, ticket).await?;
+    match status.state {
+        TicketState::Waiting { position } => {
+            page.state = "waiting";
+            page.position = position;
+            page.ahead = position - 1;
+            page.position_text = grouped(position);
+            page.ahead_text = grouped(position - 1);
+            page.eta_seconds = eta_seconds(position, status.rate);
+            page.eta_words = eta_words(page.eta_seconds);
+        }
+        TicketState::Admitted { .. } => {
+            let view = status.state.view(ticket, status.rate);
+            page.state = "admitted";
+            page.expires_in = view.expires_in_seconds.unwrap_or(0);
+            page.expires_text = clock(page.expires_in);
+        }
+        TicketState::Unknown => page.state = "unknown",
+    }
+    Ok(page)
+}
+
+/// `POST /wait/{showId}/join`: the join button of a page without JavaScript. Joins, keeps
+/// the ticket in a cookie for this show's page, and sends the fan back to it (303).
+pub async fn join(
+    State(state): State<AppState>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    Path(show): Path<String>,
+) -> Response {
+    let joined = async {
+        let show = show_id(&show)?;
+        state.check_join_rate(client.ip())?;
+        let joined = state.store.join(&show).await?;
+        state.metrics.joined(&show);
+        Ok::<_, AppError>((show, joined.ticket))
+    };
+    match joined.await {
+        Ok((show, ticket)) => {
+            let page = format!("/wait/{show}");
+            let cookie = format!("{TICKET_COOKIE}={ticket}; Path={page}; Max-Age=86400; SameSite=Lax");
+            (
+                StatusCode::SEE_OTHER,
+                [
+                    (header::LOCATION, format!("{page}?ticket={ticket}")),
+                    (header::SET_COOKIE, cookie),
+                    (header::CACHE_CONTROL, PAGE_CACHE.to_owned()),
+                ],
+            )
+                .into_response()
+        }
+        Err(e) => error_page(e),
+    }
+}
+
+/// The ticket in the `wr_ticket` cookie, if any is a UUID. The browser sends the cookie of
+/// the most specific path first, which is this show's.
+fn ticket_cookie(headers: &HeaderMap) -> Option<Uuid> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .filter(|(name, _)| *name == TICKET_COOKIE)
+        .find_map(|(_, value)| Uuid::parse_str(value.trim()).ok())
+}
+
+/// A wait in words a fan reads at a glance. `static/wait.js` words it the same way.
+pub fn eta_words(seconds: u64) -> String {
+    match seconds {
+        0 => "any moment now".into(),
+        1..=59 => "less than a minute".into(),
+        _ => {
+            let minutes = (seconds + 30) / 60;
+            if minutes == 1 {
+                return "about a minute".into();
+            }
+            if minutes < 60 {
+                return format!("about {minutes} minutes");
+            }
+            if minutes >= 24 * 60 {
+                return "more than a day".into();
+            }
+            // Past an hour, to the nearest five minutes: more precision would be a lie.
+            let rounded = (minutes + 2) / 5 * 5;
+            let (hours, rest) = (rounded / 60, rounded % 60);
+            let hours = if hours == 1 { "1 hour".to_owned() } else { format!("{hours} hours") };
+            if rest == 0 {
+                format!("about {hours}")
+            } else {
+                format!("about {hours} {rest} minutes")
+            }
+        }
+    }
+}
+
+/// `m:ss`, as the admission countdown shows it.
+fn clock(seconds: u64) -> String {
+    format!("{}:{:02}", seconds / 60, seconds % 60)
+}
+
+/// `1234567` as `1,234,567`, as `static/wait.js` shows numbers.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eta_words_round_to_what_a_fan_can_use() {
+        assert_eq!(eta_words(0), "any moment now");
+        assert_eq!(eta_words(1), "less than a minute");
+        assert_eq!(eta_words(59), "less than a minute");
+        assert_eq!(eta_words(60), "about a minute");
+        assert_eq!(eta_words(89), "about a minute");
+        assert_eq!(eta_words(90), "about 2 minutes");
+        assert_eq!(eta_words(501), "about 8 minutes");
+        assert_eq!(eta_words(59 * 60 + 29), "about 59 minutes");
+        assert_eq!(eta_words(60 * 60), "about 1 hour");
+        assert_eq!(eta_words(70 * 60), "about 1 hour 10 minutes");
+        assert_eq!(eta_words(119 * 60), "about 2 hours");
+        assert_eq!(eta_words(3 * 86_400), "more than a day");
+    }
+
+    #[test]
+    fn numbers_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn the_ticket_cookie_is_found_among_others_and_garbage_is_ignored() {
+        let id = Uuid::new_v4();
+        let mut headers = HeaderMap::new();
+        headers.append(header::COOKIE, HeaderValue::from_static("a=1; wr_ticket=not-a-uuid"));
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_str(&format!("theme=dark; wr_ticket={id}")).unwrap(),
+        );
+        assert_eq!(ticket_cookie(&headers), Some(id));
+        assert_eq!(ticket_cookie(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn countdown_reads_minutes_and_seconds() {
+        assert_eq!(clock(298), "4:58");
+        assert_eq!(clock(5), "0:05");
+    }
+}

@@ -1,0 +1,525 @@
+// The fan's waiting page: join once per browser, then follow the ticket live.
+//
+// Transports, best first: Server-Sent Events, then a WebSocket, then polling the status
+// endpoint with a growing interval. Each one reconnects by itself; a transport that never
+// manages to connect hands over to the next. `?transport=ws` or `?transport=poll` starts
+// further down the list (for testing and for networks known to break streams).
+//
+// The ticket lives in localStorage (per show), so a reload or a reopened tab keeps the place,
+// and in a cookie scoped to this page, so the server can paint the position before any script.
+(() => {
+  'use strict';
+
+  const root = document.getElementById('wait');
+  if (!root) return;
+  const show = root.dataset.show;
+  const api = `/orders/waiting-room/${encodeURIComponent(show)}`;
+  const storageKey = `waiting-room:ticket:${show}`;
+  const params = new URLSearchParams(location.search);
+  const TRANSPORTS = ['sse', 'ws', 'poll'];
+  const startTransport = TRANSPORTS.includes(params.get('transport')) ? params.get('transport') : 'sse';
+
+  // Polling starts at this interval and grows by half each poll up to the cap.
+  const POLL_FIRST_MS = 1000;
+  const POLL_MAX_MS = 10000;
+  // Screen readers hear the position at most this often; admission is always announced.
+  const ANNOUNCE_EVERY_MS = 20000;
+
+  const $ = (id) => document.getElementById(id);
+  const els = {
+    conn: $('conn'), connText: $('conn-text'),
+    position: $('position'), ahead: $('ahead'), eta: $('eta'), etaLabel: $('eta-label'),
+    progress: $('progress'), progressFill: $('progress-fill'), progressCaption: $('progress-caption'),
+    notOpen: $('not-open'), countdown: $('countdown'),
+    checkout: $('checkout'), holdId: $('hold-id'), email: $('email'), amount: $('amount'),
+    placeOrder: $('place-order'), orderError: $('order-error'),
+    ticketLine: $('ticket-line'), ticketId: $('ticket-id'),
+    announce: $('announce'), alert: $('alert'),
+    errorText: $('error-text'), errorRetry: $('error-retry'),
+  };
+
+  let record = null;      // { ticketId, firstPosition, joinedAt, order? }
+  let follower = null;    // the running transport: { stop() }
+  let state = root.dataset.state;
+  let deadline = 0;       // when the admission runs out (ms, local clock)
+  let countdownTimer = 0;
+  let lastAnnounced = 0;
+  let showOpen = root.dataset.open === 'true';
+
+  // ---- storage -----------------------------------------------------------------------------
+
+  function load() {
+    try {
+      const r = JSON.parse(localStorage.getItem(storageKey));
+      return r && typeof r.ticketId === 'string' ? r : null;
+    } catch {
+      return null; // storage off or garbled: behave as a fresh visit
+    }
+  }
+
+  function save() {
+    try {
+      if (record) localStorage.setItem(storageKey, JSON.stringify(record));
+      else localStorage.removeItem(storageKey);
+    } catch { /* private mode: the place lasts as long as the tab */ }
+    const path = `/wait/${show}`;
+    document.cookie = record
+      ? `wr_ticket=${record.ticketId}; path=${path}; max-age=86400; samesite=lax`
+      : `wr_ticket=; path=${path}; max-age=0; samesite=lax`;
+  }
+
+  const isUuid = (s) => typeof s === 'string' &&
+    /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
+
+  // ---- words -------------------------------------------------------------------------------
+
+  const fmt = (n) => Number(n).toLocaleString('en-US');
+
+  // The same words as the server's first paint (page.rs `eta_words`).
+  function etaWords(s) {
+    if (s <= 0) return 'any moment now';
+    if (s < 60) return 'less than a minute';
+    const minutes = Math.floor((s + 30) / 60);
+    if (minutes === 1) return 'about a minute';
+    if (minutes < 60) return `about ${minutes} minutes`;
+    if (minutes >= 24 * 60) return 'more than a day';
+    const rounded = Math.floor((minutes + 2) / 5) * 5;
+    const hours = Math.floor(rounded / 60);
+    const rest = rounded % 60;
+    const h = hours === 1 ? '1 hour' : `${hours} hours`;
+    return rest === 0 ? `about ${h}` : `about ${h} ${rest} minutes`;
+  }
+
+  function aheadWords(position) {
+    const ahead = position - 1;
+    if (ahead <= 0) return "Nobody is ahead of you: you're next.";
+    if (ahead === 1) return '1 fan is ahead of you.';
+    return `${fmt(ahead)} fans are ahead of you.`;
+  }
+
+  const clock = (s) => `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+
+  function announce(text, urgent) {
+    const el = urgent ? els.alert : els.announce;
+    // Clearing first makes a repeated sentence be read again.
+    el.textContent = '';
+    setTimeout(() => { el.textContent = text; }, 50);
+  }
+
+  // ---- what the page shows -----------------------------------------------------------------
+
+  function setState(next) {
+    state = next;
+    root.dataset.state = next;
+    for (const panel of root.querySelectorAll('[data-panel]')) {
+      panel.hidden = panel.dataset.panel !== next;
+    }
+    if (next !== 'admitted') stopCountdown();
+    const following = next === 'waiting' || next === 'admitted';
+    if (!following) setConn(null);
+  }
+
+  function setConn(kind, detail) {
+    if (!kind) {
+      els.conn.hidden = true;
+      return;
+    }
+    els.conn.hidden = false;
+    els.conn.dataset.conn = kind;
+    els.connText.textContent = {
+      connecting: 'Connecting…',
+      live: 'Live: updates arrive by themselves',
+      reconnecting: 'Connection lost. Reconnecting…',
+      polling: `Checking for updates every ${Math.round((detail || POLL_FIRST_MS) / 1000)} s`,
+    }[kind];
+  }
+
+  function showTicket() {
+    els.ticketLine.hidden = !record;
+    els.ticketId.textContent = record ? record.ticketId : '';
+    root.dataset.ticket = record ? record.ticketId : '';
+  }
+
+  function renderWaiting(view) {
+    const position = view.position;
+    if (!record.firstPosition || position > record.firstPosition) {
+      record.firstPosition = position;
+      save();
+    }
+    const wasWaiting = state === 'waiting';
+    const previous = Number(root.dataset.position) || 0;
+    setState('waiting');
+    root.dataset.position = String(position);
+    root.dataset.eta = String(view.etaSeconds);
+    els.position.textContent = fmt(position);
+    els.ahead.textContent = aheadWords(position);
+    els.eta.textContent = etaWords(view.etaSeconds);
+    // A position that fell means admissions run: the on-sale is open whatever the page said.
+    if (wasWaiting && position < previous) showOpen = true;
+    els.notOpen.hidden = showOpen;
+    els.etaLabel.textContent = showOpen ? 'Estimated wait' : 'Estimated wait once the sale opens';
+
+    const first = record.firstPosition;
+    const pct = Math.max(0, Math.min(100, ((first - position) / first) * 100));
+    els.progressFill.style.width = `${pct}%`;
+    els.progress.setAttribute('aria-valuenow', String(Math.round(pct)));
+    els.progressCaption.textContent = first > position
+      ? `${fmt(first - position)} of the ${fmt(first - 1)} fans who were ahead of you have gone through since you joined.`
+      : 'You joined just now: the bar fills as the fans ahead of you go through.';
+
+    const now = Date.now();
+    if (!wasWaiting || now - lastAnnounced > ANNOUNCE_EVERY_MS) {
+      lastAnnounced = now;
+      announce(`You are number ${fmt(position)} in the queue. Estimated wait: ${etaWords(view.etaSeconds)}.`);
+    }
+  }
+
+  function renderAdmitted(view) {
+    const wasAdmitted = state === 'admitted';
+    setState('admitted');
+    els.progressFill.style.width = '100%';
+    deadline = Date.now() + (view.expiresInSeconds || 0) * 1000;
+    startCountdown();
+    if (!wasAdmitted) {
+      document.title = `It's your turn · ${show}`;
+      announce(`It's your turn. Your admission is valid for ${clock(view.expiresInSeconds || 0)} minutes. The order form is below.`, true);
+      if (!els.holdId.value) els.holdId.value = `hold-${Math.random().toString(36).slice(2, 8)}`;
+      els.email.focus({ preventScroll: true });
+    }
+  }
+
+  function startCountdown() {
+    stopCountdown();
+    const tick = () => {
+      const left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
+      els.countdown.textContent = clock(left);
+      els.countdown.classList.toggle('low', left <= 60);
+      if (left === 0) {
+        // The server says so too (an `expired` event), but the clock need not wait for it.
+        finish('expired');
+      }
+    };
+    tick();
+    countdownTimer = setInterval(tick, 500);
+  }
+
+  function stopCountdown() {
+    clearInterval(countdownTimer);
+    countdownTimer = 0;
+  }
+
+  function renderOrdered(order, created) {
+    setState('ordered');
+    $('order-id').textContent = order.id;
+    $('order-status').textContent = order.status;
+    $('order-hold').textContent = order.holdId;
+    $('order-amount').textContent = Number(order.amount).toFixed(2);
+    $('order-email').textContent = order.customerEmail;
+    $('order-note').textContent = created
+      ? 'Your order is confirmed. Keep the order number for your records.'
+      : 'This hold was already ordered: here is that order.';
+    document.title = `Order placed · ${show}`;
+    announce(`Order placed. Order number ${order.id}.`, true);
+  }
+
+  // The ticket's journey is over (expired, unknown, left): stop following it.
+  function finish(next) {
+    stopFollowing();
+    if (next === 'expired' || next === 'unknown' || next === 'left') {
+      document.title = `Waiting room · ${show}`;
+      if (next === 'expired') announce('Your admission ran out. You can join the queue again.', true);
+      if (next === 'unknown') announce("We can't find your ticket. You can join the queue again.", true);
+    }
+    setState(next);
+  }
+
+  // ---- events from any transport -----------------------------------------------------------
+
+  // Returns true when the ticket's journey ended, so the transport stops.
+  function handle(event, view) {
+    if (!record || !view || view.ticketId !== record.ticketId) return false;
+    if (state === 'ordered') return true;
+    switch (event) {
+      case 'waiting': renderWaiting(view); return false;
+      case 'admitted': renderAdmitted(view); return false;
+      case 'expired': finish('expired'); return true;
+      default: finish('unknown'); return true;
+    }
+  }
+
+  // A poll answers a status, not an event: an UNKNOWN after an admission is its expiry.
+  function eventOf(view) {
+    if (view.status === 'WAITING') return 'waiting';
+    if (view.status === 'ADMITTED') return 'admitted';
+    return state === 'admitted' ? 'expired' : 'unknown';
+  }
+
+  // ---- transports --------------------------------------------------------------------------
+
+  function follow(kind) {
+    stopFollowing();
+    setConn('connecting');
+    const url = `${api}/tickets/${encodeURIComponent(record.ticketId)}`;
+    follower = ({ sse: followSse, ws: followWs, poll: followPoll })[kind](url);
+    root.dataset.transport = kind;
+  }
+
+  function stopFollowing() {
+    if (follower) follower.stop();
+    follower = null;
+  }
+
+  function fallBack(from) {
+    const next = TRANSPORTS[TRANSPORTS.indexOf(from) + 1];
+    if (next) follow(next);
+  }
+
+  function followSse(url) {
+    const source = new EventSource(`${url}/events`);
+    let heard = false;
+    let failures = 0;
+    let stopped = false;
+    const stop = () => { stopped = true; source.close(); };
+    source.onopen = () => { failures = 0; setConn('live'); };
+    for (const name of ['waiting', 'admitted', 'expired', 'unknown']) {
+      source.addEventListener(name, (e) => {
+        heard = true;
+        let view;
+        try { view = JSON.parse(e.data); } catch { return; }
+        if (handle(name, view)) stop();
+      });
+    }
+    source.onerror = () => {
+      if (stopped) return;
+      failures += 1;
+      // CLOSED: the browser gave up (not an event stream, an HTTP error). A stream that
+      // never delivered anything in three tries is likely blocked on the way: try the next.
+      if (source.readyState === EventSource.CLOSED || (!heard && failures >= 3)) {
+        stop();
+        fallBack('sse');
+        return;
+      }
+      setConn('reconnecting');
+    };
+    return { stop };
+  }
+
+  function followWs(url) {
+    const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    let socket = null;
+    let stopped = false;
+    let heard = false;
+    let failures = 0;
+    let retry = 0;
+    const connect = () => {
+      socket = new WebSocket(`${scheme}//${location.host}${url}/ws`);
+      socket.onopen = () => { failures = 0; setConn('live'); };
+      socket.onmessage = (e) => {
+        heard = true;
+        let frame;
+        try { frame = JSON.parse(e.data); } catch { return; }
+        if (handle(frame.event, frame)) stop();
+      };
+      socket.onclose = () => {
+        if (stopped) return;
+        failures += 1;
+        if (!heard && failures >= 2) {
+          stop();
+          fallBack('ws');
+          return;
+        }
+        setConn('reconnecting');
+        retry = setTimeout(connect, Math.min(1000 * 2 ** (failures - 1), 10000));
+      };
+    };
+    const stop = () => {
+      stopped = true;
+      clearTimeout(retry);
+      if (socket) socket.close();
+    };
+    connect();
+    return { stop };
+  }
+
+  function followPoll(url) {
+    let delay = POLL_FIRST_MS;
+    let stopped = false;
+    let timer = 0;
+    const poll = async () => {
+      try {
+        const res = await fetch(url, { cache: 'no-store', headers: { Accept: 'application/json' } });
+        if (stopped) return;
+        if (res.status !== 200 && res.status !== 404) throw new Error(`status ${res.status}`);
+        const view = await res.json();
+        if (stopped) return;
+        if (handle(eventOf(view), view)) { stop(); return; }
+        delay = Math.min(delay * 1.5, POLL_MAX_MS);
+        setConn('polling', delay);
+      } catch {
+        if (stopped) return;
+        delay = Math.min(delay * 2, POLL_MAX_MS);
+        setConn('reconnecting');
+      }
+      timer = setTimeout(poll, delay);
+    };
+    const stop = () => { stopped = true; clearTimeout(timer); };
+    poll();
+    return { stop };
+  }
+
+  // ---- joining -----------------------------------------------------------------------------
+
+  let joinRetry = 0;
+
+  async function join() {
+    clearTimeout(joinRetry);
+    stopFollowing();
+    setState('joining');
+    try {
+      const res = await fetch(`${api}/join`, { method: 'POST', headers: { Accept: 'application/json' } });
+      const body = await res.json().catch(() => ({}));
+      if (res.status === 202 && isUuid(body.ticketId)) {
+        record = { ticketId: body.ticketId, firstPosition: body.position || 0, joinedAt: Date.now() };
+        save();
+        showTicket();
+        startFollowing(body);
+        return;
+      }
+      if (res.status === 429) {
+        const wait = Number(res.headers.get('Retry-After')) || 2;
+        joinFailed('Many fans are joining from your network right now.', wait);
+        return;
+      }
+      joinFailed(body.message || `The waiting room answered ${res.status}.`, res.status >= 500 ? 5 : 0);
+    } catch {
+      joinFailed('The waiting room could not be reached. Check your connection.', 5);
+    }
+  }
+
+  function joinFailed(message, retryInSeconds) {
+    setState('error');
+    els.errorText.textContent = message;
+    els.errorRetry.textContent = retryInSeconds ? `Trying again in ${retryInSeconds} s…` : '';
+    if (retryInSeconds) joinRetry = setTimeout(join, retryInSeconds * 1000);
+  }
+
+  function startFollowing(firstView) {
+    if (firstView) handle(eventOf(firstView), firstView);
+    if (state === 'waiting' || state === 'admitted' || state === 'joining' || state === 'new') {
+      follow(startTransport);
+    }
+  }
+
+  async function leave() {
+    if (!record) return;
+    // A mis-tap would cost the fan a place that took minutes to earn.
+    if (!window.confirm('Leave the queue? Your place goes to the fans behind you.')) return;
+    const id = record.ticketId;
+    stopFollowing();
+    try {
+      await fetch(`${api}/tickets/${encodeURIComponent(id)}`, { method: 'DELETE' });
+    } catch { /* the ticket is forgotten here either way; the queue drops it at admission */ }
+    record = null;
+    save();
+    showTicket();
+    finish('left');
+    announce('You left the queue.');
+  }
+
+  // ---- checkout ----------------------------------------------------------------------------
+
+  async function placeOrder(event) {
+    event.preventDefault();
+    els.orderError.hidden = true;
+    const amount = els.amount.value.trim().replace(',', '.');
+    const problem =
+      !els.holdId.value.trim() ? 'Enter the hold id.' :
+      !els.email.checkValidity() || !els.email.value.trim() ? 'Enter a valid email address.' :
+      !/^\d+(\.\d{1,2})?$/.test(amount) || Number(amount) <= 0 ? 'Enter an amount like 35.00.' : null;
+    if (problem) return orderFailed(problem);
+    els.placeOrder.disabled = true;
+    els.placeOrder.textContent = 'Placing order…';
+    try {
+      const res = await fetch('/orders', {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json',
+          'X-Admission-Ticket': record ? record.ticketId : '',
+        },
+        body: JSON.stringify({
+          showId: show,
+          holdId: els.holdId.value.trim(),
+          customerEmail: els.email.value.trim(),
+          amount: Number(amount),
+        }),
+      });
+      const body = await res.json().catch(() => ({}));
+      if (res.status === 201 || res.status === 200) {
+        record.order = body;
+        save();
+        stopFollowing();
+        renderOrdered(body, res.status === 201);
+        return;
+      }
+      const reason = res.status === 403
+        ? `Your admission is no longer accepted (${body.message || 'forbidden'}).`
+        : body.message || `The order was refused (${res.status}).`;
+      orderFailed(reason);
+    } catch {
+      orderFailed('The order could not be sent. Check your connection and try again.');
+    } finally {
+      els.placeOrder.disabled = false;
+      els.placeOrder.textContent = 'Place order';
+    }
+  }
+
+  function orderFailed(message) {
+    els.orderError.textContent = message;
+    els.orderError.hidden = false;
+  }
+
+  // ---- start -------------------------------------------------------------------------------
+
+  function start() {
+    for (const form of root.querySelectorAll('.join-form')) {
+      form.addEventListener('submit', (e) => { e.preventDefault(); join(); });
+    }
+    $('leave').addEventListener('click', leave);
+    els.checkout.addEventListener('submit', placeOrder);
+
+    // An explicit ?ticket= wins, then this browser's own, then the one the server painted
+    // (the cookie of a join made without JavaScript).
+    const fromQuery = params.get('ticket');
+    const stored = load();
+    const painted = root.dataset.ticket;
+    const ticket = isUuid(fromQuery) ? fromQuery : stored ? stored.ticketId : isUuid(painted) ? painted : null;
+    if (!ticket) {
+      join();
+      return;
+    }
+    record = stored && stored.ticketId === ticket
+      ? stored
+      : { ticketId: ticket, firstPosition: 0, joinedAt: Date.now() };
+    save();
+    showTicket();
+    if (record.order) {
+      renderOrdered(record.order, true);
+      return;
+    }
+    // Start from what the server painted if it is this ticket's, then follow.
+    if (painted === ticket && state === 'waiting') {
+      renderWaiting({ ticketId: ticket, position: Number(root.dataset.position), etaSeconds: Number(root.dataset.eta) });
+    } else if (painted === ticket && state === 'admitted') {
+      renderAdmitted({ ticketId: ticket, expiresInSeconds: Number(root.dataset.expires) });
+    } else if (painted === ticket && state === 'unknown') {
+      finish('unknown');
+      return;
+    } else {
+      setState('joining');
+    }
+    follow(startTransport);
+  }
+
+  start();
+})();

@@ -1,0 +1,11 @@
+//! Browser tests: the real server in-process on 127.0.0.1:0, driven in headless Chromium
+//! through chromedriver (fantoccini), plus the server-rendered pages read over plain HTTP.
+//!
+//! They need Debian's `chromium` and `chromium-driver` (`/usr/bin/chromium`,
+//! `/usr/bin/chromedriver`; override with `CHROMIUM` and `CHROMEDRIVER`) and fail loudly
+//! without them. Screenshots land in `target/screenshots/`.
+
+mod console;
+mod helpers;
+mod pages;
+mod waiting;

@@ -1,0 +1,260 @@
+//! The pages as a browser without JavaScript gets them, and the operator feed, over plain
+//! HTTP: what the server renders, its headers, and the static files' caching.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::helpers::*;
+
+async fn get(app: &TestApp, path: &str) -> reqwest::Response {
+    app.http.get(app.url(path)).send().await.expect("request sent")
+}
+
+fn header(res: &reqwest::Response, name: &str) -> String {
+    res.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_front_page_lists_open_on_sales_only() {
+    let app = TestApp::spawn().await;
+    let (open, closed) = (unique_show("open"), unique_show("closed"));
+    app.join_many(&open, 3).await;
+    app.open(&open).await;
+    app.join(&closed).await;
+
+    let res = get(&app, "/").await;
+    assert_eq!(res.status().as_u16(), 200);
+    assert_eq!(header(&res, "cache-control"), "no-store");
+    assert!(header(&res, "content-type").starts_with("text/html"));
+    let body = res.text().await.unwrap();
+    assert!(body.contains(&format!("href=\"/wait/{open}\"")), "links the open show");
+    assert!(body.contains("3 waiting"), "with its queue");
+    assert!(!body.contains(&closed), "a closed show is not listed");
+}
+
+#[tokio::test]
+async fn with_no_open_on_sale_the_front_page_says_so() {
+    let app = TestApp::spawn().await;
+    let body = get(&app, "/").await.text().await.unwrap();
+    assert!(body.contains("No on-sale is open right now"));
+}
+
+#[tokio::test]
+async fn the_waiting_page_paints_the_place_without_javascript_and_refreshes_itself() {
+    let app = TestApp::spawn().await;
+    let show = unique_show("paint");
+    app.join_many(&show, 1233).await;
+    let ticket = app.join(&show).await["ticketId"].as_str().unwrap().to_owned();
+
+    let res = get(&app, &format!("/wait/{show}?ticket={ticket}")).await;
+    assert_eq!(res.status().as_u16(), 200);
+    assert_eq!(header(&res, "cache-control"), "no-store");
+    assert!(header(&res, "content-security-policy").contains("script-src 'self'"));
+    let body = res.text().await.unwrap();
+    assert!(body.contains("data-state=\"waiting\""));
+    assert!(body.contains(">1,234</span>"), "the place, grouped");
+    assert!(body.contains("1,233 fans are ahead of you."));
+    // 1234 fans at 2 a second: 617 s.
+    assert!(body.contains("<strong id=\"eta\">about 10 minutes</strong>"));
+    assert!(body.contains("The on-sale hasn't opened yet"));
+    assert!(
+        body.contains("<noscript><meta http-equiv=\"refresh\" content=\"5\"></noscript>"),
+        "without a script the page reloads itself"
+    );
+    assert!(body.contains(&ticket));
+}
+
+#[tokio::test]
+async fn joining_without_javascript_sets_the_cookie_that_paints_the_place() {
+    let app = TestApp::spawn().await;
+    let show = unique_show("nojs");
+    app.join_many(&show, 2).await;
+
+    let res = app.http.post(app.url(&format!("/wait/{show}/join"))).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    let location = header(&res, "location");
+    let ticket = location
+        .strip_prefix(&format!("/wait/{show}?ticket="))
+        .unwrap_or_else(|| panic!("redirects to the page with the ticket, got {location}"))
+        .to_owned();
+    let cookie = header(&res, "set-cookie");
+    assert!(cookie.starts_with(&format!("wr_ticket={ticket};")), "{cookie}");
+    assert!(cookie.contains(&format!("Path=/wait/{show}")), "scoped to this show's page: {cookie}");
+    assert_eq!(app.stats(&show).await["joined"], 3);
+
+    // The cookie alone (no query) is enough for the server to paint the place.
+    let body = app
+        .http
+        .get(app.url(&format!("/wait/{show}")))
+        .header("cookie", format!("theme=dark; wr_ticket={ticket}"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(body.contains("data-state=\"waiting\""));
+    assert!(body.contains(">3</span>"));
+    assert!(body.contains("2 fans are ahead of you."));
+}
+
+#[tokio::test]
+async fn a_page_without_a_ticket_offers_to_join_and_a_lost_ticket_is_called_lost() {
+    let app = TestApp::spawn().await;
+    let show = unique_show("fresh");
+
+    let body = get(&app, &format!("/wait/{show}")).await.text().await.unwrap();
+    assert!(body.contains("data-state=\"new\""));
+    assert!(body.contains(&format!("action=\"/wait/{show}/join\"")));
+    assert!(!body.contains("http-equiv=\"refresh\""), "nothing to refresh for");
+
+    let forgotten = uuid::Uuid::new_v4();
+    let body = get(&app, &format!("/wait/{show}?ticket={forgotten}")).await.text().await.unwrap();
+    assert!(body.contains("data-state=\"unknown\""));
+    assert!(body.contains("We can't find your ticket"));
+
+    // Garbage in the query is ignored, not an error.
+    let res = get(&app, &format!("/wait/{show}?ticket=%zz")).await;
+    assert_eq!(res.status().as_u16(), 200);
+}
+
+#[tokio::test]
+async fn an_admitted_ticket_is_painted_with_its_countdown() {
+    let app = TestApp::spawn().await;
+    let show = unique_show("painted-turn");
+    let ticket = app.join(&show).await["ticketId"].as_str().unwrap().to_owned();
+    app.open(&show).await;
+    let body = eventually("the admission", Duration::from_secs(5), || async {
+        let body = get(&app, &format!("/wait/{show}?ticket={ticket}")).await.text().await.ok()?;
+        body.contains("data-state=\"admitted\"").then_some(body)
+    })
+    .await;
+    assert!(body.contains("It's your turn"));
+    assert!(body.contains("role=\"timer\">5:00</strong>") || body.contains("role=\"timer\">4:5"));
+}
+
+#[tokio::test]
+async fn a_bad_show_id_gets_a_readable_400_page() {
+    let app = TestApp::spawn().await;
+    let res = get(&app, "/wait/no%20spaces").await;
+    assert_eq!(res.status().as_u16(), 400);
+    assert!(header(&res, "content-type").starts_with("text/html"));
+    assert!(res.text().await.unwrap().contains("show id must be 1 to 64 characters"));
+}
+
+#[tokio::test]
+async fn static_files_are_cached_for_an_hour_under_versioned_urls() {
+    let app = TestApp::spawn().await;
+    let page = get(&app, "/wait/x").await.text().await.unwrap();
+    let script = page
+        .split("src=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("the page loads a script")
+        .to_owned();
+    assert!(script.starts_with("/static/wait.js?v="), "versioned: {script}");
+
+    for path in [script.as_str(), "/static/style.css", "/static/admin.js"] {
+        let res = get(&app, path).await;
+        assert_eq!(res.status().as_u16(), 200, "{path}");
+        assert_eq!(header(&res, "cache-control"), "public, max-age=3600", "{path}");
+    }
+    assert!(header(&get(&app, "/static/wait.js").await, "content-type").contains("javascript"));
+
+    let missing = get(&app, "/static/missing.js").await;
+    assert_eq!(missing.status().as_u16(), 404);
+    assert_eq!(header(&missing, "cache-control"), "", "a 404 is not cached");
+}
+
+/// Reads SSE events off `res` until `enough` of them arrived or `timeout` passed.
+async fn sse_events(res: reqwest::Response, enough: usize, timeout: Duration) -> Vec<(String, Value)> {
+    let mut body = res.bytes_stream();
+    let mut buffer = String::new();
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + timeout;
+    while events.len() < enough {
+        let chunk = tokio::time::timeout_at(deadline, body.next())
+            .await
+            .expect("events in time")
+            .expect("the stream stays open")
+            .expect("a chunk");
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let mut name = String::new();
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    name = v.trim().to_owned();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            if !data.is_empty() {
+                events.push((name, serde_json::from_str(&data).expect("JSON data")));
+            }
+        }
+    }
+    events
+}
+
+#[tokio::test]
+async fn the_operator_feed_needs_the_token_and_reports_queue_and_admissions() {
+    let app = TestApp::spawn().await;
+    let (watched, open) = (unique_show("watched"), unique_show("busy"));
+    app.join_many(&open, 30).await;
+    app.set_rate(&open, 5).await;
+    app.open(&open).await;
+    app.join_many(&watched, 2).await;
+    let feed = app.url(&format!("/admin/stats/events?shows={watched}"));
+
+    let anonymous = app.http.get(&feed).send().await.unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+    let wrong = app.http.get(&feed).bearer_auth("guess").send().await.unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+    let bad = app
+        .http
+        .get(app.url("/admin/stats/events?shows=a,b%20c"))
+        .bearer_auth(&app.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status().as_u16(), 400);
+    assert!(bad.json::<Value>().await.unwrap()["message"].as_str().unwrap().contains("showId"));
+
+    let res = app.http.get(&feed).bearer_auth(&app.admin_token).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    assert!(header(&res, "content-type").starts_with("text/event-stream"));
+    let events = sse_events(res, 4, Duration::from_secs(10)).await;
+    assert!(events.iter().all(|(name, _)| name == "stats"));
+    let find = |sample: &Value, show: &str| -> Value {
+        sample["shows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["showId"] == show)
+            .cloned()
+            .unwrap_or_else(|| panic!("{show} is reported: {sample}"))
+    };
+    let first_watched = find(&events[0].1, &watched);
+    assert_eq!(first_watched["open"], false, "a closed show is reported because it is named");
+    assert_eq!(first_watched["queueLength"], 2);
+    assert_eq!(first_watched["connectedFans"], 0);
+    // The open show is reported without being named, and its admissions are counted.
+    let admitted: u64 = events
+        .iter()
+        .map(|(_, sample)| find(sample, &open)["admittedSinceLast"].as_u64().expect("counted"))
+        .sum();
+    let last = find(&events[3].1, &open);
+    assert_eq!(last["admitPerSecond"], 5);
+    let valid = last["admittedValid"].as_u64().unwrap();
+    assert_eq!(last["queueLength"].as_u64().unwrap() + valid, 30, "every fan is queued or admitted");
+    assert!(admitted > 0, "admissions show up in the feed");
+    assert!(admitted <= valid, "the feed counts only admissions that happened ({admitted} of {valid})");
+}

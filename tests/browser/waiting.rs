@@ -1,0 +1,284 @@
+//! The fan's waiting page in a real browser: joining, live position, admission by push,
+//! checkout, reloads, lost and expired tickets, and every transport.
+
+use std::time::Duration;
+
+use fantoccini::Client;
+use serde_json::Value;
+use waiting_room::config::Config;
+
+use crate::helpers::*;
+
+/// Reads the ticket this browser keeps for `show`.
+async fn stored_ticket(client: &Client, show: &str) -> Option<String> {
+    let script = format!("const r = localStorage.getItem('waiting-room:ticket:{show}'); return r ? JSON.parse(r).ticketId : null;");
+    match client.eval(&script).await {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_fan_watches_the_queue_move_is_admitted_by_push_and_orders() {
+    let app = TestApp::spawn().await;
+    let show = unique_show("tour");
+    // Arrange: 500 fans ahead, the on-sale not open yet.
+    app.join_many(&show, 500).await;
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        client.goto(&app.url(&format!("/wait/{show}"))).await.unwrap();
+
+        // The page joined by itself and follows the ticket over SSE.
+        wait_for_state(&client, "waiting", SHORT).await;
+        assert_eq!(shown_position(&client).await, Some(501));
+        assert_eq!(client.text_of("#ahead").await.as_deref(), Some("500 fans are ahead of you."));
+        // 501 fans at 2 a second: 251 s.
+        assert_eq!(client.text_of("#eta").await.as_deref(), Some("about 4 minutes"));
+        assert!(client.visible("#not-open").await, "the page says the sale has not opened");
+        assert_eq!(client.attr_of("#wait", "data-transport").await.as_deref(), Some("sse"));
+        let ticket = stored_ticket(&client, &show).await.expect("the ticket is kept in localStorage");
+        assert_eq!(client.text_of("#ticket-id").await, Some(ticket.clone()));
+        eventually("the live indicator", SHORT, || async {
+            (client.attr_of("#conn", "data-conn").await.as_deref() == Some("live")).then_some(())
+        })
+        .await;
+        screenshot(&client, "waiting-not-open").await;
+
+        // A rate change is pushed to the waiting fan as a new ETA.
+        app.set_rate(&show, 60).await;
+        eventually("the ETA to follow the new rate", SHORT, || async {
+            // ceil(501 / 60) = 9 s.
+            (client.text_of("#eta").await.as_deref() == Some("less than a minute")).then_some(())
+        })
+        .await;
+
+        // Act: open the on-sale; the admitter lets 60 a second through.
+        app.open(&show).await;
+        let moved = eventually("the position to fall", SHORT, || async {
+            shown_position(&client).await.filter(|p| *p < 501)
+        })
+        .await;
+        assert!(moved >= 1, "still waiting while fans ahead go through");
+        assert!(!client.visible("#not-open").await, "a moving queue is an open sale");
+        let progress: u64 = client
+            .attr_of("#progress", "aria-valuenow")
+            .await
+            .and_then(|v| v.parse().ok())
+            .expect("a progress value");
+        assert!(progress > 0, "the progress bar moved since joining");
+        screenshot(&client, "waiting").await;
+        client.set_window_size(390, 844).await.unwrap();
+        screenshot(&client, "waiting-phone").await;
+        client.set_window_size(1100, 1000).await.unwrap();
+
+        // Admitted by push: no reload, no poll.
+        wait_for_state(&client, "admitted", Duration::from_secs(30)).await;
+        assert_eq!(client.text_of(".turn").await.as_deref(), Some("It's your turn"));
+        let countdown = client.text_of("#countdown").await.unwrap();
+        assert!(
+            countdown == "5:00" || countdown.starts_with("4:"),
+            "the countdown shows the 5-minute admission, got {countdown}"
+        );
+        let hold = client.eval("return document.getElementById('hold-id').value").await;
+        let hold = hold.as_str().expect("a hold id").to_owned();
+        assert!(hold.starts_with("hold-"), "the hold id is prefilled, got {hold}");
+        screenshot(&client, "admitted").await;
+
+        // A bad email is caught before anything is sent.
+        client.fill("#email", "not-an-email").await;
+        client.click_on("#place-order").await;
+        eventually("the form error", SHORT, || async {
+            client.visible("#order-error").await.then_some(())
+        })
+        .await;
+        assert_eq!(client.attr_of("#wait", "data-state").await.as_deref(), Some("admitted"));
+
+        // Assert: the order goes through the gate with the admitted ticket.
+        client.fill("#email", "fan@example.com").await;
+        client.fill("#amount", "42.50").await;
+        client.click_on("#place-order").await;
+        wait_for_state(&client, "ordered", SHORT).await;
+        let note = client.text_of("#order-note").await.unwrap();
+        assert!(note.starts_with("Your order is confirmed"), "a 201 reads as a new order, got {note}");
+        let order_id = client.text_of("#order-id").await.unwrap();
+        let order: Value = app
+            .http
+            .get(app.url(&format!("/orders/{order_id}")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(order["holdId"], hold.as_str());
+        assert_eq!(order["customerEmail"], "fan@example.com");
+        assert_eq!(order["amount"], 42.5);
+        assert_eq!(client.text_of("#order-amount").await.as_deref(), Some("42.50"));
+        screenshot(&client, "ordered").await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_reload_keeps_the_ticket_and_does_not_join_again() {
+    let app = TestApp::spawn().await;
+    let show = unique_show("reload");
+    app.join_many(&show, 3).await;
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        client.goto(&app.url(&format!("/wait/{show}"))).await.unwrap();
+        wait_for_state(&client, "waiting", SHORT).await;
+        let ticket = client.text_of("#ticket-id").await.expect("a ticket is shown");
+        assert_eq!(shown_position(&client).await, Some(4));
+
+        // The page also left the ticket in a cookie for its own path, so the server paints the
+        // place at once after a reload (tests/browser/pages.rs checks that painting).
+        let cookie = client.get_named_cookie("wr_ticket").await.expect("the ticket cookie");
+        assert_eq!(cookie.value(), ticket);
+        assert_eq!(cookie.path(), Some(format!("/wait/{show}").as_str()));
+
+        client.refresh().await.unwrap();
+        wait_for_state(&client, "waiting", SHORT).await;
+        // The script kept the same ticket rather than joining again.
+        assert_eq!(client.text_of("#ticket-id").await, Some(ticket.clone()));
+        assert_eq!(shown_position(&client).await, Some(4));
+        assert_eq!(app.stats(&show).await["joined"], 4, "the reload did not join again");
+
+        // A tab closed and opened again is the same browser: same place.
+        let fresh = client.new_window(true).await.unwrap();
+        client.close_window().await.unwrap();
+        client.switch_to_window(fresh.handle).await.unwrap();
+        client.goto(&app.url(&format!("/wait/{show}"))).await.unwrap();
+        wait_for_state(&client, "waiting", SHORT).await;
+        assert_eq!(client.text_of("#ticket-id").await, Some(ticket));
+        assert_eq!(app.stats(&show).await["joined"], 4);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_ticket_the_queue_forgot_is_said_so_and_the_fan_can_join_again() {
+    let app = TestApp::spawn().await;
+    let show = unique_show("lost");
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        client.goto(&app.url(&format!("/wait/{show}"))).await.unwrap();
+        wait_for_state(&client, "waiting", SHORT).await;
+        let first = stored_ticket(&client, &show).await.unwrap();
+
+        // The ticket leaves the queue behind the page's back; the open stream says so.
+        app.leave(&show, &first).await;
+        wait_for_state(&client, "unknown", SHORT).await;
+        // A reload keeps saying so instead of quietly joining again.
+        client.refresh().await.unwrap();
+        wait_for_state(&client, "unknown", SHORT).await;
+        assert!(client.visible("[data-panel=unknown] .join-form button").await);
+        screenshot(&client, "unknown").await;
+        assert_eq!(app.stats(&show).await["joined"], 1);
+
+        client.click_on("[data-panel=unknown] .join-form button").await;
+        wait_for_state(&client, "waiting", SHORT).await;
+        let second = stored_ticket(&client, &show).await.unwrap();
+        assert_ne!(first, second, "joining again takes a new ticket");
+        assert_eq!(client.text_of("#ticket-id").await, Some(second));
+        assert_eq!(shown_position(&client).await, Some(1));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_admission_that_runs_out_is_said_so_and_the_fan_can_join_again() {
+    let app = TestApp::spawn_with(Config {
+        admit_per_second: 10,
+        admission_ttl: Duration::from_secs(3),
+        ..Config::for_tests()
+    })
+    .await;
+    let show = unique_show("expire");
+    app.open(&show).await;
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        client.goto(&app.url(&format!("/wait/{show}"))).await.unwrap();
+        wait_for_state(&client, "admitted", SHORT).await;
+        let first = stored_ticket(&client, &show).await.unwrap();
+        wait_for_state(&client, "expired", SHORT).await;
+        assert_eq!(
+            client.text_of("[data-panel=expired] h1").await.as_deref(),
+            Some("Your admission ran out")
+        );
+        // The gate agrees: the expired ticket may not order any more.
+        let refused = app
+            .http
+            .post(app.url("/orders"))
+            .header("X-Admission-Ticket", &first)
+            .json(&serde_json::json!({"showId": show, "holdId": "h1", "customerEmail": "a@b.co", "amount": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status().as_u16(), 403);
+
+        client.click_on("[data-panel=expired] .join-form button").await;
+        wait_for_state(&client, "admitted", SHORT).await;
+        assert_ne!(stored_ticket(&client, &show).await.unwrap(), first);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn websocket_and_polling_follow_the_ticket_when_asked_to() {
+    let app = TestApp::spawn().await;
+    let (ws_show, poll_show) = (unique_show("ws"), unique_show("poll"));
+    app.join_many(&ws_show, 4).await;
+    app.join_many(&poll_show, 4).await;
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        for (show, transport) in [(&ws_show, "ws"), (&poll_show, "poll")] {
+            client
+                .goto(&app.url(&format!("/wait/{show}?transport={transport}")))
+                .await
+                .unwrap();
+            wait_for_state(&client, "waiting", SHORT).await;
+            assert_eq!(shown_position(&client).await, Some(5), "{transport}");
+            assert_eq!(client.attr_of("#wait", "data-transport").await.as_deref(), Some(transport));
+            if transport == "poll" {
+                eventually("the polling notice", SHORT, || async {
+                    client
+                        .text_of("#conn-text")
+                        .await
+                        .filter(|t| t.starts_with("Checking for updates every"))
+                })
+                .await;
+            }
+            app.open(show).await;
+            // 5 fans at 2 a second: three ticks, then the page learns of it.
+            wait_for_state(&client, "admitted", Duration::from_secs(20)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_waiting_page_fits_a_phone_in_dark_mode() {
+    let app = TestApp::spawn().await;
+    let show = unique_show("phone");
+    app.join_many(&show, 1234).await;
+    app.set_rate(&show, 5).await;
+
+    with_browser(BrowserOptions { dark: true }, move |client| async move {
+        client.set_window_size(390, 844).await.unwrap();
+        client.goto(&app.url(&format!("/wait/{show}"))).await.unwrap();
+        wait_for_state(&client, "waiting", SHORT).await;
+        assert_eq!(client.text_of("#position").await.as_deref(), Some("1,235"));
+        assert_eq!(client.text_of("#eta").await.as_deref(), Some("about 4 minutes"));
+        let dark = client.eval("return matchMedia('(prefers-color-scheme: dark)').matches").await;
+        assert_eq!(dark, Value::Bool(true), "the browser prefers dark");
+        let background = client.eval("return getComputedStyle(document.body).backgroundColor").await;
+        assert_eq!(background, "rgb(14, 16, 32)", "the dark palette is in use");
+        let overflow = client
+            .eval("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            .await;
+        assert_eq!(overflow, 0, "nothing sticks out sideways at phone width");
+        screenshot(&client, "waiting-phone-dark").await;
+    })
+    .await;
+}
