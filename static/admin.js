@@ -380,9 +380,8 @@
   // ---- the chart ---------------------------------------------------------------------------
 
   const SVG = 'http://www.w3.org/2000/svg';
-  const W = 640;
-  const LEFT = 48;
-  const RIGHT = 630;
+  const HEIGHT = 200;
+  const LEFT = 56;
   const QUEUE_TOP = 14;
   const QUEUE_BOTTOM = 118;
   const ADMIT_TOP = 138;
@@ -409,6 +408,10 @@
   function drawChart(show) {
     const svg = cards.get(show).el.querySelector('.chart-svg');
     const points = history.get(show) || [];
+    // Drawn at the size it is shown, so labels keep their size on any screen.
+    const width = Math.max(320, Math.round(svg.clientWidth || 640));
+    const RIGHT = width - 14;
+    svg.setAttribute('viewBox', `0 0 ${width} ${HEIGHT}`);
     svg.replaceChildren();
     svg.dataset.samples = String(points.length);
     const now = points.length ? points[points.length - 1].at : Date.now();
@@ -455,6 +458,10 @@
       ? `${show}: ${fmt(latest.queue)} in the queue now; ${fmt(admitted)} admitted in the last ${ago(now - points[0].at)}.`
       : `${show}: no figures yet.`);
   }
+
+  window.addEventListener('resize', () => {
+    for (const show of cards.keys()) drawChart(show);
+  });
 
   // ---- start -------------------------------------------------------------------------------
 

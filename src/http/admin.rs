@@ -51,7 +51,12 @@ struct AdminPage {
 /// `GET /admin`: the console's page. It is public on purpose: it carries no data, and the
 /// script asks for the operator token and sends it as a bearer header on every call.
 pub async fn console() -> Response {
-    html(StatusCode::OK, &AdminPage { asset: asset_version() })
+    html(
+        StatusCode::OK,
+        &AdminPage {
+            asset: asset_version(),
+        },
+    )
 }
 
 /// The query of the operator stream.
@@ -133,7 +138,7 @@ async fn feed(state: AppState, watched: BTreeSet<ShowId>, tx: mpsc::Sender<Event
             _ = every.tick() => {
                 if events.is_none() {
                     ticks_unsubscribed += 1;
-                    if ticks_unsubscribed % RESUBSCRIBE_EVERY == 0 {
+                    if ticks_unsubscribed.is_multiple_of(RESUBSCRIBE_EVERY) {
                         events = subscribe(&state).await;
                     }
                 }
@@ -228,8 +233,17 @@ mod tests {
         let names: Vec<&str> = shows.iter().map(ShowId::as_str).collect();
         assert_eq!(names, ["a", "b"]);
         assert!(watched(None).unwrap().is_empty());
-        assert!(matches!(watched(Some("ok,not ok")), Err(AppError::BadRequest(_))));
-        let too_many = (0..=MAX_WATCHED).map(|i| format!("s{i}")).collect::<Vec<_>>().join(",");
-        assert!(matches!(watched(Some(&too_many)), Err(AppError::BadRequest(_))));
+        assert!(matches!(
+            watched(Some("ok,not ok")),
+            Err(AppError::BadRequest(_))
+        ));
+        let too_many = (0..=MAX_WATCHED)
+            .map(|i| format!("s{i}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        assert!(matches!(
+            watched(Some(&too_many)),
+            Err(AppError::BadRequest(_))
+        ));
     }
 }

@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::sync::LazyLock;
 
 use askama::Template;
+use axum::Router;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::Router;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use tower_http::services::ServeDir;
@@ -105,7 +105,11 @@ pub(super) fn html(status: StatusCode, page: &impl Template) -> Response {
         Err(e) => {
             // A template that fails to render is our bug; the visitor learns only that.
             tracing::error!(error = %e, "page failed to render");
-            (StatusCode::INTERNAL_SERVER_ERROR, "the page failed to render").into_response()
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the page failed to render",
+            )
+                .into_response()
         }
     }
 }
@@ -125,7 +129,10 @@ fn error_page(error: AppError) -> Response {
         tracing::error!(error = %e, "store call failed");
     }
     let message = match &error {
-        AppError::Store(_) => "The waiting room cannot reach its queue right now. Please try again in a moment.".into(),
+        AppError::Store(_) => {
+            "The waiting room cannot reach its queue right now. Please try again in a moment."
+                .into()
+        }
         other => other.to_string(),
     };
     html(
@@ -232,7 +239,11 @@ pub async fn wait(
     }
 }
 
-async fn render_wait(state: &AppState, show: &ShowId, ticket: Option<Uuid>) -> Result<WaitPage, AppError> {
+async fn render_wait(
+    state: &AppState,
+    show: &ShowId,
+    ticket: Option<Uuid>,
+) -> Result<WaitPage, AppError> {
     let open = state.store.is_open(show).await?;
     let mut page = WaitPage {
         asset: asset_version(),
@@ -292,7 +303,8 @@ pub async fn join(
     match joined.await {
         Ok((show, ticket)) => {
             let page = format!("/wait/{show}");
-            let cookie = format!("{TICKET_COOKIE}={ticket}; Path={page}; Max-Age=86400; SameSite=Lax");
+            let cookie =
+                format!("{TICKET_COOKIE}={ticket}; Path={page}; Max-Age=86400; SameSite=Lax");
             (
                 StatusCode::SEE_OTHER,
                 [
@@ -339,7 +351,11 @@ pub fn eta_words(seconds: u64) -> String {
             // Past an hour, to the nearest five minutes: more precision would be a lie.
             let rounded = (minutes + 2) / 5 * 5;
             let (hours, rest) = (rounded / 60, rounded % 60);
-            let hours = if hours == 1 { "1 hour".to_owned() } else { format!("{hours} hours") };
+            let hours = if hours == 1 {
+                "1 hour".to_owned()
+            } else {
+                format!("{hours} hours")
+            };
             if rest == 0 {
                 format!("about {hours}")
             } else {
@@ -359,7 +375,7 @@ fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -399,7 +415,10 @@ mod tests {
     fn the_ticket_cookie_is_found_among_others_and_garbage_is_ignored() {
         let id = Uuid::new_v4();
         let mut headers = HeaderMap::new();
-        headers.append(header::COOKIE, HeaderValue::from_static("a=1; wr_ticket=not-a-uuid"));
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; wr_ticket=not-a-uuid"),
+        );
         headers.append(
             header::COOKIE,
             HeaderValue::from_str(&format!("theme=dark; wr_ticket={id}")).unwrap(),

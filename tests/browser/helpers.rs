@@ -44,7 +44,9 @@ impl Drop for TestApp {
 impl TestApp {
     /// Builds the real application from `config` and serves it in a background task.
     pub async fn spawn_with(config: Config) -> TestApp {
-        let app = Application::build(config).await.expect("the application builds");
+        let app = Application::build(config)
+            .await
+            .expect("the application builds");
         let address = format!("http://{}", app.local_addr());
         let admin_token = app.admin_token().to_owned();
         let shutdown = CancellationToken::new();
@@ -80,7 +82,12 @@ impl TestApp {
 
     /// Joins `show` over the API and answers the ticket JSON.
     pub async fn join(&self, show: &str) -> Value {
-        let res = self.http.post(self.room(show, "/join")).send().await.expect("join sent");
+        let res = self
+            .http
+            .post(self.room(show, "/join"))
+            .send()
+            .await
+            .expect("join sent");
         assert_eq!(res.status().as_u16(), 202, "join should be accepted");
         res.json().await.expect("ticket JSON")
     }
@@ -93,12 +100,19 @@ impl TestApp {
     }
 
     pub async fn open(&self, show: &str) {
-        self.operator(reqwest::Method::POST, &self.room(show, "/open"), None, 204).await;
+        self.operator(reqwest::Method::POST, &self.room(show, "/open"), None, 204)
+            .await;
     }
 
     pub async fn set_rate(&self, show: &str, rate: u32) {
         let body = json!({ "admitPerSecond": rate });
-        self.operator(reqwest::Method::PUT, &self.room(show, "/config"), Some(body), 200).await;
+        self.operator(
+            reqwest::Method::PUT,
+            &self.room(show, "/config"),
+            Some(body),
+            200,
+        )
+        .await;
     }
 
     /// The operator's figures of a show.
@@ -118,11 +132,24 @@ impl TestApp {
             .send()
             .await
             .expect("leave sent");
-        assert_eq!(res.status().as_u16(), 204, "leaving a live ticket answers 204");
+        assert_eq!(
+            res.status().as_u16(),
+            204,
+            "leaving a live ticket answers 204"
+        );
     }
 
-    async fn operator(&self, method: reqwest::Method, url: &str, body: Option<Value>, expect: u16) -> reqwest::Response {
-        let mut req = self.http.request(method, url).bearer_auth(&self.admin_token);
+    async fn operator(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<Value>,
+        expect: u16,
+    ) -> reqwest::Response {
+        let mut req = self
+            .http
+            .request(method, url)
+            .bearer_auth(&self.admin_token);
         if let Some(body) = body {
             req = req.json(&body);
         }
@@ -134,7 +161,10 @@ impl TestApp {
 
 /// A show id nobody else uses, so tests never see each other's queues.
 pub fn unique_show(prefix: &str) -> String {
-    format!("{prefix}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
+    format!(
+        "{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
 }
 
 /// How the browser starts.
@@ -303,7 +333,10 @@ where
         if let Some(value) = probe().await {
             return value;
         }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -327,7 +360,11 @@ pub trait PageExt {
 impl PageExt for Client {
     async fn text_of(&self, css: &str) -> Option<String> {
         let script = "const e = document.querySelector(arguments[0]); return e ? e.textContent.trim() : null;";
-        match self.execute(script, vec![json!(css)]).await.expect("script ran") {
+        match self
+            .execute(script, vec![json!(css)])
+            .await
+            .expect("script ran")
+        {
             Value::String(s) => Some(s),
             _ => None,
         }
@@ -335,7 +372,11 @@ impl PageExt for Client {
 
     async fn attr_of(&self, css: &str, attr: &str) -> Option<String> {
         let script = "const e = document.querySelector(arguments[0]); return e ? e.getAttribute(arguments[1]) : null;";
-        match self.execute(script, vec![json!(css), json!(attr)]).await.expect("script ran") {
+        match self
+            .execute(script, vec![json!(css), json!(attr)])
+            .await
+            .expect("script ran")
+        {
             Value::String(s) => Some(s),
             _ => None,
         }
@@ -344,7 +385,10 @@ impl PageExt for Client {
     async fn visible(&self, css: &str) -> bool {
         let script = "const e = document.querySelector(arguments[0]); \
                       return !!e && !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length);";
-        self.execute(script, vec![json!(css)]).await.expect("script ran") == Value::Bool(true)
+        self.execute(script, vec![json!(css)])
+            .await
+            .expect("script ran")
+            == Value::Bool(true)
     }
 
     async fn eval(&self, script: &str) -> Value {
@@ -352,7 +396,10 @@ impl PageExt for Client {
     }
 
     async fn fill(&self, css: &str, text: &str) {
-        let field = self.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
+        let field = self
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"));
         field.clear().await.expect("field cleared");
         field.send_keys(text).await.expect("typed");
     }
@@ -378,5 +425,10 @@ pub async fn wait_for_state(client: &Client, state: &str, timeout: Duration) {
 
 /// The position the waiting page shows, as a number.
 pub async fn shown_position(client: &Client) -> Option<u64> {
-    client.text_of("#position").await?.replace(',', "").parse().ok()
+    client
+        .text_of("#position")
+        .await?
+        .replace(',', "")
+        .parse()
+        .ok()
 }

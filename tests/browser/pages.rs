@@ -9,7 +9,11 @@ use serde_json::Value;
 use crate::helpers::*;
 
 async fn get(app: &TestApp, path: &str) -> reqwest::Response {
-    app.http.get(app.url(path)).send().await.expect("request sent")
+    app.http
+        .get(app.url(path))
+        .send()
+        .await
+        .expect("request sent")
 }
 
 fn header(res: &reqwest::Response, name: &str) -> String {
@@ -33,7 +37,10 @@ async fn the_front_page_lists_open_on_sales_only() {
     assert_eq!(header(&res, "cache-control"), "no-store");
     assert!(header(&res, "content-type").starts_with("text/html"));
     let body = res.text().await.unwrap();
-    assert!(body.contains(&format!("href=\"/wait/{open}\"")), "links the open show");
+    assert!(
+        body.contains(&format!("href=\"/wait/{open}\"")),
+        "links the open show"
+    );
     assert!(body.contains("3 waiting"), "with its queue");
     assert!(!body.contains(&closed), "a closed show is not listed");
 }
@@ -50,7 +57,10 @@ async fn the_waiting_page_paints_the_place_without_javascript_and_refreshes_itse
     let app = TestApp::spawn().await;
     let show = unique_show("paint");
     app.join_many(&show, 1233).await;
-    let ticket = app.join(&show).await["ticketId"].as_str().unwrap().to_owned();
+    let ticket = app.join(&show).await["ticketId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     let res = get(&app, &format!("/wait/{show}?ticket={ticket}")).await;
     assert_eq!(res.status().as_u16(), 200);
@@ -76,7 +86,12 @@ async fn joining_without_javascript_sets_the_cookie_that_paints_the_place() {
     let show = unique_show("nojs");
     app.join_many(&show, 2).await;
 
-    let res = app.http.post(app.url(&format!("/wait/{show}/join"))).send().await.unwrap();
+    let res = app
+        .http
+        .post(app.url(&format!("/wait/{show}/join")))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status().as_u16(), 303);
     let location = header(&res, "location");
     let ticket = location
@@ -84,8 +99,14 @@ async fn joining_without_javascript_sets_the_cookie_that_paints_the_place() {
         .unwrap_or_else(|| panic!("redirects to the page with the ticket, got {location}"))
         .to_owned();
     let cookie = header(&res, "set-cookie");
-    assert!(cookie.starts_with(&format!("wr_ticket={ticket};")), "{cookie}");
-    assert!(cookie.contains(&format!("Path=/wait/{show}")), "scoped to this show's page: {cookie}");
+    assert!(
+        cookie.starts_with(&format!("wr_ticket={ticket};")),
+        "{cookie}"
+    );
+    assert!(
+        cookie.contains(&format!("Path=/wait/{show}")),
+        "scoped to this show's page: {cookie}"
+    );
     assert_eq!(app.stats(&show).await["joined"], 3);
 
     // The cookie alone (no query) is enough for the server to paint the place.
@@ -109,13 +130,24 @@ async fn a_page_without_a_ticket_offers_to_join_and_a_lost_ticket_is_called_lost
     let app = TestApp::spawn().await;
     let show = unique_show("fresh");
 
-    let body = get(&app, &format!("/wait/{show}")).await.text().await.unwrap();
+    let body = get(&app, &format!("/wait/{show}"))
+        .await
+        .text()
+        .await
+        .unwrap();
     assert!(body.contains("data-state=\"new\""));
     assert!(body.contains(&format!("action=\"/wait/{show}/join\"")));
-    assert!(!body.contains("http-equiv=\"refresh\""), "nothing to refresh for");
+    assert!(
+        !body.contains("http-equiv=\"refresh\""),
+        "nothing to refresh for"
+    );
 
     let forgotten = uuid::Uuid::new_v4();
-    let body = get(&app, &format!("/wait/{show}?ticket={forgotten}")).await.text().await.unwrap();
+    let body = get(&app, &format!("/wait/{show}?ticket={forgotten}"))
+        .await
+        .text()
+        .await
+        .unwrap();
     assert!(body.contains("data-state=\"unknown\""));
     assert!(body.contains("We can't find your ticket"));
 
@@ -128,10 +160,17 @@ async fn a_page_without_a_ticket_offers_to_join_and_a_lost_ticket_is_called_lost
 async fn an_admitted_ticket_is_painted_with_its_countdown() {
     let app = TestApp::spawn().await;
     let show = unique_show("painted-turn");
-    let ticket = app.join(&show).await["ticketId"].as_str().unwrap().to_owned();
+    let ticket = app.join(&show).await["ticketId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     app.open(&show).await;
     let body = eventually("the admission", Duration::from_secs(5), || async {
-        let body = get(&app, &format!("/wait/{show}?ticket={ticket}")).await.text().await.ok()?;
+        let body = get(&app, &format!("/wait/{show}?ticket={ticket}"))
+            .await
+            .text()
+            .await
+            .ok()?;
         body.contains("data-state=\"admitted\"").then_some(body)
     })
     .await;
@@ -145,7 +184,12 @@ async fn a_bad_show_id_gets_a_readable_400_page() {
     let res = get(&app, "/wait/no%20spaces").await;
     assert_eq!(res.status().as_u16(), 400);
     assert!(header(&res, "content-type").starts_with("text/html"));
-    assert!(res.text().await.unwrap().contains("show id must be 1 to 64 characters"));
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("show id must be 1 to 64 characters")
+    );
 }
 
 #[tokio::test]
@@ -158,12 +202,19 @@ async fn static_files_are_cached_for_an_hour_under_versioned_urls() {
         .and_then(|s| s.split('"').next())
         .expect("the page loads a script")
         .to_owned();
-    assert!(script.starts_with("/static/wait.js?v="), "versioned: {script}");
+    assert!(
+        script.starts_with("/static/wait.js?v="),
+        "versioned: {script}"
+    );
 
     for path in [script.as_str(), "/static/style.css", "/static/admin.js"] {
         let res = get(&app, path).await;
         assert_eq!(res.status().as_u16(), 200, "{path}");
-        assert_eq!(header(&res, "cache-control"), "public, max-age=3600", "{path}");
+        assert_eq!(
+            header(&res, "cache-control"),
+            "public, max-age=3600",
+            "{path}"
+        );
     }
     assert!(header(&get(&app, "/static/wait.js").await, "content-type").contains("javascript"));
 
@@ -173,7 +224,11 @@ async fn static_files_are_cached_for_an_hour_under_versioned_urls() {
 }
 
 /// Reads SSE events off `res` until `enough` of them arrived or `timeout` passed.
-async fn sse_events(res: reqwest::Response, enough: usize, timeout: Duration) -> Vec<(String, Value)> {
+async fn sse_events(
+    res: reqwest::Response,
+    enough: usize,
+    timeout: Duration,
+) -> Vec<(String, Value)> {
     let mut body = res.bytes_stream();
     let mut buffer = String::new();
     let mut events = Vec::new();
@@ -216,7 +271,13 @@ async fn the_operator_feed_needs_the_token_and_reports_queue_and_admissions() {
 
     let anonymous = app.http.get(&feed).send().await.unwrap();
     assert_eq!(anonymous.status().as_u16(), 401);
-    let wrong = app.http.get(&feed).bearer_auth("guess").send().await.unwrap();
+    let wrong = app
+        .http
+        .get(&feed)
+        .bearer_auth("guess")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(wrong.status().as_u16(), 401);
     let bad = app
         .http
@@ -226,9 +287,20 @@ async fn the_operator_feed_needs_the_token_and_reports_queue_and_admissions() {
         .await
         .unwrap();
     assert_eq!(bad.status().as_u16(), 400);
-    assert!(bad.json::<Value>().await.unwrap()["message"].as_str().unwrap().contains("showId"));
+    assert!(
+        bad.json::<Value>().await.unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .contains("showId")
+    );
 
-    let res = app.http.get(&feed).bearer_auth(&app.admin_token).send().await.unwrap();
+    let res = app
+        .http
+        .get(&feed)
+        .bearer_auth(&app.admin_token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status().as_u16(), 200);
     assert!(header(&res, "content-type").starts_with("text/event-stream"));
     let events = sse_events(res, 4, Duration::from_secs(10)).await;
@@ -243,18 +315,32 @@ async fn the_operator_feed_needs_the_token_and_reports_queue_and_admissions() {
             .unwrap_or_else(|| panic!("{show} is reported: {sample}"))
     };
     let first_watched = find(&events[0].1, &watched);
-    assert_eq!(first_watched["open"], false, "a closed show is reported because it is named");
+    assert_eq!(
+        first_watched["open"], false,
+        "a closed show is reported because it is named"
+    );
     assert_eq!(first_watched["queueLength"], 2);
     assert_eq!(first_watched["connectedFans"], 0);
     // The open show is reported without being named, and its admissions are counted.
     let admitted: u64 = events
         .iter()
-        .map(|(_, sample)| find(sample, &open)["admittedSinceLast"].as_u64().expect("counted"))
+        .map(|(_, sample)| {
+            find(sample, &open)["admittedSinceLast"]
+                .as_u64()
+                .expect("counted")
+        })
         .sum();
     let last = find(&events[3].1, &open);
     assert_eq!(last["admitPerSecond"], 5);
     let valid = last["admittedValid"].as_u64().unwrap();
-    assert_eq!(last["queueLength"].as_u64().unwrap() + valid, 30, "every fan is queued or admitted");
+    assert_eq!(
+        last["queueLength"].as_u64().unwrap() + valid,
+        30,
+        "every fan is queued or admitted"
+    );
     assert!(admitted > 0, "admissions show up in the feed");
-    assert!(admitted <= valid, "the feed counts only admissions that happened ({admitted} of {valid})");
+    assert!(
+        admitted <= valid,
+        "the feed counts only admissions that happened ({admitted} of {valid})"
+    );
 }
