@@ -13,7 +13,7 @@ use std::time::Duration;
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -102,9 +102,14 @@ pub async fn stats_events(
     let (tx, rx) = mpsc::channel(BUFFERED_SAMPLES);
     tokio::spawn(feed(state, watched, tx));
     let stream = ReceiverStream::new(rx).map(Ok::<_, Infallible>);
-    Ok(Sse::new(stream)
+    let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(super::sse::KEEP_ALIVE))
-        .into_response())
+        .into_response();
+    // As for the fans' streams: a buffering proxy would turn the live chart into bursts.
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
 }
 
 /// The named shows, checked and deduplicated.

@@ -291,11 +291,12 @@ async fn render_wait(
 pub async fn join(
     State(state): State<AppState>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Path(show): Path<String>,
 ) -> Response {
     let joined = async {
         let show = show_id(&show)?;
-        state.check_join_rate(client.ip())?;
+        state.check_join_rate(client.ip(), &headers).await?;
         let joined = state.store.join(&show).await?;
         state.metrics.joined(&show);
         Ok::<_, AppError>((show, joined.ticket))
