@@ -502,6 +502,12 @@
       ? stored
       : { ticketId: ticket, firstPosition: 0, joinedAt: Date.now() };
     save();
+    if (fromQuery) {
+      // The ticket is kept now; a copied address must not hand the place to someone else.
+      params.delete('ticket');
+      const rest = params.toString();
+      history.replaceState(null, '', `${location.pathname}${rest ? `?${rest}` : ''}`);
+    }
     showTicket();
     if (record.order) {
       renderOrdered(record.order, true);

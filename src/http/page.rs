@@ -98,6 +98,8 @@ pub(super) fn html(status: StatusCode, page: &impl Template) -> Response {
                 (header::CONTENT_TYPE, "text/html; charset=utf-8"),
                 (header::CACHE_CONTROL, PAGE_CACHE),
                 (header::CONTENT_SECURITY_POLICY, PAGE_CSP),
+                // A ticket in a page's URL (the no-script flow) must not travel to other sites.
+                (header::REFERRER_POLICY, "same-origin"),
             ],
             body,
         )

@@ -66,6 +66,11 @@ async fn the_waiting_page_paints_the_place_without_javascript_and_refreshes_itse
     assert_eq!(res.status().as_u16(), 200);
     assert_eq!(header(&res, "cache-control"), "no-store");
     assert!(header(&res, "content-security-policy").contains("script-src 'self'"));
+    assert_eq!(
+        header(&res, "referrer-policy"),
+        "same-origin",
+        "the ticket in the URL stays here"
+    );
     let body = res.text().await.unwrap();
     assert!(body.contains("data-state=\"waiting\""));
     assert!(body.contains(">1,234</span>"), "the place, grouped");

@@ -205,8 +205,20 @@ async fn a_reload_keeps_the_ticket_and_does_not_join_again() {
             .await
             .unwrap();
         wait_for_state(&client, "waiting", SHORT).await;
-        assert_eq!(client.text_of("#ticket-id").await, Some(ticket));
+        assert_eq!(client.text_of("#ticket-id").await, Some(ticket.clone()));
         assert_eq!(app.stats(&show).await["joined"], 4);
+
+        // A link carrying the ticket is followed, then the ticket leaves the address bar so
+        // that copying the address does not hand the place on.
+        client
+            .goto(&app.url(&format!("/wait/{show}?ticket={ticket}&transport=ws")))
+            .await
+            .unwrap();
+        wait_for_state(&client, "waiting", SHORT).await;
+        assert_eq!(client.text_of("#ticket-id").await, Some(ticket));
+        let url = client.current_url().await.unwrap();
+        assert_eq!(url.path(), format!("/wait/{show}"));
+        assert_eq!(url.query(), Some("transport=ws"));
     })
     .await;
 }
