@@ -33,6 +33,7 @@ pub struct TestApp {
     pub admin_token: String,
     pub http: reqwest::Client,
     shutdown: CancellationToken,
+    server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
 
 impl Drop for TestApp {
@@ -51,7 +52,7 @@ impl TestApp {
         let admin_token = app.admin_token().to_owned();
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
-        tokio::spawn(async move { app.run_until_stopped(stop).await });
+        let server = tokio::spawn(async move { app.run_until_stopped(stop).await });
         TestApp {
             address,
             admin_token,
@@ -60,6 +61,18 @@ impl TestApp {
                 .build()
                 .expect("a reqwest client"),
             shutdown,
+            server: Some(server),
+        }
+    }
+
+    /// Stops the server gracefully and waits until it let go of its port.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(server) = self.server.take() {
+            server
+                .await
+                .expect("the server task ends")
+                .expect("the server stops cleanly");
         }
     }
 

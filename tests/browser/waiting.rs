@@ -367,3 +367,61 @@ async fn the_waiting_page_fits_a_phone_in_dark_mode() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_page_says_when_it_reconnects_and_when_a_restart_forgot_the_ticket() {
+    let app = TestApp::spawn().await;
+    let show = unique_show("restart");
+    let address = app.address.clone();
+    let bind = address
+        .trim_start_matches("http://")
+        .parse()
+        .expect("a socket address");
+    app.join_many(&show, 2).await;
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        client
+            .goto(&app.url(&format!("/wait/{show}")))
+            .await
+            .unwrap();
+        wait_for_state(&client, "waiting", SHORT).await;
+        let conn = || async { client.attr_of("#conn", "data-conn").await };
+        eventually("the live indicator", SHORT, || async {
+            (conn().await.as_deref() == Some("live")).then_some(())
+        })
+        .await;
+
+        // The server goes away: the page keeps the place on screen and says it is reconnecting.
+        app.stop().await;
+        eventually("the reconnecting notice", SHORT, || async {
+            (conn().await.as_deref() == Some("reconnecting")).then_some(())
+        })
+        .await;
+        assert_eq!(
+            client.text_of("#conn-text").await.as_deref(),
+            Some("Connection lost. Reconnecting…")
+        );
+        assert_eq!(
+            client.attr_of("#wait", "data-state").await.as_deref(),
+            Some("waiting")
+        );
+        assert_eq!(shown_position(&client).await, Some(3));
+        screenshot(&client, "reconnecting").await;
+
+        // It comes back on the same address with the embedded store, which forgot every queue:
+        // the page reconnects by itself and says the ticket is gone rather than pretending.
+        let _again = TestApp::spawn_with(Config {
+            bind,
+            admit_per_second: 2,
+            ..Config::for_tests()
+        })
+        .await;
+        wait_for_state(&client, "unknown", Duration::from_secs(15)).await;
+        assert!(
+            client
+                .visible("[data-panel=unknown] .join-form button")
+                .await
+        );
+    })
+    .await;
+}
