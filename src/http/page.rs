@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use askama::Template;
 use axum::Router;
-use axum::extract::rejection::QueryRejection;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -218,11 +218,11 @@ pub struct WaitQuery {
 /// paint when the ticket is known.
 pub async fn wait(
     State(state): State<AppState>,
-    Path(show): Path<String>,
+    show: Result<Path<String>, PathRejection>,
     query: Result<Query<WaitQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> Response {
-    let show = match show_id(&show) {
+    let show = match page_show(show) {
         Ok(show) => show,
         Err(e) => return error_page(e),
     };
@@ -294,10 +294,10 @@ pub async fn join(
     State(state): State<AppState>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    Path(show): Path<String>,
+    show: Result<Path<String>, PathRejection>,
 ) -> Response {
     let joined = async {
-        let show = show_id(&show)?;
+        let show = page_show(show)?;
         state.check_join_rate(client.ip(), &headers).await?;
         let joined = state.store.join(&show).await?;
         state.metrics.joined(&show);
@@ -333,6 +333,12 @@ fn ticket_cookie(headers: &HeaderMap) -> Option<Uuid> {
         .filter_map(|pair| pair.trim().split_once('='))
         .filter(|(name, _)| *name == TICKET_COOKIE)
         .find_map(|(_, value)| Uuid::parse_str(value.trim()).ok())
+}
+
+/// The show of a page's path; a path that does not even decode is a 4xx like a bad id.
+fn page_show(path: Result<Path<String>, PathRejection>) -> Result<ShowId, AppError> {
+    let Path(raw) = path.map_err(|r| AppError::Rejected(r.status(), r.body_text()))?;
+    show_id(&raw)
 }
 
 /// A wait in words a fan reads at a glance. `static/wait.js` words it the same way.

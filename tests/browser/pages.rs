@@ -195,6 +195,18 @@ async fn a_bad_show_id_gets_a_readable_400_page() {
             .unwrap()
             .contains("show id must be 1 to 64 characters")
     );
+    // A path that is not even UTF-8 gets the same kind of page, not a bare text error.
+    let res = get(&app, "/wait/%FF").await;
+    assert_eq!(res.status().as_u16(), 400);
+    assert!(header(&res, "content-type").starts_with("text/html"));
+    let res = app
+        .http
+        .post(app.url("/wait/%FF/join"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 400);
+    assert!(header(&res, "content-type").starts_with("text/html"));
 }
 
 #[tokio::test]
