@@ -57,6 +57,9 @@ pub struct Update {
     pub view: TicketView,
     /// The show version this state holds at; SSE sends it as the event `id`.
     pub version: u64,
+    /// When the admission runs out, to the millisecond (the JSON rounds to seconds, and
+    /// `expired` must not come before the gate starts refusing).
+    pub expires_at: Option<tokio::time::Instant>,
 }
 
 impl Update {
@@ -66,15 +69,18 @@ impl Update {
             TicketState::Admitted { .. } => EventName::Admitted,
             TicketState::Unknown => EventName::Unknown,
         };
+        let expires_at = match state {
+            TicketState::Admitted { expires_in_ms } => {
+                Some(tokio::time::Instant::now() + Duration::from_millis(expires_in_ms))
+            }
+            _ => None,
+        };
         Update {
             event,
             view: state.view(ticket, rate),
             version,
+            expires_at,
         }
-    }
-
-    fn expires_in(&self) -> Option<Duration> {
-        self.view.expires_in_seconds.map(Duration::from_secs)
     }
 }
 
@@ -464,11 +470,14 @@ async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
         EventName::Unknown | EventName::Expired => None,
         EventName::Admitted => {
             // The admission runs out on its own; nothing is published for it.
-            tokio::time::sleep(f.current.expires_in().unwrap_or_default()).await;
+            if let Some(at) = f.current.expires_at {
+                tokio::time::sleep_until(at).await;
+            }
             f.current = Update {
                 event: EventName::Expired,
                 view: TicketState::Unknown.view(f.current.view.ticket_id, 1),
                 version: f.current.version,
+                expires_at: None,
             };
             Some((f.current.clone(), f))
         }

@@ -13,7 +13,8 @@
 //! - [`admitter`]: the once-a-second admission loop behind a fenced lease, one per cluster.
 //! - [`hub`]: per-instance fan-out from the store's events to every local connection, with no
 //!   store call per fan.
-//! - [`http`]: the HTTP faces (fan, operator, orders, SSE, WebSocket, health, metrics).
+//! - [`http`]: the HTTP faces (fan, operator, orders, SSE, WebSocket, health, metrics, the
+//!   waiting page and the operator console).
 //! - [`metrics`]: the Prometheus registry.
 //! - [`server`]: wiring, start and graceful stop ([`server::Application`]).
 //! - [`demo`]: a show full of simulated fans for `--demo`.

@@ -108,6 +108,7 @@ mod tests {
             event: EventName::Waiting,
             view: TicketState::Waiting { position }.view(ticket, 1),
             version: position,
+            expires_at: None,
         }
     }
 

@@ -283,8 +283,8 @@ async fn an_admission_that_runs_out_is_said_so_and_the_fan_can_join_again() {
             Some("Your admission ran out")
         );
         // The gate agrees: the expired ticket may not order any more. (Within a second: the
-        // ticket JSON rounds the admission's lifetime to whole seconds, so the page may call it
-        // over up to half a second before the store does.)
+        // page's own countdown works from the ticket JSON's whole seconds, so it may call the
+        // admission over up to a second before the store does; the pushed `expired` never is.)
         let order = serde_json::json!({"showId": show, "holdId": "h1", "customerEmail": "a@b.co", "amount": 1});
         eventually("the gate to refuse the expired ticket", Duration::from_secs(2), || async {
             let res = app
