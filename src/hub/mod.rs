@@ -14,7 +14,10 @@
 //! re-reads a snapshot (one store call per show), replays what arrived meanwhile and
 //! recomputes its fans. Open streams never notice beyond an update.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+mod follow;
+mod show;
+
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -24,65 +27,12 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+pub use self::follow::{EventName, Update};
+use self::follow::{Follow, next_update};
+use self::show::{Applied, Fan, Mirror, ShowFans};
 use crate::metrics::Metrics;
-use crate::model::{ShowId, TicketState, TicketView};
-use crate::store::{EventKind, QueueStore, Result, ShowEvent, ShowSnapshot, Status, wall_ms};
-
-/// The event names of the push contract.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventName {
-    Waiting,
-    Admitted,
-    Expired,
-    Unknown,
-}
-
-impl EventName {
-    /// The name on the wire (`event:` in SSE, `"event"` in WebSocket frames).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventName::Waiting => "waiting",
-            EventName::Admitted => "admitted",
-            EventName::Expired => "expired",
-            EventName::Unknown => "unknown",
-        }
-    }
-}
-
-/// One state pushed to one fan.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Update {
-    pub event: EventName,
-    /// The same JSON the poll endpoint answers.
-    pub view: TicketView,
-    /// The show version this state holds at; SSE sends it as the event `id`.
-    pub version: u64,
-    /// When the admission runs out, to the millisecond (the JSON rounds to seconds, and
-    /// `expired` must not come before the gate starts refusing).
-    pub expires_at: Option<tokio::time::Instant>,
-}
-
-impl Update {
-    fn new(ticket: Uuid, state: TicketState, rate: u32, version: u64) -> Update {
-        let event = match state {
-            TicketState::Waiting { .. } => EventName::Waiting,
-            TicketState::Admitted { .. } => EventName::Admitted,
-            TicketState::Unknown => EventName::Unknown,
-        };
-        let expires_at = match state {
-            TicketState::Admitted { expires_in_ms } => {
-                Some(tokio::time::Instant::now() + Duration::from_millis(expires_in_ms))
-            }
-            _ => None,
-        };
-        Update {
-            event,
-            view: state.view(ticket, rate),
-            version,
-            expires_at,
-        }
-    }
-}
+use crate::model::{ShowId, TicketState};
+use crate::store::{QueueStore, Result, ShowEvent, ShowSnapshot, Status, wall_ms};
 
 /// The hub. Cheap to clone; every clone is the same hub.
 #[derive(Clone)]
@@ -95,132 +45,6 @@ struct Inner {
     metrics: Arc<Metrics>,
     shows: Mutex<HashMap<ShowId, ShowFans>>,
     next_id: AtomicU64,
-}
-
-/// Fans of one show on this instance, and the show state their positions derive from.
-struct ShowFans {
-    /// `None` while a snapshot is being read.
-    state: Option<Mirror>,
-    /// Events that arrived while loading, replayed on top of the snapshot.
-    buffered: Vec<ShowEvent>,
-    /// Keyed by (sequence, connection id): iteration goes in queue order.
-    fans: BTreeMap<(u64, u64), Fan>,
-}
-
-struct Fan {
-    ticket: Uuid,
-    /// The version of the state this fan was last told; older events are not for it.
-    from_version: u64,
-    tx: watch::Sender<Update>,
-}
-
-/// The hub's copy of a show's positional state.
-#[derive(Debug)]
-struct Mirror {
-    version: u64,
-    head: u64,
-    left: BTreeSet<u64>,
-    rate: u32,
-    ttl_ms: u64,
-}
-
-impl From<ShowSnapshot> for Mirror {
-    fn from(s: ShowSnapshot) -> Self {
-        Mirror {
-            version: s.version,
-            head: s.head,
-            left: s.left.into_iter().collect(),
-            rate: s.rate,
-            ttl_ms: s.ttl_ms,
-        }
-    }
-}
-
-/// What applying an event to a mirror found.
-enum Applied {
-    Stale,
-    Gap,
-    Moved,
-}
-
-impl Mirror {
-    fn apply(&mut self, e: &ShowEvent) -> Applied {
-        if e.version <= self.version {
-            return Applied::Stale;
-        }
-        if e.version != self.version + 1 {
-            return Applied::Gap;
-        }
-        self.version = e.version;
-        self.head = e.head;
-        self.rate = e.rate;
-        self.ttl_ms = e.ttl_ms;
-        match e.kind {
-            EventKind::Leave => {
-                if let Some(seq) = e.left {
-                    self.left.insert(seq);
-                }
-            }
-            EventKind::Tick => self.left = self.left.split_off(&(self.head + 1)),
-            EventKind::Rate => {}
-        }
-        Applied::Moved
-    }
-}
-
-impl ShowFans {
-    fn loading() -> Self {
-        ShowFans {
-            state: None,
-            buffered: Vec::new(),
-            fans: BTreeMap::new(),
-        }
-    }
-
-    /// Pushes every fan behind the mirror its state at the mirror's version; fans that were
-    /// admitted or left get their last update and are let go.
-    fn recompute(&mut self) {
-        let Some(m) = &self.state else { return };
-        let mut leavers = m.left.range(m.head + 1..).copied().peekable();
-        let mut gone = 0u64;
-        let mut finished = Vec::new();
-        for (&(seq, id), fan) in &mut self.fans {
-            if fan.from_version >= m.version {
-                continue;
-            }
-            let state = if seq <= m.head {
-                TicketState::Admitted {
-                    expires_in_ms: m.ttl_ms,
-                }
-            } else {
-                while leavers.next_if(|&l| l < seq).is_some() {
-                    gone += 1;
-                }
-                if leavers.peek() == Some(&seq) {
-                    TicketState::Unknown
-                } else {
-                    TicketState::Waiting {
-                        position: seq - m.head - gone,
-                    }
-                }
-            };
-            fan.from_version = m.version;
-            let update = Update::new(fan.ticket, state, m.rate, m.version);
-            if !matches!(state, TicketState::Waiting { .. }) {
-                finished.push((seq, id));
-            }
-            fan.tx.send_if_modified(|current| {
-                if current.view == update.view {
-                    return false;
-                }
-                *current = update;
-                true
-            });
-        }
-        for key in finished {
-            self.fans.remove(&key);
-        }
-    }
 }
 
 impl Hub {
@@ -450,47 +274,6 @@ impl Drop for FanGuard {
             if show.fans.is_empty() && show.state.is_some() {
                 shows.remove(&self.show);
             }
-        }
-    }
-}
-
-struct Follow {
-    current: Update,
-    rx: Option<watch::Receiver<Update>>,
-    _guard: Option<FanGuard>,
-    first: bool,
-}
-
-async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
-    if f.first {
-        f.first = false;
-        return Some((f.current.clone(), f));
-    }
-    match f.current.event {
-        EventName::Unknown | EventName::Expired => None,
-        EventName::Admitted => {
-            // The admission runs out on its own; nothing is published for it.
-            if let Some(at) = f.current.expires_at {
-                tokio::time::sleep_until(at).await;
-            }
-            f.current = Update {
-                event: EventName::Expired,
-                view: TicketState::Unknown.view(f.current.view.ticket_id, 1),
-                version: f.current.version,
-                expires_at: None,
-            };
-            Some((f.current.clone(), f))
-        }
-        EventName::Waiting => {
-            let rx = f.rx.as_mut()?;
-            rx.changed().await.ok()?;
-            f.current = rx.borrow_and_update().clone();
-            if f.current.event != EventName::Waiting {
-                // The hub lets go of finished fans; so do we.
-                f.rx = None;
-                f._guard = None;
-            }
-            Some((f.current.clone(), f))
         }
     }
 }

@@ -1,0 +1,107 @@
+//! What one connection sees: the state updates of one ticket, as a stream that ends when the
+//! ticket's journey does.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use super::FanGuard;
+use crate::model::{TicketState, TicketView};
+
+/// The event names of the push contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventName {
+    Waiting,
+    Admitted,
+    Expired,
+    Unknown,
+}
+
+impl EventName {
+    /// The name on the wire (`event:` in SSE, `"event"` in WebSocket frames).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventName::Waiting => "waiting",
+            EventName::Admitted => "admitted",
+            EventName::Expired => "expired",
+            EventName::Unknown => "unknown",
+        }
+    }
+}
+
+/// One state pushed to one fan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Update {
+    pub event: EventName,
+    /// The same JSON the poll endpoint answers.
+    pub view: TicketView,
+    /// The show version this state holds at; SSE sends it as the event `id`.
+    pub version: u64,
+    /// When the admission runs out, to the millisecond (the JSON rounds to seconds, and
+    /// `expired` must not come before the gate starts refusing).
+    pub expires_at: Option<tokio::time::Instant>,
+}
+
+impl Update {
+    pub(super) fn new(ticket: Uuid, state: TicketState, rate: u32, version: u64) -> Update {
+        let event = match state {
+            TicketState::Waiting { .. } => EventName::Waiting,
+            TicketState::Admitted { .. } => EventName::Admitted,
+            TicketState::Unknown => EventName::Unknown,
+        };
+        let expires_at = match state {
+            TicketState::Admitted { expires_in_ms } => {
+                Some(tokio::time::Instant::now() + Duration::from_millis(expires_in_ms))
+            }
+            _ => None,
+        };
+        Update {
+            event,
+            view: state.view(ticket, rate),
+            version,
+            expires_at,
+        }
+    }
+}
+
+pub(super) struct Follow {
+    pub(super) current: Update,
+    pub(super) rx: Option<watch::Receiver<Update>>,
+    pub(super) _guard: Option<FanGuard>,
+    pub(super) first: bool,
+}
+
+pub(super) async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
+    if f.first {
+        f.first = false;
+        return Some((f.current.clone(), f));
+    }
+    match f.current.event {
+        EventName::Unknown | EventName::Expired => None,
+        EventName::Admitted => {
+            // The admission runs out on its own; nothing is published for it.
+            if let Some(at) = f.current.expires_at {
+                tokio::time::sleep_until(at).await;
+            }
+            f.current = Update {
+                event: EventName::Expired,
+                view: TicketState::Unknown.view(f.current.view.ticket_id, 1),
+                version: f.current.version,
+                expires_at: None,
+            };
+            Some((f.current.clone(), f))
+        }
+        EventName::Waiting => {
+            let rx = f.rx.as_mut()?;
+            rx.changed().await.ok()?;
+            f.current = rx.borrow_and_update().clone();
+            if f.current.event != EventName::Waiting {
+                // The hub lets go of finished fans; so do we.
+                f.rx = None;
+                f._guard = None;
+            }
+            Some((f.current.clone(), f))
+        }
+    }
+}
