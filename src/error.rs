@@ -21,6 +21,9 @@ pub enum AppError {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
+    /// A ticket nobody holds; answered with the seed's `{"ticketId":…,"status":"UNKNOWN"}`.
+    #[error("unknown ticket {0}")]
+    UnknownTicket(String),
     #[error("too many joins from this client; try again in {} s", .0.as_millis().div_ceil(1000).max(1))]
     TooManyRequests(Duration),
     /// A request the framework refused before any handler ran (bad JSON, too large, ...).
@@ -37,7 +40,7 @@ impl AppError {
             AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
             AppError::Unauthorized => StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
-            AppError::NotFound(_) => StatusCode::NOT_FOUND,
+            AppError::NotFound(_) | AppError::UnknownTicket(_) => StatusCode::NOT_FOUND,
             AppError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             AppError::Rejected(status, _) => *status,
             AppError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -48,6 +51,14 @@ impl AppError {
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status_code();
+        if let AppError::UnknownTicket(ticket) = &self {
+            // The seed's answer, echoing the id as it was sent.
+            return (
+                status,
+                Json(json!({"ticketId": ticket, "status": "UNKNOWN"})),
+            )
+                .into_response();
+        }
         if let AppError::Store(e) = &self {
             // The client learns that we are unavailable, not how.
             tracing::error!(error = %e, "store call failed");

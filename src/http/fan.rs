@@ -6,9 +6,8 @@ use axum::Json;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
-use super::{AppPath, AppState, show_id, ticket_id};
+use super::{AppPath, AppState, show_id, ticket_path};
 use crate::error::AppError;
 use crate::model::TicketStatus;
 
@@ -34,10 +33,7 @@ pub async fn status(
     State(state): State<AppState>,
     AppPath((show, ticket)): AppPath<(String, String)>,
 ) -> Result<Response, AppError> {
-    let show = show_id(&show)?;
-    let Some(id) = ticket_id(&ticket) else {
-        return Ok(unknown(&ticket));
-    };
+    let (show, id) = ticket_path(&show, &ticket)?;
     let status = state.store.status(&show, id).await?;
     let view = status.state.view(id, status.rate);
     let code = if view.status == TicketStatus::Unknown {
@@ -54,22 +50,10 @@ pub async fn leave(
     State(state): State<AppState>,
     AppPath((show, ticket)): AppPath<(String, String)>,
 ) -> Result<Response, AppError> {
-    let show = show_id(&show)?;
-    let Some(id) = ticket_id(&ticket) else {
-        return Ok(unknown(&ticket));
-    };
+    let (show, id) = ticket_path(&show, &ticket)?;
     if state.store.leave(&show, id).await? {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
-        Ok(unknown(&ticket))
+        Err(AppError::UnknownTicket(ticket))
     }
-}
-
-/// The seed's 404 for a ticket nobody holds, echoing the id as it was sent.
-pub(crate) fn unknown(ticket: &str) -> Response {
-    (
-        StatusCode::NOT_FOUND,
-        Json(json!({"ticketId": ticket, "status": "UNKNOWN"})),
-    )
-        .into_response()
 }

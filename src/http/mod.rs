@@ -131,9 +131,12 @@ pub(crate) fn show_id(raw: &str) -> Result<ShowId, AppError> {
         .map_err(|e: crate::model::InvalidShowId| AppError::BadRequest(format!("showId: {e}")))
 }
 
-/// A ticket id from the path: anything but a UUID is a ticket nobody holds.
-pub(crate) fn ticket_id(raw: &str) -> Option<Uuid> {
-    Uuid::parse_str(raw).ok()
+/// A show id and a ticket id from the path: a bad show id is 400, and anything but a UUID
+/// is a ticket nobody holds (the seed's 404 UNKNOWN).
+pub(crate) fn ticket_path(show: &str, ticket: &str) -> Result<(ShowId, Uuid), AppError> {
+    let show = show_id(show)?;
+    let id = Uuid::parse_str(ticket).map_err(|_| AppError::UnknownTicket(ticket.to_owned()))?;
+    Ok((show, id))
 }
 
 /// `Json`, but its rejections are our JSON errors (400, 413, 415).

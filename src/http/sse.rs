@@ -9,8 +9,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
-use super::fan::unknown;
-use super::{AppPath, AppState, show_id, ticket_id};
+use super::{AppPath, AppState, ticket_path};
 use crate::error::AppError;
 use crate::hub::Update;
 use crate::metrics::Transport;
@@ -30,10 +29,7 @@ pub async fn events(
     AppPath((show, ticket)): AppPath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let show = show_id(&show)?;
-    let Some(id) = ticket_id(&ticket) else {
-        return Ok(unknown(&ticket));
-    };
+    let (show, id) = ticket_path(&show, &ticket)?;
     let resumed_from = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

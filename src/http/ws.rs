@@ -12,8 +12,7 @@ use axum::response::{IntoResponse, Response};
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use serde::Serialize;
 
-use super::fan::unknown;
-use super::{AppPath, AppState, show_id, ticket_id};
+use super::{AppPath, AppState, ticket_path};
 use crate::error::AppError;
 use crate::hub::Update;
 use crate::metrics::{Metrics, Transport};
@@ -38,10 +37,7 @@ pub async fn upgrade(
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, AppError> {
     let ws = ws.map_err(|r| AppError::Rejected(r.status(), r.body_text()))?;
-    let show = show_id(&show)?;
-    let Some(id) = ticket_id(&ticket) else {
-        return Ok(unknown(&ticket));
-    };
+    let (show, id) = ticket_path(&show, &ticket)?;
     let updates = state.hub.follow(&show, id, state.shutdown.clone()).await?;
     let metrics = state.metrics.clone();
     Ok(ws

@@ -8,7 +8,7 @@ use reqwest::Client;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::helpers::{RedisServer, ServerProcess, TOKEN};
+use crate::helpers::{RedisServer, ServerProcess, TOKEN, leads, metrics_text};
 
 const RATE: u64 = 5;
 
@@ -74,15 +74,7 @@ fn assert_at_most_n_per_second(ticks: &[(u64, u64)]) {
 async fn leaders(client: &Client, servers: &[&ServerProcess]) -> Vec<usize> {
     let mut found = Vec::new();
     for (i, s) in servers.iter().enumerate() {
-        let text = client
-            .get(s.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        if text.lines().any(|l| l == "waiting_room_admitter_leader 1") {
+        if leads(&metrics_text(client, &s.base()).await) {
             found.push(i);
         }
     }

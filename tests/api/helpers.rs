@@ -326,6 +326,19 @@ impl TestApp {
             .unwrap()
     }
 
+    /// The operator's figures for a show.
+    pub async fn stats(&self, show: &str) -> Value {
+        self.client
+            .get(self.url(&format!("/orders/waiting-room/{show}/stats")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     pub async fn set_rate(&self, show: &str, rate: u32) -> Response {
         self.client
             .put(self.url(&format!("/orders/waiting-room/{show}/config")))
@@ -369,6 +382,25 @@ impl TestApp {
             .expect("server stops within 10 s")
             .unwrap();
     }
+}
+
+/// The Prometheus text of a server at `base` (`http://host:port`).
+pub async fn metrics_text(client: &Client, base: &str) -> String {
+    client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// Whether metrics text says this instance holds the admitter lease.
+pub fn leads(metrics: &str) -> bool {
+    metrics
+        .lines()
+        .any(|l| l == "waiting_room_admitter_leader 1")
 }
 
 pub fn ticket_id(v: &Value) -> String {
@@ -424,6 +456,10 @@ impl ServerProcess {
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
+    }
+
+    pub fn base(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     /// SIGKILL: no graceful hand-over, the lease must run out.

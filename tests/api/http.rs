@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use waiting_room::config::Config;
 
-use crate::helpers::{Backend, TOKEN, spawn_app, spawn_app_with, ticket_id};
+use crate::helpers::{Backend, TOKEN, metrics_text, spawn_app, spawn_app_with, ticket_id};
 
 macro_rules! both_stores {
     ($($name:ident),* $(,)?) => {
@@ -84,16 +84,7 @@ async fn the_seeds_try_it_sequence(backend: Backend) {
     assert_eq!(order["holdId"], "hold-0100");
     assert_eq!(order["amount"], 350.0);
     // the buyer is done buying: its place is free for the next fan
-    let stats: Value = app
-        .client
-        .get(app.url("/orders/waiting-room/show-42/stats"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stats = app.stats("show-42").await;
     assert_eq!(stats["admittedValid"], 0, "{stats}");
     // the same hold again → 200 with the same order (the admission still opens the gate)
     let again = app.order("show-42", "hold-0100", Some(&id)).await;
@@ -399,16 +390,7 @@ async fn too_many_joins_from_one_client_get_429_with_retry_after() {
     assert!((1..=2).contains(&retry));
     body(limited).await;
     // nothing lost: the accepted tickets are all queued, positions dense
-    let stats: Value = app
-        .client
-        .get(app.url("/orders/waiting-room/s/stats"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stats = app.stats("s").await;
     assert_eq!(stats["queueLength"], accepted as u64);
     app.stop().await;
 }
@@ -427,14 +409,7 @@ async fn health_readiness_and_metrics() {
     );
     app.open("m").await;
     app.join_ok("m").await;
-    let text = c
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics_text(&c, &format!("http://{}", app.addr)).await;
     assert!(
         text.contains("waiting_room_joins_total{show=\"m\"} 1"),
         "{text}"

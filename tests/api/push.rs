@@ -9,8 +9,8 @@ use tokio_tungstenite::tungstenite::Message;
 use waiting_room::config::Config;
 
 use crate::helpers::{
-    Backend, RedisServer, ServerProcess, SseEvent, SseReader, TOKEN, events_path, spawn_app_with,
-    ticket_id,
+    Backend, RedisServer, ServerProcess, SseEvent, SseReader, TOKEN, events_path, leads,
+    metrics_text, spawn_app_with, ticket_id,
 };
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -281,15 +281,7 @@ async fn fans_on_one_instance_follow_the_admitter_on_another() {
     // Let B take the lease before A exists.
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let m = client
-            .get(b.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        if m.lines().any(|l| l == "waiting_room_admitter_leader 1") {
+        if leads(&metrics_text(&client, &b.base()).await) {
             break;
         }
         assert!(tokio::time::Instant::now() < deadline, "B never led");
@@ -350,14 +342,7 @@ async fn fans_on_one_instance_follow_the_admitter_on_another() {
         admitted >= 9,
         "ticks of B reached fans on A: {admitted} admitted"
     );
-    let m = client
-        .get(a.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let m = metrics_text(&client, &a.base()).await;
     assert!(
         m.lines().any(|l| l == "waiting_room_admitter_leader 0"),
         "A never led: {m}"
