@@ -1,5 +1,6 @@
 //! Integration tests: one binary, real servers on 127.0.0.1:0, real redis-servers.
 
+mod cli;
 mod cluster;
 mod helpers;
 mod http;
