@@ -19,8 +19,10 @@
 //! - [`server`]: wiring, start and graceful stop ([`server::Application`]).
 //! - [`demo`]: a show full of simulated fans for `--demo`.
 //! - [`error`]: the one error type and its HTTP answers.
+//! - [`client`]: `waiting-room fan` (one fan following a ticket) and `waiting-room load`.
 
 pub mod admitter;
+pub mod client;
 pub mod config;
 pub mod demo;
 pub mod error;

@@ -2,6 +2,8 @@
 
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
+use waiting_room::client::fan::FanArgs;
+use waiting_room::client::load::LoadArgs;
 use waiting_room::config::Config;
 
 /// A virtual waiting room for ticket on-sales.
@@ -18,6 +20,10 @@ struct Cli {
 enum Command {
     /// Serve the waiting room (the default).
     Serve,
+    /// Join a show (or follow --ticket) and print each update until admitted.
+    Fan(FanArgs),
+    /// A bounded load run against loopback servers: many fans, a CSV and a plot.
+    Load(LoadArgs),
 }
 
 #[tokio::main]
@@ -31,5 +37,8 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         None | Some(Command::Serve) => waiting_room::server::run(cli.config).await,
+        // The fan's exit code tells scripts how it ended (see `FanError::exit_code`).
+        Some(Command::Fan(args)) => std::process::exit(waiting_room::client::fan::main(args).await),
+        Some(Command::Load(args)) => waiting_room::client::load::main(args).await,
     }
 }

@@ -1,0 +1,199 @@
+//! The load run's timeline as a CSV and an SVG plot.
+//!
+//! SVG, because plotters' bitmap backend needs system fonts to draw any text, and the SVG
+//! backend leaves text to whoever views the file.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+use plotters::prelude::*;
+
+/// The run's counters at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Sample {
+    /// Seconds since the run started.
+    pub seconds: f64,
+    /// Streams open at that moment.
+    pub connections: u64,
+    /// Cumulative counts.
+    pub joined: u64,
+    pub messages: u64,
+    pub admitted: u64,
+    pub errors: u64,
+}
+
+/// A per-second rate between two samples.
+fn rate(now: &Sample, before: &Sample, pick: fn(&Sample) -> u64) -> f64 {
+    let dt = now.seconds - before.seconds;
+    if dt <= 0.0 {
+        return 0.0;
+    }
+    pick(now).saturating_sub(pick(before)) as f64 / dt
+}
+
+/// Writes one row per sample, with the rates since the previous sample.
+pub fn write_csv(path: &Path, samples: &[Sample]) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?,
+    );
+    writeln!(
+        out,
+        "seconds,connections,joined,messages,admitted,errors,joins_per_second,messages_per_second"
+    )?;
+    let mut before = Sample::default();
+    for s in samples {
+        writeln!(
+            out,
+            "{:.3},{},{},{},{},{},{:.1},{:.1}",
+            s.seconds,
+            s.connections,
+            s.joined,
+            s.messages,
+            s.admitted,
+            s.errors,
+            rate(s, &before, |s| s.joined),
+            rate(s, &before, |s| s.messages),
+        )?;
+        before = *s;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// One point of the plot: the levels at a sample and the rates since the previous one.
+struct Row {
+    seconds: f64,
+    connections: f64,
+    admitted: f64,
+    joins_per_second: f64,
+    messages_per_second: f64,
+}
+
+/// A line: its legend, its colour and where it reads its value.
+type Line = (&'static str, RGBColor, fn(&Row) -> f64);
+
+/// Two panels over the same time axis: connections held (and fans admitted so far) above,
+/// joins and pushed messages per second below.
+pub fn draw_svg(path: &Path, title: &str, samples: &[Sample]) -> anyhow::Result<()> {
+    let rows: Vec<Row> = samples
+        .iter()
+        .scan(Sample::default(), |before, s| {
+            let row = Row {
+                seconds: s.seconds,
+                connections: s.connections as f64,
+                admitted: s.admitted as f64,
+                joins_per_second: rate(s, before, |s| s.joined),
+                messages_per_second: rate(s, before, |s| s.messages),
+            };
+            *before = *s;
+            Some(row)
+        })
+        .collect();
+    let root = SVGBackend::new(path, (1000, 700)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let root = root.titled(title, ("sans-serif", 22)).map_err(plot_err)?;
+    let (upper, lower) = root.split_vertically(330);
+    let levels: [Line; 2] = [
+        ("connections held", BLUE, |r| r.connections),
+        ("admitted (cumulative)", GREEN, |r| r.admitted),
+    ];
+    panel(&upper, "fans", SeriesLabelPosition::UpperLeft, &rows, &levels)?;
+    let rates: [Line; 2] = [
+        ("joins / s", RED, |r| r.joins_per_second),
+        ("messages pushed / s", MAGENTA, |r| r.messages_per_second),
+    ];
+    panel(&lower, "per second", SeriesLabelPosition::UpperRight, &rows, &rates)?;
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// One chart of `lines` against time, its y axis fitted to the data.
+fn panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    y_desc: &str,
+    legend_at: SeriesLabelPosition,
+    rows: &[Row],
+    lines: &[Line],
+) -> anyhow::Result<()> {
+    let t_max = rows.last().map_or(1.0, |r| r.seconds).max(1.0);
+    let y_max = rows
+        .iter()
+        .flat_map(|r| lines.iter().map(move |(_, _, pick)| pick(r)))
+        .fold(1.0, f64::max)
+        * 1.05;
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..t_max, 0f64..y_max)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds")
+        .y_desc(y_desc)
+        .draw()
+        .map_err(plot_err)?;
+    for &(label, color, pick) in lines {
+        chart
+            .draw_series(LineSeries::new(rows.iter().map(|r| (r.seconds, pick(r))), color.stroke_width(2)))
+            .map_err(plot_err)?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(legend_at)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_err)?;
+    Ok(())
+}
+
+/// plotters' errors borrow the backend's error type; keep only the text.
+fn plot_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> anyhow::Error {
+    anyhow::anyhow!("cannot draw the plot: {e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples() -> Vec<Sample> {
+        (1..=5)
+            .map(|i| Sample {
+                seconds: i as f64,
+                connections: 10 * i,
+                joined: 10 * i,
+                messages: 25 * i,
+                admitted: i,
+                errors: 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn csv_has_a_header_a_row_per_sample_and_rates() {
+        let path = std::env::temp_dir().join(format!("wr-plot-{}.csv", uuid::Uuid::new_v4()));
+        write_csv(&path, &samples()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines.len(), 6);
+        assert!(lines[0].starts_with("seconds,connections"));
+        assert_eq!(lines[2], "2.000,20,20,50,2,0,10.0,25.0");
+    }
+
+    #[test]
+    fn svg_is_drawn_with_both_panels() {
+        let path = std::env::temp_dir().join(format!("wr-plot-{}.svg", uuid::Uuid::new_v4()));
+        draw_svg(&path, "test run", &samples()).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert!(svg.starts_with("<svg"));
+        for label in ["connections held", "messages pushed / s", "test run"] {
+            assert!(svg.contains(label), "missing {label}");
+        }
+    }
+}
