@@ -52,7 +52,14 @@ mod tests {
     #[test]
     fn delays_double_within_jitter_and_stop_at_the_cap() {
         let mut b = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
-        let bounds = [(50, 101), (100, 201), (200, 401), (400, 801), (500, 1001), (500, 1001)];
+        let bounds = [
+            (50, 101),
+            (100, 201),
+            (200, 401),
+            (400, 801),
+            (500, 1001),
+            (500, 1001),
+        ];
         for (low, high) in bounds {
             let d = b.next_delay().as_millis();
             assert!((low..high).contains(&d), "{d} not in {low}..{high}");

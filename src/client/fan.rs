@@ -60,7 +60,11 @@ impl FanArgs {
     }
 
     fn transport(&self) -> Transport {
-        if self.ws { Transport::Ws } else { Transport::Sse }
+        if self.ws {
+            Transport::Ws
+        } else {
+            Transport::Sse
+        }
     }
 }
 
@@ -79,7 +83,9 @@ pub struct Admission {
 /// How following ended badly.
 #[derive(Debug, thiserror::Error)]
 pub enum FanError {
-    #[error("ticket {ticket} is not in show {show}'s queue: it never joined, it left, or it was admitted and the admission ran out")]
+    #[error(
+        "ticket {ticket} is not in show {show}'s queue: it never joined, it left, or it was admitted and the admission ran out"
+    )]
     Unknown { show: ShowId, ticket: Uuid },
     #[error("the admission of ticket {0} ran out before it was used; join again")]
     Expired(Uuid),
@@ -141,7 +147,11 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
                     (Some(id), Transport::Sse) => format!(", resuming after event {id}"),
                     _ => String::new(),
                 };
-                line(out, "following", format_args!("{url} over {}{resumed}", transport.name()));
+                line(
+                    out,
+                    "following",
+                    format_args!("{url} over {}{resumed}", transport.name()),
+                );
                 let why = loop {
                     match stream.next().await {
                         Some(Ok(push)) => {
@@ -165,7 +175,11 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
         line(
             out,
             "lost",
-            format_args!("{url}: {why}; trying {} in {}", servers.current(), span(delay)),
+            format_args!(
+                "{url}: {why}; trying {} in {}",
+                servers.current(),
+                span(delay)
+            ),
         );
         tokio::time::sleep(delay).await;
     }
@@ -187,11 +201,19 @@ async fn join<W: Write>(
                     .position
                     .map(|p| format!(" · position {}", thousands(p)))
                     .unwrap_or_default();
-                line(out, "joined", format_args!("show {show} · ticket {}{place}", ticket.ticket_id));
+                line(
+                    out,
+                    "joined",
+                    format_args!("show {show} · ticket {}{place}", ticket.ticket_id),
+                );
                 return Ok(ticket.ticket_id);
             }
             Ok(Joined::TooMany(wait)) => {
-                line(out, "busy", format_args!("{url} asks to wait {} before joining", span(wait)));
+                line(
+                    out,
+                    "busy",
+                    format_args!("{url} asks to wait {} before joining", span(wait)),
+                );
                 tokio::time::sleep(wait).await;
             }
             Err(FollowError::Fatal(e)) => return Err(FanError::Refused(e)),
@@ -200,7 +222,11 @@ async fn join<W: Write>(
                 line(
                     out,
                     "lost",
-                    format_args!("{url}: {why}; trying {} in {}", servers.current(), span(delay)),
+                    format_args!(
+                        "{url}: {why}; trying {} in {}",
+                        servers.current(),
+                        span(delay)
+                    ),
                 );
                 tokio::time::sleep(delay).await;
             }
@@ -209,7 +235,12 @@ async fn join<W: Write>(
 }
 
 /// A push that ends following, and how.
-fn finished(push: Push, show: &ShowId, url: &Url, connections: u32) -> Option<Result<Admission, FanError>> {
+fn finished(
+    push: Push,
+    show: &ShowId,
+    url: &Url,
+    connections: u32,
+) -> Option<Result<Admission, FanError>> {
     let ticket = push.ticket.ticket_id;
     match push.kind {
         PushKind::Waiting => None,
@@ -250,7 +281,10 @@ fn describe(push: &Push) -> String {
                 .expires_in_seconds
                 .map(|s| format!(" · valid for {}", span(Duration::from_secs(s))))
                 .unwrap_or_default();
-            format!("your turn{valid} · order with header X-Admission-Ticket: {}", t.ticket_id)
+            format!(
+                "your turn{valid} · order with header X-Admission-Ticket: {}",
+                t.ticket_id
+            )
         }
         PushKind::Expired => "the admission ran out".into(),
         PushKind::Unknown => format!("ticket {} is not in the queue", t.ticket_id),
@@ -398,6 +432,9 @@ mod tests {
         let mut out = Vec::new();
         line(&mut out, "waiting", describe(&waiting));
         let text = String::from_utf8(out).unwrap();
-        assert!(text.ends_with("  waiting   position 1,204 · about 1 minute\n"), "{text:?}");
+        assert!(
+            text.ends_with("  waiting   position 1,204 · about 1 minute\n"),
+            "{text:?}"
+        );
     }
 }

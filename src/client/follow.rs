@@ -157,7 +157,10 @@ pub async fn join(client: &Client, base: &Url, show: &ShowId) -> Result<Joined, 
             .unwrap_or(1);
         return Ok(Joined::TooMany(Duration::from_secs(wait)));
     }
-    let body = response.bytes().await.map_err(|e| FollowError::retry(describe(&e)))?;
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| FollowError::retry(describe(&e)))?;
     if status == StatusCode::ACCEPTED || status == StatusCode::OK {
         return serde_json::from_slice(&body)
             .map(Joined::Ticket)
@@ -242,7 +245,9 @@ impl PushStream {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !is_stream {
-            return Err(FollowError::Fatal(format!("{base} did not answer with an event stream")));
+            return Err(FollowError::Fatal(format!(
+                "{base} did not answer with an event stream"
+            )));
         }
         Ok(PushStream {
             inner: Inner::Sse {
@@ -263,20 +268,24 @@ impl PushStream {
     ) -> Result<PushStream, FollowError> {
         let mut url = ticket_url(base, show, ticket, "/ws");
         if url.scheme() != "http" || url.set_scheme("ws").is_err() {
-            return Err(FollowError::Fatal(format!("{base}: only http:// servers are supported")));
+            return Err(FollowError::Fatal(format!(
+                "{base}: only http:// servers are supported"
+            )));
         }
         let connect = async {
             let tcp = connect_tcp(base, local).await?;
-            tokio_tungstenite::client_async(url.as_str(), tcp).await.map_err(|e| match e {
-                tungstenite::Error::Http(response) => {
-                    let body = response.body().as_deref().unwrap_or_default();
-                    match final_answer(response.status(), body, ticket) {
-                        Ok(_) => FollowError::retry("unexpected answer"),
-                        Err(e) => e,
+            tokio_tungstenite::client_async(url.as_str(), tcp)
+                .await
+                .map_err(|e| match e {
+                    tungstenite::Error::Http(response) => {
+                        let body = response.body().as_deref().unwrap_or_default();
+                        match final_answer(response.status(), body, ticket) {
+                            Ok(_) => FollowError::retry("unexpected answer"),
+                            Err(e) => e,
+                        }
                     }
-                }
-                other => FollowError::retry(other),
-            })
+                    other => FollowError::retry(other),
+                })
         };
         let (socket, _) = tokio::time::timeout(CONNECT_TIMEOUT, connect)
             .await
@@ -291,7 +300,11 @@ impl PushStream {
     pub async fn next(&mut self) -> Option<Result<Push, FollowError>> {
         match &mut self.inner {
             Inner::Done(last) => last.take().map(Ok),
-            Inner::Sse { body, parser, ready } => loop {
+            Inner::Sse {
+                body,
+                parser,
+                ready,
+            } => loop {
                 if let Some(push) = ready.pop_front() {
                     return Some(Ok(push));
                 }
@@ -301,14 +314,18 @@ impl PushStream {
                 };
                 for event in parser.feed(&chunk) {
                     // Events this client does not know are someone else's extension.
-                    let Ok(kind) = event.event.parse() else { continue };
+                    let Ok(kind) = event.event.parse() else {
+                        continue;
+                    };
                     match serde_json::from_str(&event.data) {
                         Ok(ticket) => ready.push_back(Push {
                             kind,
                             id: event.id,
                             ticket,
                         }),
-                        Err(e) => return Some(Err(FollowError::retry(format!("unreadable event: {e}")))),
+                        Err(e) => {
+                            return Some(Err(FollowError::retry(format!("unreadable event: {e}"))));
+                        }
                     }
                 }
             },
@@ -320,7 +337,9 @@ impl PushStream {
                     Ok(Some(Ok(message))) => message,
                 };
                 // Pings are answered by tungstenite itself; only text frames carry news.
-                let Message::Text(text) = message else { continue };
+                let Message::Text(text) = message else {
+                    continue;
+                };
                 match parse_frame(text.as_str()) {
                     Ok(Some(push)) => return Some(Ok(push)),
                     Ok(None) => continue,
@@ -388,8 +407,8 @@ fn parse_frame(text: &str) -> Result<Option<Push>, FollowError> {
         #[serde(flatten)]
         ticket: TicketView,
     }
-    let frame: Frame =
-        serde_json::from_str(text).map_err(|e| FollowError::retry(format!("unreadable frame: {e}")))?;
+    let frame: Frame = serde_json::from_str(text)
+        .map_err(|e| FollowError::retry(format!("unreadable frame: {e}")))?;
     Ok(frame.event.parse().ok().map(|kind| Push {
         kind,
         id: frame.id.map(|id| id.to_string()),
@@ -400,7 +419,10 @@ fn parse_frame(text: &str) -> Result<Option<Push>, FollowError> {
 /// A TCP connection to `base`'s host and port, bound to `local` if given.
 async fn connect_tcp(base: &Url, local: Option<IpAddr>) -> Result<TcpStream, FollowError> {
     // IPv6 hosts come bracketed, as in the URL; the resolver wants them bare.
-    let Some(host) = base.host_str().map(|h| h.trim_start_matches('[').trim_end_matches(']')) else {
+    let Some(host) = base
+        .host_str()
+        .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
+    else {
         return Err(FollowError::Fatal(format!("{base} names no host")));
     };
     let port = base.port_or_known_default().unwrap_or(80);
@@ -474,7 +496,13 @@ mod tests {
     fn server_errors_are_retried_and_client_errors_are_not() {
         let body = br#"{"status":400,"message":"showId: bad"}"#;
         let e = refusal(StatusCode::BAD_REQUEST, body, "join");
-        assert!(matches!(&e, FollowError::Fatal(m) if m.contains("showId: bad")), "{e:?}");
-        assert!(matches!(refusal(StatusCode::BAD_GATEWAY, b"", "join"), FollowError::Retry(_)));
+        assert!(
+            matches!(&e, FollowError::Fatal(m) if m.contains("showId: bad")),
+            "{e:?}"
+        );
+        assert!(matches!(
+            refusal(StatusCode::BAD_GATEWAY, b"", "join"),
+            FollowError::Retry(_)
+        ));
     }
 }

@@ -159,7 +159,9 @@ fn check_loopback(url: &Url) -> anyhow::Result<()> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let loopback = host == "localhost" || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
     if url.scheme() != "http" || !loopback {
-        bail!("{url}: the load generator only targets http:// servers on loopback (127.0.0.0/8, ::1, localhost)");
+        bail!(
+            "{url}: the load generator only targets http:// servers on loopback (127.0.0.0/8, ::1, localhost)"
+        );
     }
     Ok(())
 }
@@ -293,7 +295,11 @@ pub async fn main(args: LoadArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!("{report}");
-        println!("timeline:     {} · plot: {}", args.csv.display(), args.plot.display());
+        println!(
+            "timeline:     {} · plot: {}",
+            args.csv.display(),
+            args.plot.display()
+        );
     }
     Ok(())
 }
@@ -411,7 +417,8 @@ pub async fn run(args: &LoadArgs) -> anyhow::Result<LoadReport> {
     warn_about_open_files(args.fans);
 
     // 1 µs to 1 h, 3 significant figures: a few kB each.
-    let histogram = || Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"));
+    let histogram =
+        || Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"));
     let run = Arc::new(Run {
         urls: args.urls.clone(),
         show: args.show.clone(),
@@ -500,7 +507,8 @@ pub async fn run(args: &LoadArgs) -> anyhow::Result<LoadReport> {
 
 fn report(args: &LoadArgs, run: &Run) -> LoadReport {
     let c = &run.counters;
-    let pct = |h: &Mutex<Histogram<u64>>| Percentiles::of(&h.lock().unwrap_or_else(|e| e.into_inner()));
+    let pct =
+        |h: &Mutex<Histogram<u64>>| Percentiles::of(&h.lock().unwrap_or_else(|e| e.into_inner()));
     let joined = get(&c.joined);
     let window_us = get(&c.last_join_us).saturating_sub(get(&c.first_join_us));
     LoadReport {
@@ -539,7 +547,9 @@ async fn prepare_show(args: &LoadArgs, client: &Client) -> anyhow::Result<()> {
         return Ok(());
     }
     let Some(token) = &args.admin_token else {
-        bail!("--open and --admit-per-second need the operator token (--admin-token or ADMIN_TOKEN)");
+        bail!(
+            "--open and --admit-per-second need the operator token (--admin-token or ADMIN_TOKEN)"
+        );
     };
     for base in &args.urls {
         let room = |action: &str| {
@@ -592,7 +602,9 @@ async fn fan(run: &Run, i: u64) -> Outcome {
     loop {
         let asked = Instant::now();
         let opened = match run.transport {
-            Transport::Sse => PushStream::sse(client, url, &run.show, ticket, last_event_id.as_deref()).await,
+            Transport::Sse => {
+                PushStream::sse(client, url, &run.show, ticket, last_event_id.as_deref()).await
+            }
             Transport::Ws => PushStream::ws(url, &run.show, ticket, *local).await,
         };
         match opened {
@@ -652,7 +664,8 @@ async fn join(run: &Run, client: &Client, url: &Url) -> Option<Uuid> {
             Ok(Joined::Ticket(ticket)) => {
                 Run::record(&run.join_latency, sent.elapsed());
                 add(&c.joined);
-                c.last_join_us.fetch_max(run.since_start_us(), Ordering::Relaxed);
+                c.last_join_us
+                    .fetch_max(run.since_start_us(), Ordering::Relaxed);
                 return Some(ticket.ticket_id);
             }
             Ok(Joined::TooMany(wait)) => {
@@ -680,7 +693,11 @@ fn since_tick(at: SystemTime) -> Duration {
     Duration::from_micros((into_second + 1_000_000 - phase) % 1_000_000)
 }
 
-async fn sample_every_second(run: Arc<Run>, bar: ProgressBar, stop: CancellationToken) -> Vec<Sample> {
+async fn sample_every_second(
+    run: Arc<Run>,
+    bar: ProgressBar,
+    stop: CancellationToken,
+) -> Vec<Sample> {
     let mut samples = vec![run.sample()];
     let mut every = tokio::time::interval(Duration::from_secs(1));
     every.tick().await;
@@ -707,9 +724,10 @@ fn progress_bar(args: &LoadArgs) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(args.fans);
-    let style = ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} fans done · {msg}")
-        .expect("a valid template")
-        .progress_chars("=> ");
+    let style =
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} fans done · {msg}")
+            .expect("a valid template")
+            .progress_chars("=> ");
     bar.set_style(style);
     bar.enable_steady_tick(Duration::from_millis(250));
     bar
@@ -717,7 +735,9 @@ fn progress_bar(args: &LoadArgs) -> ProgressBar {
 
 /// Each open stream costs this process one file descriptor; say so before it runs out.
 fn warn_about_open_files(fans: u64) {
-    let Some(limit) = open_file_limit() else { return };
+    let Some(limit) = open_file_limit() else {
+        return;
+    };
     if fans + 100 > limit {
         eprintln!(
             "note: this process may open at most {} files; {} fans held at once will not fit. \
@@ -745,18 +765,40 @@ mod tests {
         assert_eq!(r.addrs().len(), 4);
         assert_eq!(r.addrs()[0], "127.0.0.2".parse::<IpAddr>().unwrap());
         assert_eq!("127.0.0.9".parse::<SourceIps>().unwrap().addrs().len(), 1);
-        assert_eq!("127.0.0.255-127.0.1.1".parse::<SourceIps>().unwrap().addrs().len(), 3);
-        for bad in ["10.0.0.1-10.0.0.2", "127.0.0.5-127.0.0.2", "127.0.0.1-", "x", "127.0.0.1-192.168.0.1"] {
+        assert_eq!(
+            "127.0.0.255-127.0.1.1"
+                .parse::<SourceIps>()
+                .unwrap()
+                .addrs()
+                .len(),
+            3
+        );
+        for bad in [
+            "10.0.0.1-10.0.0.2",
+            "127.0.0.5-127.0.0.2",
+            "127.0.0.1-",
+            "x",
+            "127.0.0.1-192.168.0.1",
+        ] {
             assert!(bad.parse::<SourceIps>().is_err(), "{bad} should be refused");
         }
     }
 
     #[test]
     fn only_loopback_servers_are_loaded() {
-        for ok in ["http://127.0.0.1:8080", "http://127.9.8.7", "http://localhost:1", "http://[::1]:8080"] {
+        for ok in [
+            "http://127.0.0.1:8080",
+            "http://127.9.8.7",
+            "http://localhost:1",
+            "http://[::1]:8080",
+        ] {
             assert!(check_loopback(&ok.parse().unwrap()).is_ok(), "{ok}");
         }
-        for bad in ["http://10.0.0.1:8080", "http://example.com", "https://127.0.0.1"] {
+        for bad in [
+            "http://10.0.0.1:8080",
+            "http://example.com",
+            "https://127.0.0.1",
+        ] {
             assert!(check_loopback(&bad.parse().unwrap()).is_err(), "{bad}");
         }
     }

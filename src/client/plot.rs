@@ -98,12 +98,24 @@ pub fn draw_svg(path: &Path, title: &str, samples: &[Sample]) -> anyhow::Result<
         ("connections held", BLUE, |r| r.connections),
         ("admitted (cumulative)", GREEN, |r| r.admitted),
     ];
-    panel(&upper, "fans", SeriesLabelPosition::UpperLeft, &rows, &levels)?;
+    panel(
+        &upper,
+        "fans",
+        SeriesLabelPosition::UpperLeft,
+        &rows,
+        &levels,
+    )?;
     let rates: [Line; 2] = [
         ("joins / s", RED, |r| r.joins_per_second),
         ("messages pushed / s", MAGENTA, |r| r.messages_per_second),
     ];
-    panel(&lower, "per second", SeriesLabelPosition::UpperRight, &rows, &rates)?;
+    panel(
+        &lower,
+        "per second",
+        SeriesLabelPosition::UpperRight,
+        &rows,
+        &rates,
+    )?;
     root.present().map_err(plot_err)?;
     Ok(())
 }
@@ -136,10 +148,15 @@ fn panel<DB: DrawingBackend>(
         .map_err(plot_err)?;
     for &(label, color, pick) in lines {
         chart
-            .draw_series(LineSeries::new(rows.iter().map(|r| (r.seconds, pick(r))), color.stroke_width(2)))
+            .draw_series(LineSeries::new(
+                rows.iter().map(|r| (r.seconds, pick(r))),
+                color.stroke_width(2),
+            ))
             .map_err(plot_err)?
             .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
     }
     chart
         .configure_series_labels()

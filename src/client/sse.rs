@@ -145,7 +145,11 @@ impl SseParser {
             return None;
         }
         Some(SseEvent {
-            event: if event.is_empty() { "message".into() } else { event },
+            event: if event.is_empty() {
+                "message".into()
+            } else {
+                event
+            },
             data,
             id: self.last_id.clone(),
         })
@@ -212,7 +216,10 @@ mod tests {
         let whole = parse_all(input);
         assert_eq!(
             whole,
-            vec![ev("waiting", "position 1 · soon", Some("42")), ev("admitted", "a\nb", Some("42"))]
+            vec![
+                ev("waiting", "position 1 · soon", Some("42")),
+                ev("admitted", "a\nb", Some("42"))
+            ]
         );
         for size in 1..input.len() {
             let mut parser = SseParser::new();

@@ -1,0 +1,258 @@
+//! Fixtures: the server in-process on port 0, a redis-server of our own, an output buffer
+//! the test can read while the fan writes to it.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest::{Client, StatusCode, Url};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use waiting_room::config::Config;
+use waiting_room::model::ShowId;
+use waiting_room::server::Application;
+
+pub const TOKEN: &str = "test-token";
+
+pub fn show(name: &str) -> ShowId {
+    name.parse().unwrap()
+}
+
+/// The app running in-process.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: Client,
+    shutdown: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Starts the app on 127.0.0.1:0 with `config`.
+pub async fn spawn_app_with(config: Config) -> TestApp {
+    let app = Application::build(config).await.expect("app builds");
+    let addr = app.local_addr();
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    let task = tokio::spawn(async move {
+        app.run_until_stopped(stop).await.expect("server runs");
+    });
+    TestApp {
+        addr,
+        client: Client::new(),
+        shutdown,
+        task: Some(task),
+    }
+}
+
+/// The app on the embedded store, operator token "test-token", 20 admissions a second.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(Config::for_tests()).await
+}
+
+impl TestApp {
+    /// The base URL the clients take as `--url`.
+    pub fn base(&self) -> Url {
+        format!("http://{}", self.addr).parse().unwrap()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub async fn open(&self, show: &str) {
+        let r = self
+            .client
+            .post(self.url(&format!("/orders/waiting-room/{show}/open")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    }
+
+    pub async fn join(&self, show: &str) -> Value {
+        let r = self
+            .client
+            .post(self.url(&format!("/orders/waiting-room/{show}/join")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::ACCEPTED);
+        r.json().await.unwrap()
+    }
+
+    pub async fn stats(&self, show: &str) -> Value {
+        self.client
+            .get(self.url(&format!("/orders/waiting-room/{show}/stats")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// Polls the show's stats until `check` holds, or panics after `within`.
+    pub async fn wait_for_stats(
+        &self,
+        show: &str,
+        within: Duration,
+        check: impl Fn(&Value) -> bool,
+    ) {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let stats = self.stats(show).await;
+            if check(&stats) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "stats never matched: {stats}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Graceful stop: every stream ends, the admitter hands its lease over.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        let task = self.task.take().expect("stopped once");
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("server stops within 10 s")
+            .unwrap();
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// An address nothing listens on: bound, then let go.
+pub fn dead_url() -> Url {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}").parse().unwrap()
+}
+
+/// What the fan writes, readable by the test while the fan still runs.
+#[derive(Clone, Default)]
+pub struct Output(Arc<Mutex<Vec<u8>>>);
+
+impl Output {
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        self.text().lines().map(str::to_owned).collect()
+    }
+
+    /// Waits until a line contains `needle`, or panics after `within`.
+    pub async fn wait_for(&self, needle: &str, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while !self.text().contains(needle) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no line with {needle:?} in {within:?}:\n{}",
+                self.text()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The status word of each line (`waiting`, `admitted`, ...), after the time column.
+pub fn words(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        .collect()
+}
+
+/// The positions of the `waiting` lines, in order.
+pub fn waiting_positions(lines: &[String]) -> Vec<u64> {
+    lines
+        .iter()
+        .filter(|l| l.split_whitespace().nth(1) == Some("waiting"))
+        .map(|l| {
+            let after = l.split("position ").nth(1).expect("a position");
+            after
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .replace(',', "")
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// A redis-server of our own on a free port (never the shared one on 6379), killed when
+/// dropped.
+pub struct RedisServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl RedisServer {
+    pub async fn start() -> RedisServer {
+        for _ in 0..10 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let child = Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server must be on PATH (apt-get install redis-server)");
+            let mut server = RedisServer { child, port };
+            for _ in 0..100 {
+                if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .is_ok()
+                {
+                    return server;
+                }
+                if let Ok(Some(_)) = server.child.try_wait() {
+                    break; // the port was taken: try another
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let _ = server.child.kill();
+            let _ = server.child.wait();
+        }
+        panic!("could not start redis-server");
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,142 @@
+//! `waiting-room load`: small bounded runs whose counts must add up.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use waiting_room::client::follow::Transport;
+use waiting_room::client::load::{self, LoadArgs, LoadReport};
+
+use crate::helpers::*;
+
+fn scratch(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("wr-load-{}-{name}", uuid::Uuid::new_v4()))
+}
+
+fn args(app: &TestApp, show_name: &str, fans: u64, transport: Transport) -> LoadArgs {
+    LoadArgs {
+        urls: vec![app.base()],
+        show: show(show_name),
+        fans,
+        transport,
+        join_rate: 400,
+        duration: Duration::from_secs(30),
+        source_ips: None,
+        admin_token: Some(TOKEN.into()),
+        open: true,
+        admit_per_second: Some(100),
+        csv: scratch("timeline.csv"),
+        plot: scratch("plot.svg"),
+        json: false,
+        quiet: true,
+    }
+}
+
+fn outcomes(r: &LoadReport) -> u64 {
+    r.not_started + r.join_failed + r.admitted + r.unknown + r.expired + r.lost + r.unfinished
+}
+
+async fn every_fan_is_admitted(transport: Transport, source_ips: Option<&str>) {
+    let app = spawn_app().await;
+    let show_name = format!("load-{}", transport.name());
+    let mut args = args(&app, &show_name, 200, transport);
+    args.source_ips = source_ips.map(|s| s.parse().unwrap());
+
+    let report = tokio::time::timeout(Duration::from_secs(30), load::run(&args))
+        .await
+        .expect("a 200-fan run ends well within its 30 s")
+        .expect("the run completes");
+
+    assert_eq!(report.joined, 200, "{report}");
+    assert_eq!(report.admitted, 200, "{report}");
+    assert_eq!(outcomes(&report), 200, "{report}");
+    assert_eq!(report.stream_errors, 0, "{report}");
+    assert_eq!(report.streams_opened, 200, "{report}");
+    assert!((1..=200).contains(&report.peak_connections), "{report}");
+    assert_eq!(report.join_latency.count, 200);
+    assert_eq!(report.first_event.count, 200);
+    // Every fan hears its first state and its admission, at least.
+    assert!(report.messages >= 400, "{report}");
+    assert_eq!(
+        report.push_latency.count,
+        report.messages - report.streams_opened
+    );
+    assert!(report.joins_per_second > 0.0);
+    // The server counted the same joins and admissions.
+    let stats = app.stats(&show_name).await;
+    assert_eq!(stats["joined"], 200, "{stats}");
+    assert_eq!(stats["queueLength"], 0, "{stats}");
+
+    let csv = std::fs::read_to_string(&args.csv).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(rows[0].starts_with("seconds,connections,joined,messages,admitted"));
+    assert!(
+        rows.len() >= 3,
+        "a sample at the start, each second, and at the end:\n{csv}"
+    );
+    let last: Vec<&str> = rows.last().unwrap().split(',').collect();
+    assert_eq!((last[1], last[2], last[4]), ("0", "200", "200"), "{csv}");
+    let svg = std::fs::read_to_string(&args.plot).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("connections held"));
+    std::fs::remove_file(&args.csv).ok();
+    std::fs::remove_file(&args.plot).ok();
+}
+
+#[tokio::test]
+async fn a_sse_run_admits_every_fan_and_the_counts_add_up() {
+    every_fan_is_admitted(Transport::Sse, None).await;
+}
+
+#[tokio::test]
+async fn a_websocket_run_from_several_source_addresses_admits_every_fan() {
+    every_fan_is_admitted(Transport::Ws, Some("127.0.0.2-127.0.0.4")).await;
+}
+
+#[tokio::test]
+async fn a_run_stops_by_itself_at_its_duration_holding_every_connection_until_then() {
+    let app = spawn_app().await;
+    // A closed show: nobody is admitted, every fan holds its stream.
+    let args = LoadArgs {
+        open: false,
+        admit_per_second: None,
+        duration: Duration::from_secs(2),
+        ..args(&app, "closed", 50, Transport::Sse)
+    };
+    let started = Instant::now();
+    let report = load::run(&args).await.unwrap();
+
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(report.unfinished, 50, "{report}");
+    assert_eq!(report.admitted, 0);
+    assert_eq!(report.peak_connections, 50, "{report}");
+    assert_eq!(outcomes(&report), 50);
+    let csv = std::fs::read_to_string(&args.csv).unwrap();
+    // Mid-run, every connection was held.
+    assert!(
+        csv.lines().any(|row| row.split(',').nth(1) == Some("50")),
+        "{csv}"
+    );
+    std::fs::remove_file(&args.csv).ok();
+    std::fs::remove_file(&args.plot).ok();
+}
+
+#[tokio::test]
+async fn a_run_refuses_servers_off_loopback_and_opening_without_a_token() {
+    let app = spawn_app().await;
+    let mut remote = args(&app, "s1", 1, Transport::Sse);
+    remote.urls = vec!["http://192.0.2.1:8080".parse().unwrap()];
+    let err = load::run(&remote).await.unwrap_err();
+    assert!(err.to_string().contains("loopback"), "{err}");
+
+    let tokenless = LoadArgs {
+        admin_token: None,
+        ..args(&app, "s1", 1, Transport::Sse)
+    };
+    let err = load::run(&tokenless).await.unwrap_err();
+    assert!(err.to_string().contains("operator token"), "{err}");
+    // Nothing was sent: the show was never joined.
+    assert_eq!(app.stats("s1").await["joined"], 0);
+}
