@@ -150,7 +150,7 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
                 line(
                     out,
                     "following",
-                    format_args!("{url} over {}{resumed}", transport.name()),
+                    format_args!("{} over {}{resumed}", shown(&url), transport.name()),
                 );
                 let why = loop {
                     match stream.next().await {
@@ -176,8 +176,9 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
             out,
             "lost",
             format_args!(
-                "{url}: {why}; trying {} in {}",
-                servers.current(),
+                "{}: {why}; trying {} in {}",
+                shown(&url),
+                shown(servers.current()),
                 span(delay)
             ),
         );
@@ -212,7 +213,7 @@ async fn join<W: Write>(
                 line(
                     out,
                     "busy",
-                    format_args!("{url} asks to wait {} before joining", span(wait)),
+                    format_args!("{} asks to wait {} before joining", shown(&url), span(wait)),
                 );
                 tokio::time::sleep(wait).await;
             }
@@ -223,8 +224,9 @@ async fn join<W: Write>(
                     out,
                     "lost",
                     format_args!(
-                        "{url}: {why}; trying {} in {}",
-                        servers.current(),
+                        "{}: {why}; trying {} in {}",
+                        shown(&url),
+                        shown(servers.current()),
                         span(delay)
                     ),
                 );
@@ -289,6 +291,11 @@ fn describe(push: &Push) -> String {
         PushKind::Expired => "the admission ran out".into(),
         PushKind::Unknown => format!("ticket {} is not in the queue", t.ticket_id),
     }
+}
+
+/// A server as the user typed it, without the slash the URL parser adds.
+fn shown(url: &Url) -> &str {
+    url.as_str().trim_end_matches('/')
 }
 
 /// One output line: `12:00:03  waiting   position 1,204 · about 1 minute`.

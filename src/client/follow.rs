@@ -184,15 +184,26 @@ fn refusal(status: StatusCode, body: &[u8], what: &str) -> FollowError {
     }
 }
 
-/// reqwest's errors say "error sending request" and hide the cause two levels down.
+/// reqwest's errors repeat the URL and bury the cause three levels down; a person wants
+/// "cannot connect: Connection refused".
 fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        text = format!("{text}: {cause}");
-        source = cause.source();
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(source) = cause.source() {
+        cause = source;
     }
-    text
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "cannot connect"
+    } else if e.is_body() || e.is_decode() {
+        "the stream broke"
+    } else {
+        "request failed"
+    };
+    if std::ptr::addr_eq(cause, e as &dyn std::error::Error) {
+        return format!("{what}: {e}");
+    }
+    format!("{what}: {cause}")
 }
 
 /// A live connection to a ticket's push stream.

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::{Client, StatusCode, Url};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use waiting_room::config::Config;
 use waiting_room::model::ShowId;
@@ -138,6 +138,11 @@ pub fn dead_url() -> Url {
     let addr = listener.local_addr().unwrap();
     drop(listener);
     format!("http://{addr}").parse().unwrap()
+}
+
+/// A URL as the fan prints it: without the parser's trailing slash.
+pub fn shown(url: &Url) -> &str {
+    url.as_str().trim_end_matches('/')
 }
 
 /// What the fan writes, readable by the test while the fan still runs.

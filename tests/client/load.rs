@@ -54,8 +54,9 @@ async fn every_fan_is_admitted(transport: Transport, source_ips: Option<&str>) {
     assert!((1..=200).contains(&report.peak_connections), "{report}");
     assert_eq!(report.join_latency.count, 200);
     assert_eq!(report.first_event.count, 200);
-    // Every fan hears its first state and its admission, at least.
-    assert!(report.messages >= 400, "{report}");
+    // Every fan hears at least its first state (which is its admission if the tick came
+    // before its stream did); each later push is timed from its tick.
+    assert!(report.messages >= 200, "{report}");
     assert_eq!(
         report.push_latency.count,
         report.messages - report.streams_opened
