@@ -103,6 +103,15 @@ pub struct LoadArgs {
     /// No progress bar (it is also hidden when stderr is not a terminal).
     #[arg(long)]
     pub quiet: bool,
+
+    /// Fans join and stop there, following nothing: measures the join path alone.
+    #[arg(long)]
+    pub join_only: bool,
+
+    /// Most joins awaiting an answer at once; the rest wait their turn. Each holds a
+    /// connection, so this keeps a saturated server from running the process out of files.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_in_flight: u32,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -208,7 +217,7 @@ impl fmt::Display for Percentiles {
 }
 
 /// What a run measured. The fan outcomes add up to `fans`:
-/// `not_started + join_failed + admitted + unknown + expired + lost + unfinished`.
+/// `not_started + join_failed + join_only + admitted + unknown + expired + lost + unfinished`.
 #[derive(Clone, Debug, Serialize)]
 pub struct LoadReport {
     pub fans: u64,
@@ -235,6 +244,8 @@ pub struct LoadReport {
     pub stream_errors: u64,
     pub not_started: u64,
     pub join_failed: u64,
+    /// Fans that joined and, with `--join-only`, stopped there.
+    pub join_only: u64,
     pub admitted: u64,
     pub unknown: u64,
     pub expired: u64,
@@ -276,8 +287,9 @@ impl fmt::Display for LoadReport {
         writeln!(f, "tick → push:  {}", self.push_latency)?;
         write!(
             f,
-            "fans:         {} admitted · {} still waiting · {} lost · {} join failed · {} unknown · {} expired · {} not started",
+            "fans:         {} admitted · {} joined only · {} still waiting · {} lost · {} join failed · {} unknown · {} expired · {} not started",
             n(self.admitted),
+            n(self.join_only),
             n(self.unfinished),
             n(self.lost),
             n(self.join_failed),
@@ -307,6 +319,7 @@ pub async fn main(args: LoadArgs) -> anyhow::Result<()> {
 /// How one fan's run ended.
 enum Outcome {
     JoinFailed,
+    JoinOnly,
     Admitted,
     Unknown,
     Expired,
@@ -332,6 +345,7 @@ struct Counters {
     expired: AtomicU64,
     lost: AtomicU64,
     unfinished: AtomicU64,
+    join_only: AtomicU64,
     /// Microseconds since the start: the first join sent and the last one answered.
     first_join_us: AtomicU64,
     last_join_us: AtomicU64,
@@ -357,6 +371,9 @@ struct Run {
     join_latency: Mutex<Histogram<u64>>,
     first_event: Mutex<Histogram<u64>>,
     push_latency: Mutex<Histogram<u64>>,
+    join_only: bool,
+    /// Bounds joins in flight (`--max-in-flight`).
+    joining: tokio::sync::Semaphore,
 }
 
 impl Run {
@@ -414,7 +431,9 @@ pub async fn run(args: &LoadArgs) -> anyhow::Result<LoadReport> {
         .map(|&ip| Ok((ip, follow::http_client(ip)?)))
         .collect::<reqwest::Result<Vec<_>>>()?;
     prepare_show(args, &clients[0].1).await?;
-    warn_about_open_files(args.fans);
+    if !args.join_only {
+        warn_about_open_files(args.fans);
+    }
 
     // 1 µs to 1 h, 3 significant figures: a few kB each.
     let histogram =
@@ -432,6 +451,8 @@ pub async fn run(args: &LoadArgs) -> anyhow::Result<LoadReport> {
         join_latency: histogram(),
         first_event: histogram(),
         push_latency: histogram(),
+        join_only: args.join_only,
+        joining: tokio::sync::Semaphore::new(args.max_in_flight as usize),
     });
 
     let stop = CancellationToken::new();
@@ -473,6 +494,7 @@ pub async fn run(args: &LoadArgs) -> anyhow::Result<LoadReport> {
                 Outcome::Expired => &c.expired,
                 Outcome::Lost => &c.lost,
                 Outcome::Unfinished => &c.unfinished,
+                Outcome::JoinOnly => &c.join_only,
             });
             add(&c.done);
             bar.inc(1);
@@ -538,6 +560,7 @@ fn report(args: &LoadArgs, run: &Run) -> LoadReport {
         expired: get(&c.expired),
         lost: get(&c.lost),
         unfinished: get(&c.unfinished),
+        join_only: get(&c.join_only),
     }
 }
 
@@ -596,6 +619,9 @@ async fn fan(run: &Run, i: u64) -> Outcome {
     let Some(ticket) = join(run, client, url).await else {
         return Outcome::JoinFailed;
     };
+    if run.join_only {
+        return Outcome::JoinOnly;
+    }
 
     let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(4));
     let mut last_event_id: Option<String> = None;
@@ -657,10 +683,19 @@ async fn join(run: &Run, client: &Client, url: &Url) -> Option<Uuid> {
     let c = &run.counters;
     let mut failures = 0;
     loop {
-        let sent_at = run.since_start_us();
-        c.first_join_us.fetch_min(sent_at, Ordering::Relaxed);
-        let sent = Instant::now();
-        match follow::join(client, url, &run.show).await {
+        let (answer, sent) = {
+            // Held for the request only, not for the waits below.
+            let _permit = run
+                .joining
+                .acquire()
+                .await
+                .expect("the semaphore is never closed");
+            c.first_join_us
+                .fetch_min(run.since_start_us(), Ordering::Relaxed);
+            let sent = Instant::now();
+            (follow::join(client, url, &run.show).await, sent)
+        };
+        match answer {
             Ok(Joined::Ticket(ticket)) => {
                 Run::record(&run.join_latency, sent.elapsed());
                 add(&c.joined);

@@ -28,11 +28,20 @@ fn args(app: &TestApp, show_name: &str, fans: u64, transport: Transport) -> Load
         plot: scratch("plot.svg"),
         json: false,
         quiet: true,
+        join_only: false,
+        max_in_flight: 64,
     }
 }
 
 fn outcomes(r: &LoadReport) -> u64 {
-    r.not_started + r.join_failed + r.admitted + r.unknown + r.expired + r.lost + r.unfinished
+    r.not_started
+        + r.join_failed
+        + r.join_only
+        + r.admitted
+        + r.unknown
+        + r.expired
+        + r.lost
+        + r.unfinished
 }
 
 async fn every_fan_is_admitted(transport: Transport, source_ips: Option<&str>) {
@@ -120,6 +129,29 @@ async fn a_run_stops_by_itself_at_its_duration_holding_every_connection_until_th
         csv.lines().any(|row| row.split(',').nth(1) == Some("50")),
         "{csv}"
     );
+    std::fs::remove_file(&args.csv).ok();
+    std::fs::remove_file(&args.plot).ok();
+}
+
+#[tokio::test]
+async fn a_join_only_run_joins_every_fan_and_follows_none() {
+    let app = spawn_app().await;
+    let args = LoadArgs {
+        join_only: true,
+        open: false,
+        admit_per_second: None,
+        join_rate: 1000,
+        max_in_flight: 8,
+        ..args(&app, "joins", 300, Transport::Sse)
+    };
+    let report = load::run(&args).await.unwrap();
+
+    assert_eq!(report.joined, 300, "{report}");
+    assert_eq!(report.join_only, 300, "{report}");
+    assert_eq!(outcomes(&report), 300);
+    assert_eq!(report.streams_opened, 0);
+    assert_eq!(report.join_latency.count, 300);
+    assert_eq!(app.stats("joins").await["queueLength"], 300);
     std::fs::remove_file(&args.csv).ok();
     std::fs::remove_file(&args.plot).ok();
 }

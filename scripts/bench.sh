@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Reproduces the figures in BENCHMARKS.md: a release server on a free loopback port, one or
+# more `waiting-room load` processes against it, the server's RSS read from /proc.
+#
+#   scripts/bench.sh hold TOTAL PROCS [sse|ws]   connections held, memory per connection,
+#                                                then tick→push latency as the show opens
+#   scripts/bench.sh joins embedded|redis N      join throughput (join only, no streams)
+#   scripts/bench.sh latency FANS RATE [sse|ws]  tick→push latency at a modest load
+#
+# Loopback only, every run bounded in fans and time. It ends only the processes it started,
+# by PID. Results go to $OUT (default bench-out/). Needs: a release build, curl, jq, and
+# redis-server for `joins redis` (its own, on a free port; never the one on 6379).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/waiting-room}
+OUT=${OUT:-bench-out}
+TOKEN=bench-token
+mkdir -p "$OUT"
+[ -x "$BIN" ] || { echo "no release binary at $BIN: cargo build --release first" >&2; exit 1; }
+
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# User + system CPU seconds the process has used so far.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+
+# start_server [REDIS_URL]: sets SERVER_PID and URL.
+start_server() {
+  local port; port=$(free_port)
+  URL="http://127.0.0.1:$port"
+  env BIND="127.0.0.1:$port" ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 RUST_LOG=warn \
+    ${1:+REDIS_URL=$1} "$BIN" >"$OUT/server.log" 2>&1 &
+  SERVER_PID=$!
+  PIDS+=("$SERVER_PID")
+  for _ in $(seq 100); do
+    curl -fs "$URL/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "server did not start; see $OUT/server.log" >&2
+  exit 1
+}
+
+start_redis() {
+  local port; port=$(free_port)
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >"$OUT/redis.log" 2>&1 &
+  PIDS+=("$!")
+  REDIS_URL="redis://127.0.0.1:$port"
+  for _ in $(seq 50); do
+    redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "redis-server did not start" >&2
+  exit 1
+}
+
+operator() { # operator METHOD PATH [JSON]
+  curl -fsS -X "$1" -H "Authorization: Bearer $TOKEN" ${3:+-H 'content-type: application/json' -d "$3"} "$URL$2" >/dev/null
+}
+
+connected_fans() {
+  curl -fs "$URL/metrics" | awk '/^waiting_room_connected_fans/ {n += $2} END {print n + 0}'
+}
+
+hub_lag() { curl -fs "$URL/metrics" | grep '^waiting_room_hub_lag_milliseconds' || true; }
+
+# Process k (1-based) gets its own 20 loopback source addresses: 127.0.k.2-127.0.k.21.
+# Call it in a subshell, `(loadgen K ARGS...)`: it execs, so `$!` is the load process.
+loadgen() {
+  local k=$1; shift
+  exec "$BIN" load --url "$URL" --source-ips "127.0.$k.2-127.0.$k.21" --quiet --json \
+    --csv "$OUT/load-$k.csv" --plot "$OUT/load-$k.svg" "$@" >"$OUT/report-$k.json"
+}
+
+case "${1:-}" in
+hold)
+  total=${2:?TOTAL fans}; procs=${3:?PROCS}; transport=${4:-sse}
+  per=$((total / procs))
+  start_server
+  sleep 1
+  idle_rss=$(rss_kib "$SERVER_PID")
+  # A closed show: every fan waits and holds its stream until the show opens.
+  operator PUT /orders/waiting-room/hold/config '{"admitPerSecond":200}'
+  LOAD_PIDS=()
+  for k in $(seq "$procs"); do
+    (loadgen "$k" --show hold --fans "$per" --transport "$transport" --join-rate 1000 --duration 180s) &
+    LOAD_PIDS+=("$!")
+  done
+  PIDS+=("${LOAD_PIDS[@]}")
+  # Wait for the plateau (or 90 s), then read memory and CPU while everyone is held.
+  for _ in $(seq 90); do
+    sleep 1
+    [ "$(connected_fans)" -ge "$((per * procs))" ] && break
+  done
+  sleep 5
+  held=$(connected_fans)
+  held_rss=$(rss_kib "$SERVER_PID")
+  cpu0=$(cpu_seconds "$SERVER_PID"); sleep 10; cpu1=$(cpu_seconds "$SERVER_PID")
+  # Now every tick moves everyone: 200 admitted a second, all others pushed a new position.
+  operator POST /orders/waiting-room/hold/open
+  wait "${LOAD_PIDS[@]}" || true
+  {
+    echo "fans held at the plateau: $held ($transport, $procs load processes)"
+    echo "server RSS idle: $idle_rss KiB; holding: $held_rss KiB"
+    echo "memory per connection: $(( (held_rss - idle_rss) * 1024 / (held > 0 ? held : 1) )) bytes"
+    echo "server CPU while holding (keep-alives only): $(echo "$cpu0 $cpu1" | awk '{printf "%.1f%%", ($2 - $1) * 10}') of one core"
+    hub_lag
+  } | tee "$OUT/hold-summary.txt"
+  jq -s '{processes: length, fans: map(.fans) | add, peak_held: map(.peak_connections) | add,
+          admitted: map(.admitted) | add, messages: map(.messages) | add,
+          stream_errors: map(.stream_errors) | add, join_failed: map(.join_failed) | add,
+          push_latency_p50: map(.push_latency.p50), push_latency_p99: map(.push_latency.p99),
+          push_latency_max: map(.push_latency.max)}' "$OUT"/report-*.json | tee -a "$OUT/hold-summary.txt"
+  ;;
+joins)
+  store=${2:?embedded|redis}; n=${3:?N joins}
+  if [ "$store" = redis ]; then start_redis; start_server "$REDIS_URL"; else start_server; fi
+  (loadgen 1 --show joins --fans "$n" --join-only --join-rate 1000000 --max-in-flight 256 --duration 120s)
+  cpu=$(cpu_seconds "$SERVER_PID")
+  jq --arg store "$store" --arg cpu "$cpu" '{store: $store, joined, joins_per_second, join_latency,
+      join_failed, server_cpu_seconds: ($cpu | tonumber)}' "$OUT/report-1.json" | tee "$OUT/joins-$store.json"
+  ;;
+latency)
+  fans=${2:?FANS}; rate=${3:?RATE}; transport=${4:-sse}
+  start_server
+  operator PUT /orders/waiting-room/lat/config "{\"admitPerSecond\":$rate}"
+  operator POST /orders/waiting-room/lat/open
+  (loadgen 1 --show lat --fans "$fans" --transport "$transport" --join-rate "$rate" --duration 120s)
+  hub_lag | tee "$OUT/latency-hub-lag.txt"
+  jq '{fans, transport, admitted, messages, push_latency, first_event, join_latency, stream_errors}' \
+    "$OUT/report-1.json" | tee "$OUT/latency-summary.json"
+  ;;
+*)
+  sed -n '2,13p' "$0"
+  exit 2
+  ;;
+esac
