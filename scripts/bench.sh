@@ -53,7 +53,8 @@ start_server() {
 start_redis() {
   local port; port=$(free_port)
   redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >"$OUT/redis.log" 2>&1 &
-  PIDS+=("$!")
+  REDIS_PID=$!
+  PIDS+=("$REDIS_PID")
   REDIS_URL="redis://127.0.0.1:$port"
   for _ in $(seq 50); do
     redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
@@ -77,7 +78,10 @@ hub_lag() { curl -fs "$URL/metrics" | grep '^waiting_room_hub_lag_milliseconds' 
 # Call it in a subshell, `(loadgen K ARGS...)`: it execs, so `$!` is the load process.
 loadgen() {
   local k=$1; shift
-  exec "$BIN" load --url "$URL" --source-ips "127.0.$k.2-127.0.$k.21" --quiet --json \
+  # /usr/bin/time records the load process's own CPU: on 2 shared cores it is part of the story.
+  local timer=()
+  [ -x /usr/bin/time ] && timer=(/usr/bin/time -f '{"wall": %e, "user": %U, "system": %S}' -o "$OUT/loadgen-cpu-$k.json")
+  exec "${timer[@]}" "$BIN" load --url "$URL" --source-ips "127.0.$k.2-127.0.$k.21" --quiet --json 2>>"$OUT/loadgen-stderr.log" \
     --csv "$OUT/load-$k.csv" --plot "$OUT/load-$k.svg" "$@" >"$OUT/report-$k.json"
 }
 
@@ -104,13 +108,14 @@ hold)
   sleep 5
   held=$(connected_fans)
   held_rss=$(rss_kib "$SERVER_PID")
+  held_fds=$(ls "/proc/$SERVER_PID/fd" | wc -l)
   cpu0=$(cpu_seconds "$SERVER_PID"); sleep 10; cpu1=$(cpu_seconds "$SERVER_PID")
   # Now every tick moves everyone: 200 admitted a second, all others pushed a new position.
   operator POST /orders/waiting-room/hold/open
   wait "${LOAD_PIDS[@]}" || true
   {
     echo "fans held at the plateau: $held ($transport, $procs load processes)"
-    echo "server RSS idle: $idle_rss KiB; holding: $held_rss KiB"
+    echo "server RSS idle: $idle_rss KiB; holding: $held_rss KiB; open files: $held_fds of $(ulimit -n)"
     echo "memory per connection: $(( (held_rss - idle_rss) * 1024 / (held > 0 ? held : 1) )) bytes"
     echo "server CPU while holding (keep-alives only): $(echo "$cpu0 $cpu1" | awk '{printf "%.1f%%", ($2 - $1) * 10}') of one core"
     hub_lag
@@ -126,8 +131,12 @@ joins)
   if [ "$store" = redis ]; then start_redis; start_server "$REDIS_URL"; else start_server; fi
   (loadgen 1 --show joins --fans "$n" --join-only --join-rate 1000000 --max-in-flight 256 --duration 120s)
   cpu=$(cpu_seconds "$SERVER_PID")
-  jq --arg store "$store" --arg cpu "$cpu" '{store: $store, joined, joins_per_second, join_latency,
-      join_failed, server_cpu_seconds: ($cpu | tonumber)}' "$OUT/report-1.json" | tee "$OUT/joins-$store.json"
+  redis_cpu=$([ "$store" = redis ] && cpu_seconds "$REDIS_PID" || echo 0)
+  load_cpu=$(jq '.user + .system' "$OUT/loadgen-cpu-1.json" 2>/dev/null || echo null)
+  jq --arg store "$store" --arg cpu "$cpu" --arg redis "$redis_cpu" --argjson load "$load_cpu" \
+    '{store: $store, joined, joins_per_second, elapsed_seconds, join_latency, join_failed,
+      cpu_seconds: {server: ($cpu | tonumber), redis: ($redis | tonumber), load_generator: $load}}' \
+    "$OUT/report-1.json" | tee "$OUT/joins-$store.json"
   ;;
 latency)
   fans=${2:?FANS}; rate=${3:?RATE}; transport=${4:-sse}

@@ -9,6 +9,8 @@ use std::path::Path;
 use anyhow::Context;
 use plotters::prelude::*;
 
+use super::text::thousands;
+
 /// The run's counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Sample {
@@ -105,9 +107,10 @@ pub fn draw_svg(path: &Path, title: &str, samples: &[Sample]) -> anyhow::Result<
         &rows,
         &levels,
     )?;
+    // Joins drawn last: while fans connect, each join brings one message and the lines meet.
     let rates: [Line; 2] = [
-        ("joins / s", RED, |r| r.joins_per_second),
         ("messages pushed / s", MAGENTA, |r| r.messages_per_second),
+        ("joins / s", RED, |r| r.joins_per_second),
     ];
     panel(
         &lower,
@@ -144,6 +147,8 @@ fn panel<DB: DrawingBackend>(
         .configure_mesh()
         .x_desc("seconds")
         .y_desc(y_desc)
+        .x_label_formatter(&|t| format!("{t:.0}"))
+        .y_label_formatter(&|v| thousands(v.round() as u64))
         .draw()
         .map_err(plot_err)?;
     for &(label, color, pick) in lines {
