@@ -5,16 +5,17 @@
 #   scripts/bench.sh hold TOTAL PROCS [sse|ws]   connections held, memory per connection,
 #                                                then tick→push latency as the show opens
 #   scripts/bench.sh joins embedded|redis N      join throughput (join only, no streams)
-#   scripts/bench.sh latency FANS RATE [sse|ws]  tick→push latency at a modest load
+#   scripts/bench.sh latency FANS RATE [sse|ws]  tick→push latency: FANS join at 1,000/s into an
+#                                                open show admitting RATE a second
 #
 # Loopback only, every run bounded in fans and time. It ends only the processes it started,
-# by PID. Results go to $OUT (default bench-out/). Needs: a release build, curl, jq, and
+# by PID. Results go to $OUT (default target/bench/). Needs: a release build, curl, jq, and
 # redis-server for `joins redis` (its own, on a free port; never the one on 6379).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/waiting-room}
-OUT=${OUT:-bench-out}
+OUT=${OUT:-${CARGO_TARGET_DIR:-target}/bench}
 TOKEN=bench-token
 mkdir -p "$OUT"
 [ -x "$BIN" ] || { echo "no release binary at $BIN: cargo build --release first" >&2; exit 1; }
@@ -143,7 +144,7 @@ latency)
   start_server
   operator PUT /orders/waiting-room/lat/config "{\"admitPerSecond\":$rate}"
   operator POST /orders/waiting-room/lat/open
-  (loadgen 1 --show lat --fans "$fans" --transport "$transport" --join-rate "$rate" --duration 120s)
+  (loadgen 1 --show lat --fans "$fans" --transport "$transport" --join-rate 1000 --duration 120s)
   hub_lag | tee "$OUT/latency-hub-lag.txt"
   jq '{fans, transport, admitted, messages, push_latency, first_event, join_latency, stream_errors}' \
     "$OUT/report-1.json" | tee "$OUT/latency-summary.json"
