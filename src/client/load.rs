@@ -24,6 +24,7 @@ use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use reqwest::{Client, Url};
 use serde::Serialize;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
@@ -373,7 +374,7 @@ struct Run {
     push_latency: Mutex<Histogram<u64>>,
     join_only: bool,
     /// Bounds joins in flight (`--max-in-flight`).
-    joining: tokio::sync::Semaphore,
+    joining: Arc<Semaphore>,
 }
 
 impl Run {
@@ -452,7 +453,7 @@ pub async fn run(args: &LoadArgs) -> anyhow::Result<LoadReport> {
         first_event: histogram(),
         push_latency: histogram(),
         join_only: args.join_only,
-        joining: tokio::sync::Semaphore::new(args.max_in_flight as usize),
+        joining: Arc::new(Semaphore::new(args.max_in_flight as usize)),
     });
 
     let stop = CancellationToken::new();
@@ -479,11 +480,18 @@ pub async fn run(args: &LoadArgs) -> anyhow::Result<LoadReport> {
             _ = tokio::time::sleep_until(due.into()) => {}
             _ = stop.cancelled() => break,
         }
+        // A fan starts only with a join slot in hand: asked for more joins than the server
+        // answers, the run falls behind instead of piling up tasks whose wait for the CPU
+        // would be counted as join latency.
+        let permit = tokio::select! {
+            permit = run.joining.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+            _ = stop.cancelled() => break,
+        };
         add(&run.counters.spawned);
         let (run, stop, bar) = (run.clone(), stop.clone(), bar.clone());
         tasks.spawn(async move {
             let outcome = tokio::select! {
-                outcome = fan(&run, i) => outcome,
+                outcome = fan(&run, i, permit) => outcome,
                 _ = stop.cancelled() => Outcome::Unfinished,
             };
             let c = &run.counters;
@@ -612,11 +620,11 @@ async fn prepare_show(args: &LoadArgs, client: &Client) -> anyhow::Result<()> {
 }
 
 /// One fan: join, then follow until admitted (or the run stops).
-async fn fan(run: &Run, i: u64) -> Outcome {
+async fn fan(run: &Run, i: u64, permit: OwnedSemaphorePermit) -> Outcome {
     let url = &run.urls[(i % run.urls.len() as u64) as usize];
     let (local, client) = &run.clients[(i % run.clients.len() as u64) as usize];
     let c = &run.counters;
-    let Some(ticket) = join(run, client, url).await else {
+    let Some(ticket) = join(run, client, url, permit).await else {
         return Outcome::JoinFailed;
     };
     if run.join_only {
@@ -678,18 +686,24 @@ async fn fan(run: &Run, i: u64) -> Outcome {
     }
 }
 
-/// Joins with a few attempts; 429s wait as asked and do not count as attempts.
-async fn join(run: &Run, client: &Client, url: &Url) -> Option<Uuid> {
+/// Joins with a few attempts; 429s wait as asked and do not count as attempts. The first
+/// attempt uses the slot the fan started with; later ones queue for another.
+async fn join(run: &Run, client: &Client, url: &Url, permit: OwnedSemaphorePermit) -> Option<Uuid> {
     let c = &run.counters;
     let mut failures = 0;
+    let mut first = Some(permit);
     loop {
         let (answer, sent) = {
             // Held for the request only, not for the waits below.
-            let _permit = run
-                .joining
-                .acquire()
-                .await
-                .expect("the semaphore is never closed");
+            let _permit = match first.take() {
+                Some(permit) => permit,
+                None => run
+                    .joining
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("the semaphore is never closed"),
+            };
             c.first_join_us
                 .fetch_min(run.since_start_us(), Ordering::Relaxed);
             let sent = Instant::now();
