@@ -303,7 +303,15 @@ impl fmt::Display for LoadReport {
 
 /// The CLI entry: runs, prints the report, says where the timeline went.
 pub async fn main(args: LoadArgs) -> anyhow::Result<()> {
-    let report = run(&args).await?;
+    let interrupted = CancellationToken::new();
+    let trigger = interrupted.clone();
+    tokio::spawn(async move {
+        // Ctrl-C ends the run early, and the report is still written.
+        if tokio::signal::ctrl_c().await.is_ok() {
+            trigger.cancel();
+        }
+    });
+    let report = run(&args, interrupted).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -418,10 +426,15 @@ impl Drop for Held<'_> {
     }
 }
 
-/// Runs the load, writes the CSV and the plot, and returns what it measured.
-pub async fn run(args: &LoadArgs) -> anyhow::Result<LoadReport> {
+/// Runs the load until every fan is done, `--duration` has passed or `interrupted` is
+/// cancelled; writes the CSV and the plot, and returns what it measured.
+pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Result<LoadReport> {
     for url in &args.urls {
         check_loopback(url)?;
+    }
+    // Fail before the run, not after it, if the results cannot be written.
+    for path in [&args.csv, &args.plot] {
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let sources: Vec<Option<IpAddr>> = match &args.source_ips {
         Some(range) => range.addrs().into_iter().map(Some).collect(),
@@ -456,7 +469,7 @@ pub async fn run(args: &LoadArgs) -> anyhow::Result<LoadReport> {
         joining: Arc::new(Semaphore::new(args.max_in_flight as usize)),
     });
 
-    let stop = CancellationToken::new();
+    let stop = interrupted.child_token();
     let deadline = run.start + args.duration;
     let bar = progress_bar(args);
     let tasks = TaskTracker::new();
@@ -464,11 +477,7 @@ pub async fn run(args: &LoadArgs) -> anyhow::Result<LoadReport> {
     let stopper = {
         let stop = stop.clone();
         tokio::spawn(async move {
-            tokio::select! {
-                _ = tokio::time::sleep_until(deadline.into()) => {}
-                // Ctrl-C ends the run early but still writes the report.
-                _ = tokio::signal::ctrl_c() => {}
-            }
+            tokio::time::sleep_until(deadline.into()).await;
             stop.cancel();
         })
     };

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
 use waiting_room::client::follow::Transport;
 use waiting_room::client::load::{self, LoadArgs, LoadReport};
 
@@ -50,10 +51,13 @@ async fn every_fan_is_admitted(transport: Transport, source_ips: Option<&str>) {
     let mut args = args(&app, &show_name, 200, transport);
     args.source_ips = source_ips.map(|s| s.parse().unwrap());
 
-    let report = tokio::time::timeout(Duration::from_secs(30), load::run(&args))
-        .await
-        .expect("a 200-fan run ends well within its 30 s")
-        .expect("the run completes");
+    let report = tokio::time::timeout(
+        Duration::from_secs(30),
+        load::run(&args, CancellationToken::new()),
+    )
+    .await
+    .expect("a 200-fan run ends well within its 30 s")
+    .expect("the run completes");
 
     assert_eq!(report.joined, 200, "{report}");
     assert_eq!(report.admitted, 200, "{report}");
@@ -112,7 +116,7 @@ async fn a_run_stops_by_itself_at_its_duration_holding_every_connection_until_th
         ..args(&app, "closed", 50, Transport::Sse)
     };
     let started = Instant::now();
-    let report = load::run(&args).await.unwrap();
+    let report = load::run(&args, CancellationToken::new()).await.unwrap();
 
     assert!(
         started.elapsed() < Duration::from_secs(6),
@@ -144,7 +148,7 @@ async fn a_join_only_run_joins_every_fan_and_follows_none() {
         max_in_flight: 8,
         ..args(&app, "joins", 300, Transport::Sse)
     };
-    let report = load::run(&args).await.unwrap();
+    let report = load::run(&args, CancellationToken::new()).await.unwrap();
 
     assert_eq!(report.joined, 300, "{report}");
     assert_eq!(report.join_only, 300, "{report}");
@@ -157,19 +161,69 @@ async fn a_join_only_run_joins_every_fan_and_follows_none() {
 }
 
 #[tokio::test]
+async fn an_interrupted_run_stops_early_and_still_reports() {
+    let app = spawn_app().await;
+    let args = LoadArgs {
+        open: false,
+        admit_per_second: None,
+        duration: Duration::from_secs(60),
+        ..args(&app, "interrupted", 20, Transport::Ws)
+    };
+    let interrupt = CancellationToken::new();
+    let trigger = interrupt.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        trigger.cancel();
+    });
+    let started = Instant::now();
+    let report = load::run(&args, interrupt).await.unwrap();
+
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(report.unfinished, 20, "{report}");
+    assert_eq!(report.peak_connections, 20, "{report}");
+    assert!(std::fs::read_to_string(&args.csv).unwrap().lines().count() >= 2);
+    std::fs::remove_file(&args.csv).ok();
+    std::fs::remove_file(&args.plot).ok();
+}
+
+#[tokio::test]
+async fn a_run_whose_results_cannot_be_written_fails_before_it_starts() {
+    let app = spawn_app().await;
+    let args = LoadArgs {
+        csv: PathBuf::from("/nonexistent-dir/timeline.csv"),
+        ..args(&app, "unwritable", 5, Transport::Sse)
+    };
+    let err = load::run(&args, CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot write"), "{err}");
+    assert_eq!(app.stats("unwritable").await["joined"], 0);
+}
+
+#[tokio::test]
 async fn a_run_refuses_servers_off_loopback_and_opening_without_a_token() {
     let app = spawn_app().await;
     let mut remote = args(&app, "s1", 1, Transport::Sse);
     remote.urls = vec!["http://192.0.2.1:8080".parse().unwrap()];
-    let err = load::run(&remote).await.unwrap_err();
+    let err = load::run(&remote, CancellationToken::new())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("loopback"), "{err}");
 
     let tokenless = LoadArgs {
         admin_token: None,
         ..args(&app, "s1", 1, Transport::Sse)
     };
-    let err = load::run(&tokenless).await.unwrap_err();
+    let err = load::run(&tokenless, CancellationToken::new())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("operator token"), "{err}");
+    std::fs::remove_file(&tokenless.csv).ok();
+    std::fs::remove_file(&tokenless.plot).ok();
     // Nothing was sent: the show was never joined.
     assert_eq!(app.stats("s1").await["joined"], 0);
 }
