@@ -164,7 +164,11 @@ impl Hub {
         let Some(show) = shows.get_mut(name) else {
             return;
         };
-        if show.state.as_ref().is_some_and(|m| m.version >= snapshot.version) {
+        if show
+            .state
+            .as_ref()
+            .is_some_and(|m| m.version >= snapshot.version)
+        {
             // Another load got here first with fresher state: never move fans backwards.
             return;
         }
