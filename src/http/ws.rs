@@ -21,6 +21,9 @@ use crate::model::TicketView;
 /// Server pings go out this often (spec: ≤ 15 s).
 pub const PING_EVERY: Duration = Duration::from_secs(10);
 
+/// The most a fan's frames may hold; a fan has nothing to say beyond a close.
+const READ_BUFFER: usize = 4 * 1024;
+
 /// One frame: the ticket JSON plus its event name and the show version.
 #[derive(Serialize)]
 struct Frame<'a> {
@@ -41,6 +44,11 @@ pub async fn upgrade(
     let updates = state.hub.follow(&show, id, state.shutdown.clone()).await?;
     let metrics = state.metrics.clone();
     Ok(ws
+        // Fans send nothing but pongs and a close: tungstenite's default 128 KiB read buffer
+        // per connection would be most of a waiting fan's memory (BENCHMARKS.md).
+        .read_buffer_size(READ_BUFFER)
+        .max_message_size(READ_BUFFER)
+        .max_frame_size(READ_BUFFER)
         .on_upgrade(move |socket: WebSocket| async move {
             let _connected = metrics.connected(Transport::WebSocket);
             let (sink, stream) = socket.split();
