@@ -19,6 +19,7 @@
 //! - [`server`]: wiring, start and graceful stop ([`server::Application`]).
 //! - [`demo`]: a show full of simulated fans for `--demo`.
 //! - [`error`]: the one error type and its HTTP answers.
+//! - [`words`]: numbers and waits as a fan reads them (page and CLI alike).
 //! - [`client`]: `waiting-room fan` (one fan following a ticket) and `waiting-room load`.
 
 pub mod admitter;
@@ -32,3 +33,4 @@ pub mod metrics;
 pub mod model;
 pub mod server;
 pub mod store;
+pub mod words;

@@ -15,8 +15,9 @@ use uuid::Uuid;
 
 use super::backoff::Backoff;
 use super::follow::{self, FollowError, Joined, Push, PushKind, PushStream, Transport};
-use super::text::{about, clock, span, thousands};
+use super::text::{clock, span};
 use crate::model::ShowId;
+use crate::words::{eta_words, thousands};
 
 /// First and longest wait between rounds of attempts.
 const BACKOFF_BASE: Duration = Duration::from_millis(250);
@@ -274,7 +275,7 @@ fn describe(push: &Push) -> String {
     let t = &push.ticket;
     match push.kind {
         PushKind::Waiting => match (t.position, t.eta_seconds) {
-            (Some(p), Some(eta)) => format!("position {} · {}", thousands(p), about(eta)),
+            (Some(p), Some(eta)) => format!("position {} · {}", thousands(p), eta_words(eta)),
             (Some(p), None) => format!("position {}", thousands(p)),
             _ => "in the queue".into(),
         },
@@ -298,7 +299,7 @@ fn shown(url: &Url) -> &str {
     url.as_str().trim_end_matches('/')
 }
 
-/// One output line: `12:00:03  waiting   position 1,204 · about 1 minute`.
+/// One output line: `12:00:03  waiting   position 1,204 · about a minute`.
 fn line<W: Write>(out: &mut W, word: &str, text: impl Display) {
     // Flushed per line, so a pipe (`| tee`, a test) sees each update as it happens. A closed
     // stdout is no reason to stop following.
@@ -429,7 +430,7 @@ mod tests {
             id: None,
             ticket: ticket(TicketStatus::Waiting, Some(1204), Some(61), None),
         };
-        assert_eq!(describe(&waiting), "position 1,204 · about 1 minute");
+        assert_eq!(describe(&waiting), "position 1,204 · about a minute");
         let admitted = Push {
             kind: PushKind::Admitted,
             id: None,
@@ -440,7 +441,7 @@ mod tests {
         line(&mut out, "waiting", describe(&waiting));
         let text = String::from_utf8(out).unwrap();
         assert!(
-            text.ends_with("  waiting   position 1,204 · about 1 minute\n"),
+            text.ends_with("  waiting   position 1,204 · about a minute\n"),
             "{text:?}"
         );
     }

@@ -32,8 +32,8 @@ use uuid::Uuid;
 use super::backoff::Backoff;
 use super::follow::{self, FollowError, Joined, PushKind, PushStream, Transport};
 use super::plot::{self, Sample};
-use super::text::thousands;
 use crate::model::ShowId;
+use crate::words::thousands;
 
 /// Where in each wall-clock second the admitter ticks (`admitter::run` wakes at `.050`).
 pub const TICK_PHASE_MS: u64 = 50;

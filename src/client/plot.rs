@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Context;
 use plotters::prelude::*;
 
-use super::text::thousands;
+use crate::words::thousands;
 
 /// The run's counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -1,38 +1,7 @@
-//! Numbers and durations written the way a person reads them.
+//! Durations and clock times for the command-line clients' lines (numbers and waits are
+//! worded by [`crate::words`], as the waiting page words them).
 
 use std::time::{Duration, SystemTime};
-
-/// `1204` as `1,204`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A wait rounded the way one would say it: `about 40 seconds`, `about 3 minutes`,
-/// `about 1 h 20 min`.
-pub fn about(seconds: u64) -> String {
-    match seconds {
-        0..=1 => "about a second".into(),
-        2..=59 => format!("about {seconds} seconds"),
-        60..=89 => "about 1 minute".into(),
-        // Round to the nearest minute: ETA is an estimate, seconds would be false precision.
-        90..=3569 => format!("about {} minutes", (seconds + 30) / 60),
-        _ => {
-            let minutes = (seconds + 30) / 60;
-            match minutes % 60 {
-                0 => format!("about {} h", minutes / 60),
-                m => format!("about {} h {m} min", minutes / 60),
-            }
-        }
-    }
-}
 
 /// A length of time for a status line: `4 min 58 s`, `12 s`, `350 ms`.
 pub fn span(d: Duration) -> String {
@@ -58,25 +27,6 @@ pub fn clock(at: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn thousands_are_grouped() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1204), "1,204");
-        assert_eq!(thousands(1_000_000), "1,000,000");
-        assert_eq!(thousands(12_345_678), "12,345,678");
-    }
-
-    #[test]
-    fn waits_read_naturally() {
-        assert_eq!(about(1), "about a second");
-        assert_eq!(about(40), "about 40 seconds");
-        assert_eq!(about(61), "about 1 minute");
-        assert_eq!(about(150), "about 3 minutes");
-        assert_eq!(about(3600), "about 1 h");
-        assert_eq!(about(4800), "about 1 h 20 min");
-    }
 
     #[test]
     fn spans_are_short() {

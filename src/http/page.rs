@@ -24,6 +24,7 @@ use uuid::Uuid;
 use super::{AppState, show_id};
 use crate::error::AppError;
 use crate::model::{ShowId, TicketState, eta_seconds};
+use crate::words::{eta_words, thousands};
 
 /// The cookie that remembers a fan's ticket for one show's page. Its `Path` is the show's
 /// page, so each show has its own and no other page ever receives it.
@@ -168,7 +169,7 @@ pub async fn index(State(state): State<AppState>) -> Response {
             let stats = state.store.stats(&show).await?;
             shows.push(OpenShow {
                 id: show.to_string(),
-                queue: grouped(stats.queue_length),
+                queue: thousands(stats.queue_length),
             });
         }
         shows.sort_by(|a, b| a.id.cmp(&b.id));
@@ -272,8 +273,8 @@ async fn render_wait(
             page.state = "waiting";
             page.position = position;
             page.ahead = position - 1;
-            page.position_text = grouped(position);
-            page.ahead_text = grouped(position - 1);
+            page.position_text = thousands(position);
+            page.ahead_text = thousands(position - 1);
             page.eta_seconds = eta_seconds(position, status.rate);
             page.eta_words = eta_words(page.eta_seconds);
         }
@@ -341,84 +342,14 @@ fn page_show(path: Result<Path<String>, PathRejection>) -> Result<ShowId, AppErr
     show_id(&raw)
 }
 
-/// A wait in words a fan reads at a glance. `static/wait.js` words it the same way.
-pub fn eta_words(seconds: u64) -> String {
-    match seconds {
-        0 => "any moment now".into(),
-        1..=59 => "less than a minute".into(),
-        _ => {
-            let minutes = (seconds + 30) / 60;
-            if minutes == 1 {
-                return "about a minute".into();
-            }
-            if minutes < 60 {
-                return format!("about {minutes} minutes");
-            }
-            if minutes >= 24 * 60 {
-                return "more than a day".into();
-            }
-            // Past an hour, to the nearest five minutes: more precision would be a lie.
-            let rounded = (minutes + 2) / 5 * 5;
-            let (hours, rest) = (rounded / 60, rounded % 60);
-            let hours = if hours == 1 {
-                "1 hour".to_owned()
-            } else {
-                format!("{hours} hours")
-            };
-            if rest == 0 {
-                format!("about {hours}")
-            } else {
-                format!("about {hours} {rest} minutes")
-            }
-        }
-    }
-}
-
 /// `m:ss`, as the admission countdown shows it.
 fn clock(seconds: u64) -> String {
     format!("{}:{:02}", seconds / 60, seconds % 60)
 }
 
-/// `1234567` as `1,234,567`, as `static/wait.js` shows numbers.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn eta_words_round_to_what_a_fan_can_use() {
-        assert_eq!(eta_words(0), "any moment now");
-        assert_eq!(eta_words(1), "less than a minute");
-        assert_eq!(eta_words(59), "less than a minute");
-        assert_eq!(eta_words(60), "about a minute");
-        assert_eq!(eta_words(89), "about a minute");
-        assert_eq!(eta_words(90), "about 2 minutes");
-        assert_eq!(eta_words(501), "about 8 minutes");
-        assert_eq!(eta_words(59 * 60 + 29), "about 59 minutes");
-        assert_eq!(eta_words(60 * 60), "about 1 hour");
-        assert_eq!(eta_words(70 * 60), "about 1 hour 10 minutes");
-        assert_eq!(eta_words(119 * 60), "about 2 hours");
-        assert_eq!(eta_words(3 * 86_400), "more than a day");
-    }
-
-    #[test]
-    fn numbers_are_grouped_by_thousands() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
-        assert_eq!(grouped(1_234_567), "1,234,567");
-    }
 
     #[test]
     fn the_ticket_cookie_is_found_among_others_and_garbage_is_ignored() {
