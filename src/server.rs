@@ -133,6 +133,45 @@ impl Application {
     }
 }
 
+/// A server serving in a background task, as tests and embedders run it.
+pub struct Running {
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Application {
+    /// Serves in a background task until [`Running::stop`] (or the token) says otherwise.
+    pub fn spawn(self) -> Running {
+        let addr = self.local_addr();
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(self.run_until_stopped(shutdown.clone()));
+        Running {
+            addr,
+            shutdown,
+            task,
+        }
+    }
+}
+
+impl Running {
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The token that stops the server when cancelled (say, from a `Drop`).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Stops the server gracefully and waits until it has.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        self.task.await.context("the server task panicked")?
+    }
+}
+
 /// Builds and serves `config` until Ctrl-C or SIGTERM.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let app = Application::build(config).await?;

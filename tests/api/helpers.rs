@@ -8,11 +8,10 @@ use std::time::Duration;
 
 use reqwest::{Client, Response, StatusCode};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 use waiting_room::config::Config;
 use waiting_room::model::ShowId;
-use waiting_room::server::Application;
+use waiting_room::server::{Application, Running};
 use waiting_room::store::{MemoryStore, QueueStore, RedisStore, StoreSettings};
 
 pub const TOKEN: &str = "test-token";
@@ -237,9 +236,8 @@ pub fn show(name: &str) -> ShowId {
 pub struct TestApp {
     pub addr: SocketAddr,
     pub client: Client,
-    pub shutdown: CancellationToken,
     pub redis: Option<RedisBehind>,
-    task: tokio::task::JoinHandle<()>,
+    server: Running,
 }
 
 /// Starts the app on 127.0.0.1:0 with `config` (its store as the backend says).
@@ -250,19 +248,15 @@ pub async fn spawn_app_with(backend: Backend, mut config: Config) -> TestApp {
         RedisBehind::Cluster(c) => c.urls(),
     });
     config.redis_cluster = matches!(backend, Backend::Cluster);
-    let app = Application::build(config).await.expect("app builds");
-    let addr = app.local_addr();
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    let task = tokio::spawn(async move {
-        app.run_until_stopped(stop).await.expect("server runs");
-    });
+    let server = Application::build(config)
+        .await
+        .expect("app builds")
+        .spawn();
     TestApp {
-        addr,
+        addr: server.addr(),
         client: Client::new(),
-        shutdown,
         redis,
-        task,
+        server,
     }
 }
 
@@ -376,11 +370,10 @@ impl TestApp {
     }
 
     pub async fn stop(self) {
-        self.shutdown.cancel();
-        tokio::time::timeout(Duration::from_secs(10), self.task)
+        tokio::time::timeout(Duration::from_secs(10), self.server.stop())
             .await
             .expect("server stops within 10 s")
-            .unwrap();
+            .expect("server stops cleanly");
     }
 }
 

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use waiting_room::config::Config;
-use waiting_room::server::Application;
+use waiting_room::server::{Application, Running};
 
 /// How long one browser test may take in all before it fails instead of hanging.
 const TEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -33,7 +33,7 @@ pub struct TestApp {
     pub admin_token: String,
     pub http: reqwest::Client,
     shutdown: CancellationToken,
-    server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    server: Option<Running>,
 }
 
 impl Drop for TestApp {
@@ -50,9 +50,8 @@ impl TestApp {
             .expect("the application builds");
         let address = format!("http://{}", app.local_addr());
         let admin_token = app.admin_token().to_owned();
-        let shutdown = CancellationToken::new();
-        let stop = shutdown.clone();
-        let server = tokio::spawn(async move { app.run_until_stopped(stop).await });
+        let server = app.spawn();
+        let shutdown = server.shutdown_token();
         TestApp {
             address,
             admin_token,
@@ -67,12 +66,8 @@ impl TestApp {
 
     /// Stops the server gracefully and waits until it let go of its port.
     pub async fn stop(mut self) {
-        self.shutdown.cancel();
         if let Some(server) = self.server.take() {
-            server
-                .await
-                .expect("the server task ends")
-                .expect("the server stops cleanly");
+            server.stop().await.expect("the server stops cleanly");
         }
     }
 

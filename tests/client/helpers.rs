@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use waiting_room::config::Config;
 use waiting_room::model::ShowId;
-use waiting_room::server::Application;
+use waiting_room::server::{Application, Running};
 
 pub const TOKEN: &str = "test-token";
 
@@ -25,23 +25,20 @@ pub struct TestApp {
     pub addr: SocketAddr,
     pub client: Client,
     shutdown: CancellationToken,
-    task: Option<tokio::task::JoinHandle<()>>,
+    server: Option<Running>,
 }
 
 /// Starts the app on 127.0.0.1:0 with `config`.
 pub async fn spawn_app_with(config: Config) -> TestApp {
-    let app = Application::build(config).await.expect("app builds");
-    let addr = app.local_addr();
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    let task = tokio::spawn(async move {
-        app.run_until_stopped(stop).await.expect("server runs");
-    });
+    let server = Application::build(config)
+        .await
+        .expect("app builds")
+        .spawn();
     TestApp {
-        addr,
+        addr: server.addr(),
         client: Client::new(),
-        shutdown,
-        task: Some(task),
+        shutdown: server.shutdown_token(),
+        server: Some(server),
     }
 }
 
@@ -117,12 +114,11 @@ impl TestApp {
 
     /// Graceful stop: every stream ends, the admitter hands its lease over.
     pub async fn stop(mut self) {
-        self.shutdown.cancel();
-        let task = self.task.take().expect("stopped once");
-        tokio::time::timeout(Duration::from_secs(10), task)
+        let server = self.server.take().expect("stopped once");
+        tokio::time::timeout(Duration::from_secs(10), server.stop())
             .await
             .expect("server stops within 10 s")
-            .unwrap();
+            .expect("server stops cleanly");
     }
 }
 
