@@ -172,18 +172,7 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
                 (why, stream.retry_hint())
             }
         };
-        let delay = servers.failed(&why, hint)?;
-        line(
-            out,
-            "lost",
-            format_args!(
-                "{}: {why}; trying {} in {}",
-                shown(&url),
-                shown(servers.current()),
-                span(delay)
-            ),
-        );
-        tokio::time::sleep(delay).await;
+        servers.move_on(out, &url, &why, hint).await?;
     }
 }
 
@@ -219,20 +208,7 @@ async fn join<W: Write>(
                 tokio::time::sleep(wait).await;
             }
             Err(FollowError::Fatal(e)) => return Err(FanError::Refused(e)),
-            Err(FollowError::Retry(why)) => {
-                let delay = servers.failed(&why, None)?;
-                line(
-                    out,
-                    "lost",
-                    format_args!(
-                        "{}: {why}; trying {} in {}",
-                        shown(&url),
-                        shown(servers.current()),
-                        span(delay)
-                    ),
-                );
-                tokio::time::sleep(delay).await;
-            }
+            Err(FollowError::Retry(why)) => servers.move_on(out, &url, &why, None).await?,
         }
     }
 }
@@ -363,6 +339,30 @@ impl<'a> Servers<'a> {
         // Never sleep past the moment of giving up: one last try happens at that moment.
         let left = self.give_up_after.saturating_sub(since.elapsed());
         Ok(delay.min(left))
+    }
+
+    /// After `from` failed: says so, waits as [`Servers::failed`] decides, and leaves the
+    /// next server current (or gives up).
+    async fn move_on<W: Write>(
+        &mut self,
+        out: &mut W,
+        from: &Url,
+        why: &str,
+        hint: Option<Duration>,
+    ) -> Result<(), FanError> {
+        let delay = self.failed(why, hint)?;
+        line(
+            out,
+            "lost",
+            format_args!(
+                "{}: {why}; trying {} in {}",
+                shown(from),
+                shown(self.current()),
+                span(delay)
+            ),
+        );
+        tokio::time::sleep(delay).await;
+        Ok(())
     }
 }
 
