@@ -21,9 +21,7 @@ pub async fn join(
     AppPath(show): AppPath<String>,
 ) -> Result<impl IntoResponse, AppError> {
     let show = show_id(&show)?;
-    state.check_join_rate(client.ip(), &headers).await?;
-    let joined = state.store.join(&show).await?;
-    state.metrics.joined(&show);
+    let joined = state.join(client.ip(), &headers, &show).await?;
     let view = joined.status.state.view(joined.ticket, joined.status.rate);
     Ok((StatusCode::ACCEPTED, Json(view)))
 }

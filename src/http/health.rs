@@ -20,10 +20,7 @@ pub async fn readyz(State(state): State<AppState>) -> Result<&'static str, AppEr
 
 /// `GET /metrics`: Prometheus text; per-show gauges cost one store call per open show.
 pub async fn metrics(State(state): State<AppState>) -> Result<impl IntoResponse, AppError> {
-    let mut stats = Vec::new();
-    for show in state.store.open_shows().await? {
-        stats.push(state.store.stats(&show).await?);
-    }
+    let stats = state.open_show_stats().await?;
     Ok((
         StatusCode::OK,
         [(

@@ -26,8 +26,8 @@ use uuid::Uuid;
 use crate::error::AppError;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
-use crate::model::ShowId;
-use crate::store::QueueStore;
+use crate::model::{ShowId, ShowStats};
+use crate::store::{Joined, QueueStore};
 
 /// Request bodies larger than this get 413: an order is a few hundred bytes.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -66,6 +66,28 @@ impl AppState {
             .checked_sub(self.trusted_proxy_hops)
             .and_then(|i| forwarded[i].parse().ok())
             .unwrap_or(peer)
+    }
+
+    /// A join as every face makes it: the client's limit first, then a fresh ticket, counted.
+    pub(crate) async fn join(
+        &self,
+        peer: IpAddr,
+        headers: &HeaderMap,
+        show: &ShowId,
+    ) -> Result<Joined, AppError> {
+        self.check_join_rate(peer, headers).await?;
+        let joined = self.store.join(show).await?;
+        self.metrics.joined(show);
+        Ok(joined)
+    }
+
+    /// The operator's figures of every open show, in show order (one store call per show).
+    pub(crate) async fn open_show_stats(&self) -> Result<Vec<ShowStats>, AppError> {
+        let mut stats = Vec::new();
+        for show in self.store.open_shows().await? {
+            stats.push(self.store.stats(&show).await?);
+        }
+        Ok(stats)
     }
 
     /// 429 if the client behind `peer` joined too often.

@@ -164,16 +164,12 @@ struct IndexPage {
 /// `GET /`: the on-sales that are open now, each linking to its waiting page.
 pub async fn index(State(state): State<AppState>) -> Response {
     let listed = async {
-        let mut shows = Vec::new();
-        for show in state.store.open_shows().await? {
-            let stats = state.store.stats(&show).await?;
-            shows.push(OpenShow {
-                id: show.to_string(),
-                queue: thousands(stats.queue_length),
-            });
-        }
-        shows.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok::<_, AppError>(shows)
+        let shows = state.open_show_stats().await?.into_iter();
+        let shows = shows.map(|stats| OpenShow {
+            queue: thousands(stats.queue_length),
+            id: stats.show_id,
+        });
+        Ok::<_, AppError>(shows.collect::<Vec<_>>())
     };
     match listed.await {
         Ok(shows) => html(
@@ -299,9 +295,7 @@ pub async fn join(
 ) -> Response {
     let joined = async {
         let show = page_show(show)?;
-        state.check_join_rate(client.ip(), &headers).await?;
-        let joined = state.store.join(&show).await?;
-        state.metrics.joined(&show);
+        let joined = state.join(client.ip(), &headers, &show).await?;
         Ok::<_, AppError>((show, joined.ticket))
     };
     match joined.await {
