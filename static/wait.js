@@ -43,6 +43,7 @@
   let state = root.dataset.state;
   let deadline = 0;       // when the admission runs out (ms, local clock)
   let countdownTimer = 0;
+  const EXPIRY_GRACE_MS = 2000;
   let lastAnnounced = 0;
   let showOpen = root.dataset.open === 'true';
 
@@ -194,8 +195,10 @@
       const left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
       els.countdown.textContent = clock(left);
       els.countdown.classList.toggle('low', left <= 60);
-      if (left === 0) {
-        // The server says so too (an `expired` event), but the clock need not wait for it.
+      // The shown deadline comes from whole seconds and may be up to half a second early;
+      // the server's `expired` event (or a poll's UNKNOWN) comes at the exact moment. Only if
+      // neither arrives does the clock end the admission itself, a little after the fact.
+      if (Date.now() >= deadline + EXPIRY_GRACE_MS) {
         finish('expired');
       }
     };
