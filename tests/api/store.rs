@@ -2,7 +2,6 @@
 //! redis-server and a real three-node Redis Cluster, so the backends cannot drift apart
 //! unnoticed.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -412,9 +411,6 @@ async fn a_rate_of_its_own_changes_admissions_and_eta(backend: Backend) {
     // Other shows keep the default.
     assert_eq!(s.stats(&show("other")).await.unwrap().admit_per_second, 1);
 }
-
-#[allow(dead_code)]
-fn _assert_object_safe(_: Arc<dyn QueueStore>) {}
 
 async fn joins_are_limited_per_client(backend: Backend) {
     let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
