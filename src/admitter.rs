@@ -25,29 +25,50 @@ pub struct TickReport {
     pub admitted: Vec<(ShowId, u64)>,
     /// Shows already served this second by someone else.
     pub already_served: usize,
-    /// True if a show refused our fencing token: a newer leader exists.
-    pub fenced: bool,
+    /// The highest fence a show refused our token with: a newer leader exists, or the
+    /// lease's counter fell behind. The next lease asks for a token above it.
+    pub fenced: Option<u64>,
+    /// Shows whose step failed (a store error); the others were served all the same.
+    pub failed: Vec<ShowId>,
 }
 
-/// One admission step: every open show admits its rate, guarded by `fence`.
-#[tracing::instrument(skip_all, err)]
+/// One admission step: every open show admits its rate, guarded by `fence`. One show's
+/// refusal or error never keeps the others from their tick. A show refused because this
+/// instance's clock runs a little ahead of the store's (the store is still in the second it
+/// last served) is tried again as soon as the store's next second begins.
+#[tracing::instrument(skip_all)]
 pub async fn admit_once(store: &dyn QueueStore, fence: u64) -> Result<TickReport> {
     let mut report = TickReport::default();
     for show in store.open_shows().await? {
-        match store.admit(&show, fence).await? {
-            AdmitOutcome::Admitted { count, .. } if count > 0 => {
+        let mut outcome = store.admit(&show, fence).await;
+        if let Ok(AdmitOutcome::AlreadyThisSecond { next_in }) = outcome
+            && next_in <= CLOCK_SKEW_RETRY
+        {
+            tokio::time::sleep(next_in + Duration::from_millis(5)).await;
+            outcome = store.admit(&show, fence).await;
+        }
+        match outcome {
+            Ok(AdmitOutcome::Admitted { count, .. }) if count > 0 => {
                 report.admitted.push((show, count));
             }
-            AdmitOutcome::Admitted { .. } => {}
-            AdmitOutcome::AlreadyThisSecond => report.already_served += 1,
-            AdmitOutcome::Fenced => {
-                report.fenced = true;
-                break;
+            Ok(AdmitOutcome::Admitted { .. } | AdmitOutcome::NotServed) => {}
+            Ok(AdmitOutcome::AlreadyThisSecond { .. }) => report.already_served += 1,
+            Ok(AdmitOutcome::Fenced { fence }) => {
+                report.fenced = report.fenced.max(Some(fence));
+            }
+            Err(e) => {
+                tracing::warn!(%show, error = %e, "admission step failed");
+                report.failed.push(show);
             }
         }
     }
     Ok(report)
 }
+
+/// A show found already served with less than this left of the store's second is tried
+/// again once that second ends: our clock is ahead of the store's by about that much. A
+/// longer wait means another admitter served it this second, and our next tick comes anyway.
+pub const CLOCK_SKEW_RETRY: Duration = Duration::from_millis(400);
 
 /// Runs the admitter until `shutdown`: competes for the lease every half second and, while
 /// holding it, admits once a second (and at once on taking over).
@@ -58,6 +79,8 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let mut token: Option<u64> = None;
+    // The highest fence a show refused us with; every next token is above it.
+    let mut floor = 0;
     loop {
         // Wake at .05 and .55 of each wall-clock second: admissions land early in a second of
         // the store's clock, far from its edges, so scheduling jitter never skips a second.
@@ -68,7 +91,7 @@ pub async fn run(
             _ = shutdown.cancelled() => break,
         }
         let on_the_second = next % 1000 < 500;
-        let held = match store.lease(&instance, LEASE_TTL).await {
+        let held = match store.lease(&instance, LEASE_TTL, floor).await {
             Ok(t) => t,
             Err(e) => {
                 tracing::warn!(error = %e, "admitter lease check failed");
@@ -92,10 +115,16 @@ pub async fn run(
                 for (show, count) in &report.admitted {
                     metrics.admitted(show, *count);
                 }
-                if report.fenced {
-                    tracing::warn!(instance, "fenced out by a newer admitter");
-                    token = None;
-                    metrics.set_leader(false);
+                for _ in &report.failed {
+                    metrics.admitter_error();
+                }
+                if let Some(seen) = report.fenced {
+                    // Either a newer leader exists (then our lease is gone and the next
+                    // check says so) or the counter fell behind a show's fence: the next
+                    // lease call heals it with a token above `seen`.
+                    tracing::warn!(instance, fence, seen, "a show refused our fencing token");
+                    metrics.admitter_error();
+                    floor = floor.max(seen);
                 }
             }
             Err(e) => tracing::warn!(error = %e, "admission tick failed"),

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::http::Origin;
+
 /// How the server runs. Bad values stop the start with clap's message.
 #[derive(Clone, Debug, Args)]
 pub struct Config {
@@ -21,9 +23,10 @@ pub struct Config {
     #[arg(long, env = "REDIS_CLUSTER", requires = "redis_url")]
     pub redis_cluster: bool,
 
-    /// Tickets admitted per show per second, unless a show has its own rate.
+    /// Tickets admitted per show per second, unless a show has its own rate (at most
+    /// 10,000: one tick is one Redis script, and it must stay short).
     #[arg(long, env = "ADMIT_PER_SECOND", default_value_t = 20,
-          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::store::MAX_RATE)))]
     pub admit_per_second: u32,
 
     /// How long an admission lasts (`5m`, `90s`, `500ms`).
@@ -49,9 +52,47 @@ pub struct Config {
     #[arg(long, env = "TRUSTED_PROXY_HOPS", default_value_t = 0)]
     pub trusted_proxy_hops: usize,
 
+    /// How long a client may take to send a request's head, and how long a kept-alive
+    /// connection may sit idle between requests, before it is closed (`10s`, `500ms`).
+    #[arg(long, env = "HEADER_TIMEOUT", default_value = "10s", value_parser = parse_header_timeout)]
+    pub header_timeout: Duration,
+
+    /// Most connections served at once. Beyond them, `RESERVE_CONNECTIONS` more serve only
+    /// `/healthz`, `/readyz`, `/metrics` and the operator (anything else: 503), and beyond
+    /// those a connection gets a bare 503 and is closed. With the reserve, keep it under
+    /// `ulimit -n`.
+    #[arg(long, env = "MAX_CONNECTIONS", default_value_t = 18_000,
+          value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub max_connections: u32,
+
+    /// Connections kept for health checks, metrics and the operator when `MAX_CONNECTIONS`
+    /// are all taken.
+    #[arg(long, env = "RESERVE_CONNECTIONS", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub reserve_connections: u32,
+
+    /// Most streams (SSE and WebSocket together) one client address may hold open on this
+    /// instance (IPv6: per /64); 429 beyond. 0 turns it off.
+    #[arg(long, env = "MAX_STREAMS_PER_CLIENT", default_value_t = 20)]
+    pub max_streams_per_client: u32,
+
+    /// The address fans' browsers use (`https://tickets.example.com`): join forms must come
+    /// from it, and https makes the ticket cookie `Secure`. Unset: forms must come from the
+    /// host the request names.
+    #[arg(long, env = "PUBLIC_URL")]
+    pub public_url: Option<Origin>,
+
     /// Open a show `demo` with simulated fans already queued and a slow rate.
     #[arg(long, env = "DEMO")]
     pub demo: bool,
+}
+
+fn parse_header_timeout(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 10s or 500ms)"))?;
+    if d < Duration::from_millis(100) || d > Duration::from_secs(600) {
+        return Err("must be between 100ms and 10m".into());
+    }
+    Ok(d)
 }
 
 fn parse_ttl(s: &str) -> Result<Duration, String> {
@@ -75,6 +116,12 @@ impl Config {
             admin_token: Some("test-token".into()),
             join_rate_limit: 0,
             trusted_proxy_hops: 0,
+            header_timeout: Duration::from_secs(10),
+            max_connections: 18_000,
+            reserve_connections: 64,
+            // Tests open many streams from 127.0.0.1; the ones about the limit set it.
+            max_streams_per_client: 0,
+            public_url: None,
             demo: false,
         }
     }
@@ -91,5 +138,41 @@ mod tests {
         assert!(parse_ttl("five minutes").is_err());
         assert!(parse_ttl("0s").is_err());
         assert!(parse_ttl("3d").is_err());
+    }
+
+    #[test]
+    fn the_defaults_parse_and_bound_slow_and_greedy_clients() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            config: Config,
+        }
+        let config = <Cli as clap::Parser>::try_parse_from(["waiting-room"])
+            .unwrap()
+            .config;
+        assert_eq!(config.header_timeout, Duration::from_secs(10));
+        assert_eq!(config.max_connections, 18_000);
+        assert_eq!(config.reserve_connections, 64);
+        assert_eq!(config.max_streams_per_client, 20);
+        assert!(config.public_url.is_none());
+        let config = <Cli as clap::Parser>::try_parse_from([
+            "waiting-room",
+            "--max-connections=100000",
+            "--public-url=https://tickets.example/",
+        ])
+        .unwrap()
+        .config;
+        assert_eq!(config.max_connections, 100_000);
+        assert!(config.public_url.unwrap().is_https());
+    }
+
+    #[test]
+    fn header_timeout_is_bounded() {
+        assert_eq!(
+            parse_header_timeout("10s").unwrap(),
+            Duration::from_secs(10)
+        );
+        assert!(parse_header_timeout("10ms").is_err());
+        assert!(parse_header_timeout("1h").is_err());
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::ShowId;
-use crate::store::QueueStore;
+use crate::store::{QueueStore, ShowSettings};
 
 /// The demo show's id.
 pub const DEMO_SHOW: &str = "demo";
@@ -21,7 +21,11 @@ pub const DEMO_RATE: u32 = 25;
 pub async fn run(store: Arc<dyn QueueStore>, shutdown: CancellationToken) {
     let show: ShowId = DEMO_SHOW.parse().expect("a valid literal show id");
     let setup = async {
-        store.set_rate(&show, DEMO_RATE).await?;
+        let settings = ShowSettings {
+            admit_per_second: Some(DEMO_RATE),
+            max_active_buyers: None,
+        };
+        store.configure(&show, settings).await?;
         for _ in 0..DEMO_FANS {
             store.join(&show).await?;
         }

@@ -10,6 +10,9 @@ use serde_json::json;
 
 use crate::store::StoreError;
 
+/// How long a client refused a stream is told to wait before asking again.
+const STREAM_RETRY: Duration = Duration::from_secs(5);
+
 /// What a handler can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -26,11 +29,32 @@ pub enum AppError {
     UnknownTicket(String),
     #[error("too many joins from this client; try again in {} s", .0.as_millis().div_ceil(1000).max(1))]
     TooManyRequests(Duration),
+    /// The client's address has `MAX_STREAMS_PER_CLIENT` streams open already.
+    #[error(
+        "too many open streams from this client (at most {0} at once); close one and try again"
+    )]
+    TooManyStreams(u32),
+    /// The request contradicts what is stored (a hold ordered with something else).
+    #[error("{0}")]
+    Conflict(String),
+    /// Not now, for a reason the client may read (a show whose state was lost).
+    #[error("{0}")]
+    Unavailable(String),
     /// A request the framework refused before any handler ran (bad JSON, too large, ...).
     #[error("{1}")]
     Rejected(StatusCode, String),
     #[error("store unavailable")]
-    Store(#[from] StoreError),
+    Store(StoreError),
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NoSuchShow(_) => AppError::NotFound(e.to_string()),
+            StoreError::ShowLost(_) => AppError::Unavailable(e.to_string()),
+            other => AppError::Store(other),
+        }
+    }
 }
 
 impl AppError {
@@ -41,7 +65,11 @@ impl AppError {
             AppError::Unauthorized => StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound(_) | AppError::UnknownTicket(_) => StatusCode::NOT_FOUND,
-            AppError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            AppError::TooManyRequests(_) | AppError::TooManyStreams(_) => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
+            AppError::Conflict(_) => StatusCode::CONFLICT,
+            AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Rejected(status, _) => *status,
             AppError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -70,13 +98,9 @@ impl IntoResponse for AppError {
         });
         let mut response = (status, Json(body)).into_response();
         match &self {
-            AppError::TooManyRequests(wait) => {
-                // Whole seconds, rounded up: Retry-After takes no fractions.
-                let secs = wait.as_millis().div_ceil(1000).max(1).to_string();
-                if let Ok(v) = HeaderValue::from_str(&secs) {
-                    response.headers_mut().insert(header::RETRY_AFTER, v);
-                }
-            }
+            AppError::TooManyRequests(wait) => set_retry_after(&mut response, *wait),
+            // A stream closes when its fan is admitted or leaves; no telling when.
+            AppError::TooManyStreams(_) => set_retry_after(&mut response, STREAM_RETRY),
             AppError::Unauthorized => {
                 response.headers_mut().insert(
                     header::WWW_AUTHENTICATE,
@@ -86,5 +110,13 @@ impl IntoResponse for AppError {
             _ => {}
         }
         response
+    }
+}
+
+/// `Retry-After` in whole seconds, rounded up: the header takes no fractions.
+fn set_retry_after(response: &mut Response, wait: Duration) {
+    let secs = wait.as_millis().div_ceil(1000).max(1).to_string();
+    if let Ok(v) = HeaderValue::from_str(&secs) {
+        response.headers_mut().insert(header::RETRY_AFTER, v);
     }
 }

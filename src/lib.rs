@@ -11,6 +11,7 @@
 //! - [`store`]: the queue store trait and its two backends, Redis (shared, Lua scripts) and
 //!   embedded (one process); the one place that decides order, admission and the gate's data.
 //! - [`admitter`]: the once-a-second admission loop behind a fenced lease, one per cluster.
+//! - [`watchdog`]: notices a show whose state the store lost, and keeps its gate shut.
 //! - [`hub`]: per-instance fan-out from the store's events to every local connection, with no
 //!   store call per fan.
 //! - [`http`]: the HTTP faces (fan, operator, orders, SSE, WebSocket, health, metrics, the
@@ -33,4 +34,5 @@ pub mod metrics;
 pub mod model;
 pub mod server;
 pub mod store;
+pub mod watchdog;
 pub mod words;

@@ -22,6 +22,8 @@ pub struct Metrics {
     queue_length: Family<Labels, Gauge>,
     admitted_valid: Family<Labels, Gauge>,
     leader: Gauge,
+    show_lost: Family<Labels, Gauge>,
+    admitter_errors: Counter,
 }
 
 /// The transports a fan can follow a ticket over.
@@ -95,7 +97,21 @@ impl Default for Metrics {
             "1 while this instance holds the admitter lease",
             leader.clone(),
         );
+        let show_lost = Family::<Labels, Gauge>::default();
+        registry.register(
+            "show_lost",
+            "1 while the store has lost this show's state (refused until an operator re-opens it)",
+            show_lost.clone(),
+        );
+        let admitter_errors = Counter::default();
+        registry.register(
+            "admitter_errors",
+            "Admission steps of one show that failed (store errors) or were refused",
+            admitter_errors.clone(),
+        );
         Metrics {
+            show_lost,
+            admitter_errors,
             registry,
             connected,
             pushed,
@@ -135,6 +151,31 @@ impl Metrics {
     /// This instance handed out a ticket for `show`.
     pub fn joined(&self, show: &ShowId) {
         self.joins.get_or_create(&show_label(show)).inc();
+    }
+
+    /// Whether the store lost `show`'s state.
+    pub fn set_lost(&self, show: &ShowId, lost: bool) {
+        self.show_lost
+            .get_or_create(&show_label(show))
+            .set(i64::from(lost));
+    }
+
+    /// A deleted show has no lost state to report.
+    pub fn forget_lost(&self, show: &ShowId) {
+        self.show_lost.remove(&show_label(show));
+    }
+
+    /// A deleted show's series go away with it.
+    pub fn forget_show(&self, show: &ShowId) {
+        let label = show_label(show);
+        self.admitted.remove(&label);
+        self.joins.remove(&label);
+        self.show_lost.remove(&label);
+    }
+
+    /// One show's admission step failed.
+    pub fn admitter_error(&self) {
+        self.admitter_errors.inc();
     }
 
     /// Whether this instance is the admitter.

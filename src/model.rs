@@ -224,6 +224,8 @@ impl Order {
 pub struct ShowStats {
     pub show_id: String,
     pub open: bool,
+    /// The store lost this show's state: it serves nothing until an operator re-opens it.
+    pub lost: bool,
     pub queue_length: u64,
     /// Admitted, not expired, not yet done buying: the buyers in the system behind.
     pub admitted_valid: u64,

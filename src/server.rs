@@ -9,16 +9,19 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
-use crate::http::{AppState, router};
+use crate::http::listener::{self, ConnectionLimits};
+use crate::http::{AppState, StreamLimits};
 use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::store::{MemoryStore, QueueStore, RedisStore, StoreSettings};
+use crate::watchdog::Watchdog;
 use crate::{admitter, demo};
 
 /// A built server, bound and ready to serve.
 pub struct Application {
     listener: TcpListener,
     state: AppState,
+    limits: ConnectionLimits,
     instance: String,
     demo: bool,
 }
@@ -65,19 +68,29 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", config.bind))?;
         let metrics = Arc::new(Metrics::default());
+        let hub = Hub::new(store.clone(), metrics.clone());
         let state = AppState {
-            hub: Hub::new(store.clone(), metrics.clone()),
+            watchdog: Watchdog::new(store.clone(), hub.clone(), metrics.clone()),
+            hub,
             store,
             metrics,
             admin_token,
             join_rate_limit: config.join_rate_limit,
             trusted_proxy_hops: config.trusted_proxy_hops,
             shutdown: CancellationToken::new(),
+            streams: StreamLimits::new(config.max_streams_per_client),
+            public_origin: config.public_url.clone(),
+        };
+        let limits = ConnectionLimits {
+            header_timeout: config.header_timeout,
+            max_connections: config.max_connections as usize,
+            reserve_connections: config.reserve_connections as usize,
         };
         let instance = format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple());
         Ok(Application {
             listener,
             state,
+            limits,
             instance,
             demo: config.demo,
         })
@@ -102,6 +115,11 @@ impl Application {
         let tasks = TaskTracker::new();
         let stop = state.shutdown.clone();
         tasks.spawn(state.hub.clone().run(stop.clone()));
+        // Learn the shows before serving, so a store that already forgot one is noticed.
+        if let Err(e) = state.watchdog.check().await {
+            tracing::warn!(error = %e, "first show check failed");
+        }
+        tasks.spawn(state.watchdog.clone().run(stop.clone()));
         tasks.spawn(admitter::run(
             state.store.clone(),
             self.instance,
@@ -112,21 +130,13 @@ impl Application {
             tasks.spawn(demo::run(state.store.clone(), stop.clone()));
         }
         tracing::info!(addr = %self.listener.local_addr()?, "waiting room listening");
-        let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-        let graceful = {
-            let stop = stop.clone();
-            async move {
-                shutdown.cancelled().await;
-                tracing::info!("shutting down");
-                // Streams watch this token and end, so the server can drain.
-                stop.cancel();
-            }
+        let signal = async {
+            shutdown.cancelled().await;
+            tracing::info!("shutting down");
+            // Streams and the listener watch this token: streams end, the server drains.
+            stop.cancel();
         };
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(graceful)
-            .await
-            .context("server failed")?;
-        stop.cancel();
+        tokio::join!(signal, listener::serve(self.listener, state, self.limits));
         tasks.close();
         tasks.wait().await;
         Ok(())

@@ -294,8 +294,12 @@
     const el = c.el;
     el.dataset.open = String(s.open);
     const badge = el.querySelector('.badge');
-    badge.textContent = s.open ? 'Open' : 'Closed';
-    badge.classList.toggle('open', s.open);
+    // A lost show: the store forgot its queue (Redis restarted empty). Everything about it is
+    // refused until the operator re-opens it, deliberately, from nothing.
+    badge.textContent = s.lost ? 'Lost: re-open to start again' : (s.open ? 'Open' : 'Closed');
+    badge.classList.toggle('open', s.open && !s.lost);
+    badge.classList.toggle('lost', Boolean(s.lost));
+    el.dataset.lost = String(Boolean(s.lost));
     for (const dd of el.querySelectorAll('[data-figure]')) {
       const key = dd.dataset.figure;
       if (key === 'backEta') {
@@ -305,7 +309,7 @@
         dd.textContent = fmt(s[key]);
       }
     }
-    el.querySelector('[data-action="open"]').disabled = s.open;
+    el.querySelector('[data-action="open"]').disabled = s.open && !s.lost;
     el.querySelector('[data-action="close"]').disabled = !s.open;
     const rate = el.querySelector('.rate-form input');
     // Never overwrite what the operator is typing.
@@ -326,7 +330,7 @@
     try {
       const res = await call('POST', `/orders/waiting-room/${encodeURIComponent(show)}/${action}`);
       if (res.status !== 204) throw new Error(await problem(res));
-      updateCard({ showId: show, open: action === 'open' });
+      updateCard({ showId: show, open: action === 'open', lost: false });
       message(show, action === 'open'
         ? 'On-sale opened: the admitter lets fans through from the next tick.'
         : 'On-sale closed: no more admissions, and orders need no ticket.');

@@ -2,9 +2,11 @@
 //! the figures BENCHMARKS.md quotes.
 //!
 //! Every run is bounded: at most `--fans` fans, stopped by itself after `--duration`, and it
-//! only talks to loopback servers. One process holds fewer connections than its open-file
-//! limit; bigger runs use several processes, each with its own `--source-ips`, against several
-//! server instances.
+//! only talks to loopback servers. The show must exist before the first join: an operator
+//! created it, or `--open` / `--admit-per-second` do (with the operator token); a run
+//! against a show no server knows stops before it starts. One process holds fewer
+//! connections than its open-file limit; bigger runs use several processes, each with its
+//! own `--source-ips`, against several server instances.
 //!
 //! Push latency is measured from the admission tick to the push arriving. The admitter ticks
 //! at 50 ms past each wall-clock second (see `admitter::run`), so on one machine a push that
@@ -81,11 +83,12 @@ pub struct LoadArgs {
     #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 
-    /// Open the show on every --url before the first join.
+    /// Open the show on every --url before the first join (creating it if needed).
     #[arg(long)]
     pub open: bool,
 
-    /// Set the show's admission rate on every --url before the first join.
+    /// Set the show's admission rate on every --url before the first join (creating it,
+    /// closed, if needed).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub admit_per_second: Option<u32>,
 
@@ -445,6 +448,7 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         .map(|&ip| Ok((ip, follow::http_client(ip)?)))
         .collect::<reqwest::Result<Vec<_>>>()?;
     prepare_show(args, &clients[0].1).await?;
+    check_show(args, &clients[0].1).await?;
     if !args.join_only {
         warn_about_open_files(args.fans);
     }
@@ -624,6 +628,38 @@ async fn prepare_show(args: &LoadArgs, client: &Client) -> anyhow::Result<()> {
                 bail!("{base}: opening the show answered {}", response.status());
             }
         }
+    }
+    Ok(())
+}
+
+/// Every server must know the show before the first join: joins for a show nobody created
+/// would all be refused (404), and the run would measure nothing. Asks for a ticket nobody
+/// holds, which needs no token and writes nothing: a show that exists answers `UNKNOWN`.
+async fn check_show(args: &LoadArgs, client: &Client) -> anyhow::Result<()> {
+    let show = &args.show;
+    for base in &args.urls {
+        let shown = base.as_str().trim_end_matches('/');
+        let response = client
+            .get(follow::ticket_url(base, show, Uuid::nil(), ""))
+            .timeout(follow::CONNECT_TIMEOUT)
+            .send()
+            .await
+            .with_context(|| format!("cannot reach {shown}"))?;
+        let status = response.status();
+        let body = response.bytes().await.unwrap_or_default();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        if body["status"] == "UNKNOWN" || status == reqwest::StatusCode::OK {
+            continue;
+        }
+        if status == reqwest::StatusCode::NOT_FOUND {
+            bail!(
+                "{shown}: show {show} does not exist. An operator creates it \
+                 (PUT /orders/waiting-room/{show}), or run with --open or --admit-per-second \
+                 and the operator token"
+            );
+        }
+        let message = body["message"].as_str().unwrap_or_default();
+        bail!("{shown}: asking about show {show} answered {status}: {message}");
     }
     Ok(())
 }

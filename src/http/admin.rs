@@ -27,7 +27,7 @@ use super::page::{asset_version, html};
 use super::{AppState, Operator, show_id};
 use crate::error::AppError;
 use crate::model::{ShowId, ShowStats};
-use crate::store::{EventKind, ShowEvent, wall_ms};
+use crate::store::{EventKind, ShowEvent, StoreError, wall_ms};
 
 /// The console samples every show this often; its chart has one point per sample.
 pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
@@ -210,10 +210,17 @@ async fn sample(
     counted: bool,
 ) -> Result<Sample, AppError> {
     let mut shows: BTreeSet<ShowId> = state.store.open_shows().await?.into_iter().collect();
+    // A lost show is no longer open, and is what the operator most needs to see.
+    shows.extend(state.watchdog.lost());
     shows.extend(watched.iter().cloned());
     let mut out = Vec::with_capacity(shows.len());
     for show in shows {
-        let stats = state.store.stats(&show).await?;
+        let stats = match state.store.stats(&show).await {
+            Ok(stats) => stats,
+            // A watched show nobody made (yet) has no figures.
+            Err(StoreError::NoSuchShow(_)) => continue,
+            Err(e) => return Err(e.into()),
+        };
         out.push(ShowSample {
             connected_fans: state.hub.fans_of(&show),
             admitted_since_last: counted.then(|| admitted.remove(&show).unwrap_or(0)),

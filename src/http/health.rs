@@ -6,15 +6,26 @@ use axum::response::IntoResponse;
 
 use super::AppState;
 use crate::error::AppError;
+use crate::model::ShowId;
 
 /// `GET /healthz`: the process answers.
 pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// `GET /readyz`: the store answers too.
+/// `GET /readyz`: the store answers, and has not lost any show's state. A lost show keeps
+/// every instance unready (503, naming the shows) until an operator re-opens or deletes it:
+/// the deployment's health says what the console says.
 pub async fn readyz(State(state): State<AppState>) -> Result<&'static str, AppError> {
     state.store.ping().await?;
+    let lost = state.watchdog.lost();
+    if !lost.is_empty() {
+        let names: Vec<&str> = lost.iter().map(ShowId::as_str).collect();
+        return Err(AppError::Unavailable(format!(
+            "the store lost the state of {}; re-open (or delete) them deliberately",
+            names.join(", ")
+        )));
+    }
     Ok("ready")
 }
 

@@ -3,13 +3,16 @@
 mod admin;
 mod fan;
 mod health;
+mod limits;
+pub(crate) mod listener;
 mod operator;
 mod orders;
+pub mod origin;
 mod page;
 mod sse;
 mod ws;
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
@@ -28,6 +31,10 @@ use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::model::{ShowId, ShowStats};
 use crate::store::{Joined, QueueStore};
+use crate::watchdog::Watchdog;
+
+pub use limits::{StreamGuard, StreamLimits};
+pub use origin::Origin;
 
 /// Request bodies larger than this get 413: an order is a few hundred bytes.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -45,6 +52,13 @@ pub struct AppState {
     pub trusted_proxy_hops: usize,
     /// Cancelled on shutdown: every stream ends cleanly.
     pub shutdown: CancellationToken,
+    /// The shows this instance knows, and which of them the store lost.
+    pub watchdog: Watchdog,
+    /// Streams open per client address block on this instance (`MAX_STREAMS_PER_CLIENT`).
+    pub streams: StreamLimits,
+    /// `PUBLIC_URL`'s origin: the only one join forms may come from; https makes cookies
+    /// `Secure`.
+    pub public_origin: Option<Origin>,
 }
 
 impl AppState {
@@ -95,11 +109,28 @@ impl AppState {
         if self.join_rate_limit == 0 {
             return Ok(());
         }
-        let client = self.client_ip(peer, headers);
-        match self.store.limit_join(client, self.join_rate_limit).await? {
+        // IPv6 clients by /64: one subscriber's prefix holds more addresses than any limit.
+        let client = match client_prefix(self.client_ip(peer, headers)) {
+            IpAddr::V6(block) => format!("{block}/64"),
+            v4 => v4.to_string(),
+        };
+        match self.store.limit_join(&client, self.join_rate_limit).await? {
             None => Ok(()),
             Some(wait) => Err(AppError::TooManyRequests(wait)),
         }
+    }
+}
+
+/// The block a client address is counted in: an IPv4 address, or an IPv6 /64 (one
+/// household's or one machine's whole prefix). IPv4 seen through a dual-stack socket
+/// (`::ffff:a.b.c.d`) counts as the IPv4 address.
+pub(crate) fn client_prefix(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(Ipv6Addr::from(bits))
+        }
+        v4 => v4,
     }
 }
 
@@ -108,6 +139,7 @@ pub fn router(state: AppState) -> Router {
     let room = "/orders/waiting-room/{show_id}";
     let ticket = "/orders/waiting-room/{show_id}/tickets/{ticket_id}";
     Router::new()
+        .route(room, put(operator::create).delete(operator::delete))
         .route(&format!("{room}/open"), post(operator::open))
         .route(&format!("{room}/close"), post(operator::close))
         .route(&format!("{room}/stats"), get(operator::stats))
@@ -213,19 +245,22 @@ impl FromRequestParts<AppState> for Operator {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let presented = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        match presented {
-            Some(token) if constant_time_eq(token.as_bytes(), state.admin_token.as_bytes()) => {
-                Ok(Operator)
-            }
-            _ => Err(AppError::Unauthorized),
+        if presents_token(&parts.headers, &state.admin_token) {
+            Ok(Operator)
+        } else {
+            Err(AppError::Unauthorized)
         }
     }
+}
+
+/// Whether `headers` carry `Authorization: Bearer <token>`.
+fn presents_token(headers: &HeaderMap, token: &str) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .is_some_and(|presented| constant_time_eq(presented.as_bytes(), token.as_bytes()))
 }
 
 /// Compares without an early exit, so response timing does not leak how much of a guessed
@@ -247,14 +282,18 @@ mod tests {
             },
         ));
         let metrics = Arc::new(Metrics::default());
+        let hub = Hub::new(store.clone(), metrics.clone());
         AppState {
-            hub: Hub::new(store.clone(), metrics.clone()),
+            watchdog: Watchdog::new(store.clone(), hub.clone(), metrics.clone()),
+            hub,
             store,
             metrics,
             admin_token: "t".into(),
             join_rate_limit: 0,
             trusted_proxy_hops: hops,
             shutdown: CancellationToken::new(),
+            streams: StreamLimits::new(0),
+            public_origin: None,
         }
     }
 

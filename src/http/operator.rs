@@ -1,16 +1,20 @@
-//! Operator calls, all behind the bearer token: open and close an on-sale, read a show's
-//! figures, change its admission rate.
+//! Operator calls, all behind the bearer token: create, configure and delete a show, open and
+//! close its on-sale, read its figures.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::{AppJson, AppPath, AppState, Operator, show_id};
 use crate::error::AppError;
-use crate::model::ShowStats;
+use crate::model::{ShowId, ShowStats};
+use crate::store::{MAX_RATE, ShowSettings};
 
-/// `POST …/{showId}/open`: 204; the admitter serves the show and the gate closes.
+/// `POST …/{showId}/open`: 204; creates the show if needed, the admitter serves it and the
+/// gate closes. A show whose state was lost starts again from nothing: this is the
+/// operator's deliberate re-open.
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub async fn open(
     _: Operator,
@@ -18,12 +22,16 @@ pub async fn open(
     AppPath(show): AppPath<String>,
 ) -> Result<StatusCode, AppError> {
     let show = show_id(&show)?;
-    state.store.open(&show).await?;
+    let opened = state.store.open(&show).await?;
+    if opened.recovered {
+        tracing::warn!(%show, "a lost show re-opened from nothing");
+    }
+    state.watchdog.remember(&show, opened.epoch);
     tracing::info!(%show, "on-sale opened");
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `POST …/{showId}/close`: 204; no more admissions and no gate.
+/// `POST …/{showId}/close`: 204; no more admissions and no gate. 404 for a show nobody made.
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub async fn close(
     _: Operator,
@@ -36,7 +44,7 @@ pub async fn close(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `GET …/{showId}/stats`: open or not, queue length, valid admissions, rate.
+/// `GET …/{showId}/stats`: open or not, lost or not, queue length, valid admissions, rate.
 pub async fn stats(
     _: Operator,
     State(state): State<AppState>,
@@ -46,8 +54,9 @@ pub async fn stats(
     Ok(Json(state.store.stats(&show).await?))
 }
 
-/// The body of `PUT …/{showId}/config`; each field is optional, at least one is needed.
-#[derive(Debug, Deserialize)]
+/// A show's settings, as `PUT …/{showId}` and `PUT …/{showId}/config` take them; each field
+/// is optional.
+#[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShowConfig {
     pub admit_per_second: Option<u32>,
@@ -55,11 +64,81 @@ pub struct ShowConfig {
     pub max_active_buyers: Option<u32>,
 }
 
-/// The most a show may admit a second; beyond it the rate is surely a typo.
-pub const MAX_RATE: u32 = 1_000_000;
+impl ShowConfig {
+    /// The settings, or a 400 naming the field that is out of range.
+    fn settings(&self) -> Result<ShowSettings, AppError> {
+        if self
+            .admit_per_second
+            .is_some_and(|rate| !(1..=MAX_RATE).contains(&rate))
+        {
+            return Err(AppError::BadRequest(format!(
+                "admitPerSecond: must be between 1 and {MAX_RATE}"
+            )));
+        }
+        if self
+            .max_active_buyers
+            .is_some_and(|cap| cap > MAX_RATE * 3600)
+        {
+            return Err(AppError::BadRequest(format!(
+                "maxActiveBuyers: must be at most {}",
+                MAX_RATE * 3600
+            )));
+        }
+        Ok(ShowSettings {
+            admit_per_second: self.admit_per_second,
+            max_active_buyers: self.max_active_buyers,
+        })
+    }
+}
 
-/// `PUT …/{showId}/config` with `{"admitPerSecond": N, "maxActiveBuyers": M}`: takes effect
-/// at the next tick; a new rate pushes every waiting fan a new ETA. Answers the show's figures.
+/// `PUT /orders/waiting-room/{showId}` with the show's settings (an empty object or no body
+/// takes the server's defaults): 201 with its figures when it is new, 200 when it existed.
+/// The on-sale stays closed until `open`.
+#[tracing::instrument(skip_all, fields(show = %show))]
+pub async fn create(
+    _: Operator,
+    State(state): State<AppState>,
+    AppPath(show): AppPath<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, AppError> {
+    let show = show_id(&show)?;
+    let config: ShowConfig = if body.iter().all(u8::is_ascii_whitespace) {
+        ShowConfig::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| AppError::BadRequest(format!("show settings: {e}")))?
+    };
+    let (created, stats) = configure(&state, &show, &config).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(stats)).into_response())
+}
+
+/// `DELETE /orders/waiting-room/{showId}`: 204 once the show and all its state are gone
+/// (fans following it are told their tickets are unknown); 404 if there was none. Orders
+/// already placed stay readable at `/orders/{id}`.
+#[tracing::instrument(skip_all, fields(show = %show))]
+pub async fn delete(
+    _: Operator,
+    State(state): State<AppState>,
+    AppPath(show): AppPath<String>,
+) -> Result<StatusCode, AppError> {
+    let show = show_id(&show)?;
+    if !state.store.delete(&show).await? {
+        return Err(AppError::NotFound(format!("no on-sale named {show}")));
+    }
+    state.watchdog.forget(&show);
+    state.metrics.forget_show(&show);
+    tracing::info!(%show, "show deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `PUT …/{showId}/config` with `{"admitPerSecond": N, "maxActiveBuyers": M}`: creates the
+/// show if needed; takes effect at the next tick; a new rate pushes every waiting fan a new
+/// ETA. Answers the show's figures.
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub async fn set_config(
     _: Operator,
@@ -73,29 +152,27 @@ pub async fn set_config(
             "send admitPerSecond and/or maxActiveBuyers".into(),
         ));
     }
-    if config
-        .admit_per_second
-        .is_some_and(|rate| !(1..=MAX_RATE).contains(&rate))
-    {
-        return Err(AppError::BadRequest(format!(
-            "admitPerSecond: must be between 1 and {MAX_RATE}"
-        )));
+    Ok(Json(configure(&state, &show, &config).await?.1))
+}
+
+/// Applies checked settings, creating the show if needed: whether it was created, and its
+/// figures after.
+async fn configure(
+    state: &AppState,
+    show: &ShowId,
+    config: &ShowConfig,
+) -> Result<(bool, ShowStats), AppError> {
+    let settings = config.settings()?;
+    let configured = state.store.configure(show, settings).await?;
+    state.watchdog.remember(show, configured.epoch);
+    if configured.created {
+        tracing::info!(%show, "show created");
     }
-    if config
-        .max_active_buyers
-        .is_some_and(|cap| cap > MAX_RATE * 3600)
-    {
-        return Err(AppError::BadRequest(
-            "maxActiveBuyers: must be at most 3600000000".into(),
-        ));
-    }
-    if let Some(rate) = config.admit_per_second {
-        state.store.set_rate(&show, rate).await?;
+    if let Some(rate) = settings.admit_per_second {
         tracing::info!(%show, rate, "admission rate changed");
     }
-    if let Some(cap) = config.max_active_buyers {
-        state.store.set_max_active_buyers(&show, cap).await?;
+    if let Some(cap) = settings.max_active_buyers {
         tracing::info!(%show, cap, "active buyer cap changed");
     }
-    Ok(Json(state.store.stats(&show).await?))
+    Ok((configured.created, state.store.stats(show).await?))
 }

@@ -7,13 +7,17 @@ use axum::response::{IntoResponse, Response};
 
 use super::{AppJson, AppPath, AppState};
 use crate::error::AppError;
-use crate::model::{NewOrder, Order, OrderRequest};
+use crate::model::{Order, OrderRequest};
+use crate::store::OrderOutcome;
 
 /// The header naming the fan's admitted ticket.
 pub const ADMISSION_HEADER: &str = "X-Admission-Ticket";
 
-/// `POST /orders`: 201 + Location when created, 200 with the existing order for a repeated
-/// `holdId`, 403 when the gate refuses, 400 on invalid input.
+/// `POST /orders`: 201 + Location when created; 200 with the order when the very same
+/// request was placed before; 409 when the hold was ordered with something else or the
+/// admission already bought; 403 when the gate refuses; 404 for a show nobody made; 400 on
+/// invalid input. The gate, the hold and the admission are checked and claimed in one store
+/// step, so two racing requests can never both pass.
 #[tracing::instrument(skip_all)]
 pub async fn place(
     State(state): State<AppState>,
@@ -21,51 +25,35 @@ pub async fn place(
     AppJson(req): AppJson<OrderRequest>,
 ) -> Result<Response, AppError> {
     let order = req.validate().map_err(AppError::BadRequest)?;
-    let ticket = gate(&state, &headers, &order).await?;
-    let (placed, created) = state.store.place_order(&order).await?;
-    if let Some(ticket) = ticket {
-        // Done buying: the place goes to the next fan in line.
-        state.store.bought(&order.show_id, ticket).await?;
-    }
-    let order = placed;
-    if !created {
-        return Ok((StatusCode::OK, Json(order)).into_response());
-    }
-    let location = format!("/orders/{}", order.id);
-    tracing::info!(order = %order.id, show = %order.show_id, "order placed");
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(order),
-    )
-        .into_response())
-}
-
-/// The seed's `mayEnter`: no gate unless the show's on-sale is open; then an admitted,
-/// unexpired ticket of that very show, which is returned.
-async fn gate(
-    state: &AppState,
-    headers: &HeaderMap,
-    order: &NewOrder,
-) -> Result<Option<uuid::Uuid>, AppError> {
-    let show = &order.show_id;
-    if !state.store.is_open(show).await? {
-        return Ok(None);
-    }
+    // Anything but a UUID names no admission; the store decides whether one is needed.
     let ticket = headers
         .get(ADMISSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| uuid::Uuid::parse_str(v.trim()).ok());
-    let admitted = match ticket {
-        Some(t) => state.store.is_admitted(show, t).await?,
-        None => false,
-    };
-    if admitted {
-        Ok(ticket)
-    } else {
-        Err(AppError::Forbidden(format!(
+    let show = &order.show_id;
+    match state.store.place_order(&order, ticket).await? {
+        OrderOutcome::Created(order) => {
+            let location = format!("/orders/{}", order.id);
+            tracing::info!(order = %order.id, show = %order.show_id, "order placed");
+            Ok((
+                StatusCode::CREATED,
+                [(header::LOCATION, location)],
+                Json(order),
+            )
+                .into_response())
+        }
+        OrderOutcome::Repeated(order) => Ok((StatusCode::OK, Json(order)).into_response()),
+        // Neither message shows anything of the other order.
+        OrderOutcome::Conflict("admission") => Err(AppError::Conflict(
+            "this admission has already placed its order; one admission buys once".into(),
+        )),
+        OrderOutcome::Conflict(_) => Err(AppError::Conflict(format!(
+            "holdId {} was already ordered with a different request",
+            order.hold_id
+        ))),
+        OrderOutcome::Forbidden => Err(AppError::Forbidden(format!(
             "on-sale in progress: join /orders/waiting-room/{show}/join first"
-        )))
+        ))),
     }
 }
 

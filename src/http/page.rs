@@ -21,6 +21,7 @@ use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 use uuid::Uuid;
 
+use super::origin::check_form_post;
 use super::{AppState, show_id};
 use crate::error::AppError;
 use crate::model::{ShowId, TicketState, eta_seconds};
@@ -243,7 +244,14 @@ async fn render_wait(
     show: &ShowId,
     ticket: Option<Uuid>,
 ) -> Result<WaitPage, AppError> {
-    let open = state.store.is_open(show).await?;
+    let meta = state.store.show(show).await?;
+    let Some(meta) = meta else {
+        return Err(AppError::NotFound(format!("no on-sale named {show}")));
+    };
+    if meta.lost {
+        return Err(crate::store::StoreError::ShowLost(show.clone()).into());
+    }
+    let open = meta.open;
     let mut page = WaitPage {
         asset: asset_version(),
         show: show.to_string(),
@@ -286,7 +294,8 @@ async fn render_wait(
 }
 
 /// `POST /wait/{showId}/join`: the join button of a page without JavaScript. Joins, keeps
-/// the ticket in a cookie for this show's page, and sends the fan back to it (303).
+/// the ticket in a cookie for this show's page, and sends the fan back to it (303). A post
+/// another site made the browser send is refused (403, see [`check_form_post`]).
 pub async fn join(
     State(state): State<AppState>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
@@ -294,6 +303,7 @@ pub async fn join(
     show: Result<Path<String>, PathRejection>,
 ) -> Response {
     let joined = async {
+        check_form_post(&headers, state.public_origin.as_ref())?;
         let show = page_show(show)?;
         let joined = state.join(client.ip(), &headers, &show).await?;
         Ok::<_, AppError>((show, joined.ticket))
@@ -301,8 +311,15 @@ pub async fn join(
     match joined.await {
         Ok((show, ticket)) => {
             let page = format!("/wait/{show}");
-            let cookie =
-                format!("{TICKET_COOKIE}={ticket}; Path={page}; Max-Age=86400; SameSite=Lax");
+            // No script needs it (the page's own script keeps the ticket in localStorage),
+            // and it goes only where it came from; over https, only over https.
+            let secure = match &state.public_origin {
+                Some(origin) if origin.is_https() => "; Secure",
+                _ => "",
+            };
+            let cookie = format!(
+                "{TICKET_COOKIE}={ticket}; Path={page}; Max-Age=86400; HttpOnly; SameSite=Lax{secure}"
+            );
             (
                 StatusCode::SEE_OTHER,
                 [

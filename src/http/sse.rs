@@ -1,9 +1,10 @@
 //! `GET …/tickets/{ticketId}/events`: a ticket's state as Server-Sent Events.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -23,13 +24,17 @@ const RETRY: Duration = Duration::from_secs(2);
 /// Streams the ticket: its current state at once, then one event per change. Each event's
 /// `id` is the show version it holds at; a reconnecting EventSource sends it back as
 /// `Last-Event-ID` and is answered with the state now, so it never loses its place.
+/// A client with `MAX_STREAMS_PER_CLIENT` streams open already gets 429 instead.
 #[tracing::instrument(skip_all, fields(show = %show, ticket = %ticket))]
 pub async fn events(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     AppPath((show, ticket)): AppPath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let (show, id) = ticket_path(&show, &ticket)?;
+    // Counted before the stream opens; the slot is held as long as the stream is.
+    let slot = state.open_stream(peer.ip(), &headers)?;
     let resumed_from = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -41,7 +46,7 @@ pub async fn events(
     let connected = state.metrics.connected(Transport::Sse);
     let metrics = state.metrics.clone();
     let stream = updates.enumerate().map(move |(i, update)| {
-        let _still_connected = &connected;
+        let _still_connected = (&connected, &slot);
         metrics.pushed(Transport::Sse);
         let event = to_event(&update);
         Ok::<_, Infallible>(if i == 0 { event.retry(RETRY) } else { event })

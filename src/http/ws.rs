@@ -3,11 +3,13 @@
 //! The socket loop is written against any `Sink`/`Stream` of messages, so it can be driven
 //! by channels in tests as well as by axum's socket.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, State};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use serde::Serialize;
@@ -33,14 +35,19 @@ struct Frame<'a> {
     view: &'a TicketView,
 }
 
-/// Upgrades after checking the ids, so bad input still gets a plain 4xx.
+/// Upgrades after checking the ids and the client's stream count, so bad input and a
+/// greedy client still get a plain 4xx.
 pub async fn upgrade(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     AppPath((show, ticket)): AppPath<(String, String)>,
+    headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, AppError> {
     let ws = ws.map_err(|r| AppError::Rejected(r.status(), r.body_text()))?;
     let (show, id) = ticket_path(&show, &ticket)?;
+    // Held by the socket's task: an upgrade that never completes gives it back too.
+    let slot = state.open_stream(peer.ip(), &headers)?;
     let updates = state.hub.follow(&show, id, state.shutdown.clone()).await?;
     let metrics = state.metrics.clone();
     Ok(ws
@@ -50,6 +57,7 @@ pub async fn upgrade(
         .max_message_size(READ_BUFFER)
         .max_frame_size(READ_BUFFER)
         .on_upgrade(move |socket: WebSocket| async move {
+            let _held = slot;
             let _connected = metrics.connected(Transport::WebSocket);
             let (sink, stream) = socket.split();
             serve(sink, stream, updates, &metrics, PING_EVERY).await;

@@ -13,6 +13,10 @@
 //! A version gap, a lagging subscription or a reconnect marks a show as loading: the hub
 //! re-reads a snapshot (one store call per show), replays what arrived meanwhile and
 //! recomputes its fans. Open streams never notice beyond an update.
+//!
+//! Every event and snapshot carries the show's epoch: a show created anew (re-opened after
+//! its state was lost, or deleted) voids every ticket of the old epoch, whose fans are told
+//! `unknown`. An admission is pushed only after the store confirmed it for that ticket.
 
 mod follow;
 mod show;
@@ -32,7 +36,13 @@ use self::follow::{Follow, next_update};
 use self::show::{Applied, Fan, Mirror, ShowFans};
 use crate::metrics::Metrics;
 use crate::model::{ShowId, TicketState};
-use crate::store::{QueueStore, Result, ShowEvent, ShowSnapshot, Status, wall_ms};
+use crate::store::{EventKind, QueueStore, Result, ShowEvent, ShowSnapshot, Status, wall_ms};
+
+/// The most streams one ticket holds on one instance; a newer one replaces the oldest.
+pub const STREAMS_PER_TICKET: usize = 3;
+
+/// How long leaves are gathered before the fans behind them are told.
+pub const LEAVE_FOLD: Duration = Duration::from_millis(150);
 
 /// The hub. Cheap to clone; every clone is the same hub.
 #[derive(Clone)]
@@ -113,8 +123,18 @@ impl Hub {
         };
         match mirror.apply(&event) {
             Applied::Stale => {}
+            Applied::Moved if event.kind == EventKind::Leave => {
+                // A burst of leaves (a crowd giving up) is folded into one recompute.
+                if !show.recompute_pending {
+                    show.recompute_pending = true;
+                    drop(shows);
+                    self.spawn_folded_recompute(event.show);
+                }
+            }
             Applied::Moved => {
-                show.recompute();
+                let admitted = show.recompute();
+                drop(shows);
+                self.confirm(&event.show, admitted);
                 self.inner.metrics.hub_lag(lag_ms);
             }
             Applied::Gap => {
@@ -125,6 +145,71 @@ impl Hub {
                 self.spawn_load(event.show);
             }
         }
+    }
+
+    /// Recomputes `show`'s fans once [`LEAVE_FOLD`] has passed, with every leave that
+    /// arrived meanwhile.
+    fn spawn_folded_recompute(&self, name: ShowId) {
+        let hub = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(LEAVE_FOLD).await;
+            let mut shows = hub.shows();
+            let Some(show) = shows.get_mut(&name) else {
+                return;
+            };
+            if !show.recompute_pending {
+                return; // a tick recomputed in the meantime
+            }
+            let admitted = show.recompute();
+            drop(shows);
+            hub.confirm(&name, admitted);
+        });
+    }
+
+    /// Tells fans the mirror says were admitted what the store says: their admission (with
+    /// its exact remaining time) or, for a ticket the store does not know, `unknown`. One
+    /// store call per admitted fan connected here. If the store cannot answer, the stream
+    /// ends and the fan's client reconnects to the truth.
+    fn confirm(&self, show: &ShowId, admitted: Vec<Fan>) {
+        for fan in admitted {
+            let store = self.inner.store.clone();
+            let show = show.clone();
+            tokio::spawn(async move {
+                let mut backoff = Duration::from_millis(50);
+                for _ in 0..4 {
+                    match store.status(&show, fan.ticket).await {
+                        Ok(status) => {
+                            let state = if status.epoch == fan.epoch {
+                                status.state
+                            } else {
+                                TicketState::Unknown
+                            };
+                            let update =
+                                Update::new(fan.ticket, state, status.rate, status.version);
+                            let _ = fan.tx.send(update);
+                            return;
+                        }
+                        Err(e) => {
+                            tracing::debug!(%show, error = %e, "cannot confirm an admission yet")
+                        }
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 2;
+                }
+            });
+        }
+    }
+
+    /// Reads `show` afresh: its state was created anew, or lost.
+    pub fn resync(&self, name: &ShowId) {
+        {
+            let mut shows = self.shows();
+            let Some(show) = shows.get_mut(name) else {
+                return;
+            };
+            show.state = None;
+        }
+        self.spawn_load(name.clone());
     }
 
     fn resync_all(&self) {
@@ -167,7 +252,7 @@ impl Hub {
         if show
             .state
             .as_ref()
-            .is_some_and(|m| m.version >= snapshot.version)
+            .is_some_and(|m| m.epoch == snapshot.epoch && m.version >= snapshot.version)
         {
             // Another load got here first with fresher state: never move fans backwards.
             return;
@@ -186,10 +271,12 @@ impl Hub {
             return self.spawn_load(name.clone());
         }
         show.state = Some(mirror);
-        show.recompute();
+        let admitted = show.recompute();
         if show.fans.is_empty() {
             shows.remove(name);
         }
+        drop(shows);
+        self.confirm(name, admitted);
     }
 
     /// Starts following a ticket: one store call now, none per fan afterwards.
@@ -208,9 +295,10 @@ impl Hub {
             Status {
                 state: TicketState::Waiting { .. },
                 seq: Some(seq),
+                epoch,
                 ..
             } => {
-                let (rx, guard) = self.register(show, ticket, seq, first.clone());
+                let (rx, guard) = self.register(show, ticket, seq, epoch, first.clone());
                 (Some(rx), Some(guard))
             }
             _ => (None, None),
@@ -229,6 +317,7 @@ impl Hub {
         name: &ShowId,
         ticket: Uuid,
         seq: u64,
+        epoch: u64,
         first: Update,
     ) -> (watch::Receiver<Update>, FanGuard) {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
@@ -239,17 +328,27 @@ impl Hub {
             load = true;
             ShowFans::loading()
         });
+        // One ticket, a few streams (a page open in two tabs and a phone): the newest
+        // replaces the oldest, whose stream ends.
+        let streams = show.streams_of(seq);
+        if streams.len() >= STREAMS_PER_TICKET {
+            for key in &streams[..=streams.len() - STREAMS_PER_TICKET] {
+                show.fans.remove(key);
+            }
+        }
         show.fans.insert(
             (seq, id),
             Fan {
                 ticket,
+                epoch,
                 from_version: first.version,
                 tx,
             },
         );
         // The mirror may already be past the version the status was read at.
-        show.recompute();
+        let admitted = show.recompute();
         drop(shows);
+        self.confirm(name, admitted);
         if load {
             self.spawn_load(name.clone());
         }

@@ -18,10 +18,15 @@ pub(super) struct ShowFans {
     pub(super) buffered: Vec<ShowEvent>,
     /// Keyed by (sequence, connection id): iteration goes in queue order.
     pub(super) fans: BTreeMap<(u64, u64), Fan>,
+    /// Leaves arrived that the fans have not been told yet: a burst of them is folded into
+    /// one recompute.
+    pub(super) recompute_pending: bool,
 }
 
 pub(super) struct Fan {
     pub(super) ticket: Uuid,
+    /// The epoch of the show the ticket was issued in.
+    pub(super) epoch: u64,
     /// The version of the state this fan was last told; older events are not for it.
     pub(super) from_version: u64,
     pub(super) tx: watch::Sender<Update>,
@@ -30,6 +35,7 @@ pub(super) struct Fan {
 /// The hub's copy of a show's positional state.
 #[derive(Debug)]
 pub(super) struct Mirror {
+    pub(super) epoch: u64,
     pub(super) version: u64,
     pub(super) head: u64,
     pub(super) left: BTreeSet<u64>,
@@ -40,6 +46,7 @@ pub(super) struct Mirror {
 impl From<ShowSnapshot> for Mirror {
     fn from(s: ShowSnapshot) -> Self {
         Mirror {
+            epoch: s.epoch,
             version: s.version,
             head: s.head,
             left: s.left.into_iter().collect(),
@@ -58,6 +65,14 @@ pub(super) enum Applied {
 
 impl Mirror {
     pub(super) fn apply(&mut self, e: &ShowEvent) -> Applied {
+        if e.epoch != self.epoch {
+            // The show was created anew (or deleted): only a snapshot tells what it is now.
+            return Applied::Gap;
+        }
+        if e.kind == EventKind::Reset {
+            // The reset that made this very epoch: the mirror was read after it.
+            return Applied::Stale;
+        }
         if e.version <= self.version {
             return Applied::Stale;
         }
@@ -75,7 +90,7 @@ impl Mirror {
                 }
             }
             EventKind::Tick => self.left = self.left.split_off(&(self.head + 1)),
-            EventKind::Rate => {}
+            EventKind::Rate | EventKind::Reset => {}
         }
         Applied::Moved
     }
@@ -87,24 +102,43 @@ impl ShowFans {
             state: None,
             buffered: Vec::new(),
             fans: BTreeMap::new(),
+            recompute_pending: false,
         }
     }
 
-    /// Pushes every fan behind the mirror its state at the mirror's version; fans that were
-    /// admitted or left get their last update and are let go.
-    pub(super) fn recompute(&mut self) {
-        let Some(m) = &self.state else { return };
+    /// The connections following the ticket with sequence `seq`, oldest first.
+    pub(super) fn streams_of(&self, seq: u64) -> Vec<(u64, u64)> {
+        self.fans
+            .range((seq, 0)..=(seq, u64::MAX))
+            .map(|(&key, _)| key)
+            .collect()
+    }
+
+    /// Pushes every fan behind the mirror its state at the mirror's version; fans that left,
+    /// or whose ticket belongs to another epoch, get their last update and are let go.
+    ///
+    /// Fans the mirror says were admitted are let go without an update and returned: an
+    /// admission is pushed only once the store confirms it, so a ticket the store does not
+    /// know (its state was lost and its sequence reused) is never told it may buy.
+    pub(super) fn recompute(&mut self) -> Vec<Fan> {
+        self.recompute_pending = false;
+        let Some(m) = &self.state else {
+            return Vec::new();
+        };
         let mut leavers = m.left.range(m.head + 1..).copied().peekable();
         let mut gone = 0u64;
         let mut finished = Vec::new();
+        let mut admitted = Vec::new();
         for (&(seq, id), fan) in &mut self.fans {
-            if fan.from_version >= m.version {
+            let same_epoch = fan.epoch == m.epoch;
+            if same_epoch && fan.from_version >= m.version {
                 continue;
             }
-            let state = if seq <= m.head {
-                TicketState::Admitted {
-                    expires_in_ms: m.ttl_ms,
-                }
+            let state = if !same_epoch {
+                TicketState::Unknown
+            } else if seq <= m.head {
+                admitted.push((seq, id));
+                continue;
             } else {
                 while leavers.next_if(|&l| l < seq).is_some() {
                     gone += 1;
@@ -133,5 +167,9 @@ impl ShowFans {
         for key in finished {
             self.fans.remove(&key);
         }
+        admitted
+            .into_iter()
+            .filter_map(|key| self.fans.remove(&key))
+            .collect()
     }
 }

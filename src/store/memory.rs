@@ -4,7 +4,6 @@
 //! clock, so tests can pause and advance it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -17,8 +16,9 @@ use tokio_stream::wrappers::BroadcastStream;
 use uuid::Uuid;
 
 use super::{
-    AdmitOutcome, EventKind, Joined, QueueStore, Result, ShowEvent, ShowSnapshot, Status,
-    StoreSettings, wall_ms,
+    AdmitOutcome, Configured, EventKind, Joined, OrderOutcome, QueueStore, Result, ShowEvent,
+    ShowMeta, ShowSettings, ShowSnapshot, Status, StoreError, StoreSettings, new_epoch,
+    order_fingerprint, wall_ms,
 };
 use crate::model::{NewOrder, Order, ShowId, ShowStats, TicketState};
 
@@ -34,14 +34,12 @@ pub struct MemoryStore {
 
 #[derive(Default)]
 struct Inner {
-    open: HashSet<ShowId>,
     shows: HashMap<ShowId, Show>,
     orders: HashMap<Uuid, Order>,
-    holds: HashMap<String, Uuid>,
     lease: Option<Lease>,
     fence_counter: u64,
     /// Per client: the theoretical arrival time of its next join (GCRA, as in `limit.lua`).
-    join_tat: HashMap<IpAddr, f64>,
+    join_tat: HashMap<String, f64>,
 }
 
 struct Lease {
@@ -50,8 +48,10 @@ struct Lease {
     until_ms: u64,
 }
 
-#[derive(Default)]
+/// One show an operator made. This store never loses state, so a show is never lost here.
 struct Show {
+    epoch: u64,
+    open: bool,
     seq: u64,
     head: u64,
     version: u64,
@@ -66,9 +66,48 @@ struct Show {
     admitted: HashMap<Uuid, u64>,
     /// Admitted tickets that have not ordered yet: the active buyers (as `admissions` in Redis).
     buying: HashSet<Uuid>,
+    /// holdId → (order, fingerprint of the request that placed it).
+    holds: HashMap<String, (Uuid, String)>,
+    /// Admissions that bought.
+    spent: HashSet<Uuid>,
 }
 
 impl Show {
+    fn new() -> Show {
+        Show {
+            epoch: new_epoch(),
+            open: false,
+            seq: 0,
+            head: 0,
+            version: 0,
+            rate: None,
+            cap: None,
+            fence: 0,
+            last_second: None,
+            queue: BTreeMap::new(),
+            seq_of: HashMap::new(),
+            left: BTreeSet::new(),
+            admitted: HashMap::new(),
+            buying: HashSet::new(),
+            holds: HashMap::new(),
+            spent: HashSet::new(),
+        }
+    }
+
+    fn meta(&self) -> ShowMeta {
+        ShowMeta {
+            epoch: self.epoch,
+            open: self.open,
+            lost: false,
+        }
+    }
+
+    fn admitted_now(&self, ticket: Uuid, now_ms: u64) -> bool {
+        self.admitted
+            .get(&ticket)
+            .is_some_and(|&until| until > now_ms)
+    }
+
     fn rate(&self, settings: &StoreSettings) -> u32 {
         self.rate.unwrap_or(settings.default_rate)
     }
@@ -113,6 +152,7 @@ impl Show {
     ) -> ShowEvent {
         ShowEvent {
             show: show.clone(),
+            epoch: self.epoch,
             version: self.version,
             kind,
             head: self.head,
@@ -154,33 +194,111 @@ impl MemoryStore {
     }
 }
 
+impl Inner {
+    /// A show an operator made, or [`StoreError::NoSuchShow`].
+    fn show(&mut self, show: &ShowId) -> Result<&mut Show> {
+        self.shows
+            .get_mut(show)
+            .ok_or_else(|| StoreError::NoSuchShow(show.clone()))
+    }
+}
+
 #[async_trait]
 impl QueueStore for MemoryStore {
-    async fn open(&self, show: &ShowId) -> Result<()> {
-        self.lock().open.insert(show.clone());
-        Ok(())
+    async fn configure(&self, show: &ShowId, settings: ShowSettings) -> Result<Configured> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let mut created = false;
+        let s = inner.shows.entry(show.clone()).or_insert_with(|| {
+            created = true;
+            Show::new()
+        });
+        if let Some(cap) = settings.max_active_buyers {
+            s.cap = Some(cap);
+        }
+        let mut event = None;
+        if let Some(rate) = settings.admit_per_second {
+            s.rate = Some(rate);
+            s.version += 1;
+            event = Some(s.event(show, EventKind::Rate, &self.settings, now));
+        }
+        let configured = Configured {
+            created,
+            recovered: false,
+            epoch: s.epoch,
+        };
+        drop(inner);
+        if let Some(event) = event {
+            self.publish(event);
+        }
+        Ok(configured)
+    }
+
+    async fn open(&self, show: &ShowId) -> Result<Configured> {
+        let mut inner = self.lock();
+        let mut created = false;
+        let s = inner.shows.entry(show.clone()).or_insert_with(|| {
+            created = true;
+            Show::new()
+        });
+        s.open = true;
+        Ok(Configured {
+            created,
+            recovered: false,
+            epoch: s.epoch,
+        })
     }
 
     async fn close(&self, show: &ShowId) -> Result<()> {
-        self.lock().open.remove(show);
+        self.lock().show(show)?.open = false;
         Ok(())
     }
 
-    async fn is_open(&self, show: &ShowId) -> Result<bool> {
-        Ok(self.lock().open.contains(show))
+    async fn delete(&self, show: &ShowId) -> Result<bool> {
+        let now = self.now_ms();
+        let Some(gone) = self.lock().shows.remove(show) else {
+            return Ok(false);
+        };
+        // Fans following it learn that every position of it is void.
+        let mut event = gone.event(show, EventKind::Reset, &self.settings, now);
+        event.epoch = 0;
+        event.version = 0;
+        self.publish(event);
+        Ok(true)
+    }
+
+    async fn show(&self, show: &ShowId) -> Result<Option<ShowMeta>> {
+        Ok(self.lock().shows.get(show).map(Show::meta))
+    }
+
+    async fn shows(&self) -> Result<Vec<ShowId>> {
+        let mut shows: Vec<_> = self.lock().shows.keys().cloned().collect();
+        shows.sort();
+        Ok(shows)
     }
 
     async fn open_shows(&self) -> Result<Vec<ShowId>> {
-        let mut shows: Vec<_> = self.lock().open.iter().cloned().collect();
+        let inner = self.lock();
+        let mut shows: Vec<_> = inner
+            .shows
+            .iter()
+            .filter(|(_, s)| s.open)
+            .map(|(id, _)| id.clone())
+            .collect();
         shows.sort();
         Ok(shows)
+    }
+
+    async fn check_show(&self, show: &ShowId, _known_epoch: u64) -> Result<Option<ShowMeta>> {
+        // This store forgets only with the process, and the process forgets with it.
+        self.show(show).await
     }
 
     async fn join(&self, show: &ShowId) -> Result<Joined> {
         let ticket = Uuid::new_v4();
         let now = self.now_ms();
         let mut inner = self.lock();
-        let s = inner.shows.entry(show.clone()).or_default();
+        let s = inner.show(show)?;
         s.seq += 1;
         let seq = s.seq;
         s.queue.insert(seq, ticket);
@@ -191,6 +309,7 @@ impl QueueStore for MemoryStore {
             seq,
             status: Status {
                 state,
+                epoch: s.epoch,
                 seq: Some(seq),
                 rate: s.rate(&self.settings),
                 version: s.version,
@@ -200,18 +319,12 @@ impl QueueStore for MemoryStore {
 
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
         let now = self.now_ms();
-        let inner = self.lock();
-        let Some(s) = inner.shows.get(show) else {
-            return Ok(Status {
-                state: TicketState::Unknown,
-                seq: None,
-                rate: self.settings.default_rate,
-                version: 0,
-            });
-        };
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
         let (state, seq) = s.state(ticket, now);
         Ok(Status {
             state,
+            epoch: s.epoch,
             seq,
             rate: s.rate(&self.settings),
             version: s.version,
@@ -221,9 +334,7 @@ impl QueueStore for MemoryStore {
     async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
         let now = self.now_ms();
         let mut inner = self.lock();
-        let Some(s) = inner.shows.get_mut(show) else {
-            return Ok(false);
-        };
+        let s = inner.show(show)?;
         if let Some(seq) = s.seq_of.remove(&ticket) {
             s.queue.remove(&seq);
             s.left.insert(seq);
@@ -241,26 +352,25 @@ impl QueueStore for MemoryStore {
 
     async fn is_admitted(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
         let now = self.now_ms();
-        let inner = self.lock();
-        Ok(inner
-            .shows
-            .get(show)
-            .and_then(|s| s.admitted.get(&ticket))
-            .is_some_and(|&until| until > now))
+        Ok(self.lock().show(show)?.admitted_now(ticket, now))
     }
 
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome> {
         let now = self.now_ms();
         let ttl_ms = self.settings.admission_ttl.as_millis() as u64;
         let mut inner = self.lock();
-        let s = inner.shows.entry(show.clone()).or_default();
+        let Some(s) = inner.shows.get_mut(show).filter(|s| s.open) else {
+            return Ok(AdmitOutcome::NotServed);
+        };
         if fence < s.fence {
-            return Ok(AdmitOutcome::Fenced);
+            return Ok(AdmitOutcome::Fenced { fence: s.fence });
         }
         s.fence = fence;
         let second = now / 1000;
         if s.last_second.is_some_and(|last| second <= last) {
-            return Ok(AdmitOutcome::AlreadyThisSecond);
+            return Ok(AdmitOutcome::AlreadyThisSecond {
+                next_in: Duration::from_millis((second + 1) * 1000 - now),
+            });
         }
         s.last_second = Some(second);
         s.admitted.retain(|_, until| *until > now);
@@ -301,43 +411,19 @@ impl QueueStore for MemoryStore {
         })
     }
 
-    async fn set_rate(&self, show: &ShowId, rate: u32) -> Result<()> {
-        let now = self.now_ms();
-        let mut inner = self.lock();
-        let s = inner.shows.entry(show.clone()).or_default();
-        s.rate = Some(rate);
-        s.version += 1;
-        let event = s.event(show, EventKind::Rate, &self.settings, now);
-        drop(inner);
-        self.publish(event);
-        Ok(())
-    }
-
-    async fn set_max_active_buyers(&self, show: &ShowId, cap: u32) -> Result<()> {
-        self.lock().shows.entry(show.clone()).or_default().cap = Some(cap);
-        Ok(())
-    }
-
-    async fn bought(&self, show: &ShowId, ticket: Uuid) -> Result<()> {
-        if let Some(s) = self.lock().shows.get_mut(show) {
-            s.buying.remove(&ticket);
-        }
-        Ok(())
-    }
-
     async fn stats(&self, show: &ShowId) -> Result<ShowStats> {
         let now = self.now_ms();
-        let inner = self.lock();
-        let open = inner.open.contains(show);
-        let s = inner.shows.get(show);
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
         Ok(ShowStats {
             show_id: show.to_string(),
-            open,
-            queue_length: s.map_or(0, |s| s.queue.len() as u64),
-            admitted_valid: s.map_or(0, |s| s.active(now)),
-            admit_per_second: s.map_or(self.settings.default_rate, |s| s.rate(&self.settings)),
-            max_active_buyers: s.map_or(self.settings.max_active_buyers, |s| s.cap(&self.settings)),
-            joined: s.map_or(0, |s| s.seq),
+            open: s.open,
+            lost: false,
+            queue_length: s.queue.len() as u64,
+            admitted_valid: s.active(now),
+            admit_per_second: s.rate(&self.settings),
+            max_active_buyers: s.cap(&self.settings),
+            joined: s.seq,
         })
     }
 
@@ -346,6 +432,7 @@ impl QueueStore for MemoryStore {
         let ttl_ms = self.settings.admission_ttl.as_millis() as u64;
         Ok(match inner.shows.get(show) {
             Some(s) => ShowSnapshot {
+                epoch: s.epoch,
                 version: s.version,
                 head: s.head,
                 left: s.left.iter().copied().collect(),
@@ -353,6 +440,7 @@ impl QueueStore for MemoryStore {
                 ttl_ms,
             },
             None => ShowSnapshot {
+                epoch: 0,
                 version: 0,
                 head: 0,
                 left: Vec::new(),
@@ -369,21 +457,18 @@ impl QueueStore for MemoryStore {
             .boxed())
     }
 
-    async fn lease(&self, instance: &str, ttl: Duration) -> Result<Option<u64>> {
+    async fn lease(&self, instance: &str, ttl: Duration, floor: u64) -> Result<Option<u64>> {
         let now = self.now_ms();
         let until_ms = now + ttl.as_millis() as u64;
         let mut inner = self.lock();
         match &mut inner.lease {
-            Some(lease) if lease.until_ms > now => {
-                if lease.holder == instance {
-                    lease.until_ms = until_ms;
-                    Ok(Some(lease.token))
-                } else {
-                    Ok(None)
-                }
+            Some(lease) if lease.until_ms > now && lease.holder != instance => Ok(None),
+            Some(lease) if lease.until_ms > now && lease.token > floor => {
+                lease.until_ms = until_ms;
+                Ok(Some(lease.token))
             }
             _ => {
-                inner.fence_counter += 1;
+                inner.fence_counter = inner.fence_counter.max(floor) + 1;
                 let token = inner.fence_counter;
                 inner.lease = Some(Lease {
                     holder: instance.to_owned(),
@@ -403,7 +488,7 @@ impl QueueStore for MemoryStore {
         Ok(())
     }
 
-    async fn limit_join(&self, client: IpAddr, per_second: u32) -> Result<Option<Duration>> {
+    async fn limit_join(&self, client: &str, per_second: u32) -> Result<Option<Duration>> {
         let now = self.now_ms() as f64;
         let interval = 1000.0 / f64::from(per_second.max(1));
         let burst = f64::from(per_second.max(1).saturating_mul(2));
@@ -411,7 +496,7 @@ impl QueueStore for MemoryStore {
         // Forget clients whose bucket is full again, so the map stays as small as the set of
         // clients joining right now.
         inner.join_tat.retain(|_, tat| *tat > now);
-        let tat = inner.join_tat.get(&client).copied().unwrap_or(now).max(now);
+        let tat = inner.join_tat.get(client).copied().unwrap_or(now).max(now);
         let new_tat = tat + interval;
         let allowed_at = new_tat - interval * burst;
         if allowed_at > now {
@@ -419,24 +504,46 @@ impl QueueStore for MemoryStore {
                 Duration::from_millis((allowed_at - now).ceil() as u64),
             ));
         }
-        inner.join_tat.insert(client, new_tat);
+        inner.join_tat.insert(client.to_owned(), new_tat);
         Ok(None)
     }
 
-    async fn place_order(&self, order: &NewOrder) -> Result<(Order, bool)> {
+    async fn place_order(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome> {
         let now = self.now_ms();
         let mut inner = self.lock();
-        if let Some(existing) = inner
-            .holds
-            .get(&order.hold_id)
-            .and_then(|id| inner.orders.get(id))
-        {
-            return Ok((existing.clone(), false));
+        let s = inner.show(&order.show_id)?;
+        // As `order.lua`: a hold answers the very same request again, and only that.
+        let ticket = if s.open { ticket } else { None };
+        let fingerprint = format!(
+            "{}|{}",
+            ticket.map(|t| t.to_string()).unwrap_or_default(),
+            order_fingerprint(order)
+        );
+        if let Some((id, was)) = s.holds.get(&order.hold_id) {
+            if *was != fingerprint {
+                return Ok(OrderOutcome::Conflict("hold"));
+            }
+            let id = *id;
+            let found = inner.orders.get(&id).cloned();
+            return found
+                .map(OrderOutcome::Repeated)
+                .ok_or_else(|| StoreError::Protocol(format!("hold points at missing order {id}")));
+        }
+        if s.open {
+            let Some(ticket) = ticket.filter(|&t| s.admitted_now(t, now)) else {
+                return Ok(OrderOutcome::Forbidden);
+            };
+            if !s.spent.insert(ticket) {
+                return Ok(OrderOutcome::Conflict("admission"));
+            }
+            // Done buying: the place goes to the next fan in line.
+            s.buying.remove(&ticket);
         }
         let created = Order::confirmed(order, now);
-        inner.holds.insert(order.hold_id.clone(), created.id);
+        s.holds
+            .insert(order.hold_id.clone(), (created.id, fingerprint));
         inner.orders.insert(created.id, created.clone());
-        Ok((created, true))
+        Ok(OrderOutcome::Created(created))
     }
 
     async fn get_order(&self, id: Uuid) -> Result<Option<Order>> {

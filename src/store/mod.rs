@@ -11,11 +11,19 @@
 //!
 //! A waiting ticket with sequence `s` then stands at `s - head - |left ∩ (head, s)|`, which is
 //! exactly its rank + 1 in the sorted set.
+//!
+//! Shows exist because an operator made them ([`QueueStore::configure`] or
+//! [`QueueStore::open`]); every call a fan can cause about any other show is
+//! [`StoreError::NoSuchShow`] and writes nothing. Each show carries an `epoch`, drawn anew
+//! whenever its state is (re)created: admissions, snapshots and events carry it, so state of
+//! one incarnation is never taken for another's. A show whose state the store lost (Redis
+//! restarted empty) is marked lost by the first instance that notices
+//! ([`QueueStore::check_show`]); it refuses everything with [`StoreError::ShowLost`] until an
+//! operator opens it again.
 
 mod memory;
 mod redis;
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -35,6 +43,28 @@ pub enum StoreError {
     Redis(#[from] ::redis::RedisError),
     #[error("store answered something unexpected: {0}")]
     Protocol(String),
+    /// No operator created this show (or it was deleted).
+    #[error("no on-sale named {0}")]
+    NoSuchShow(ShowId),
+    /// The store lost this show's state; nothing is served until an operator re-opens it.
+    #[error(
+        "the waiting room lost the queue of {0} (its store restarted empty); \
+         nothing is admitted or sold until an operator re-opens it"
+    )]
+    ShowLost(ShowId),
+}
+
+/// The most a show may admit in one tick (one second). One tick is one Lua script that
+/// blocks Redis while it runs: 10,000 admissions take about 15 ms there.
+pub const MAX_RATE: u32 = 10_000;
+
+/// How long a deleted show's tombstone keeps other instances from taking its vanished state
+/// for a loss.
+pub const TOMBSTONE_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// A new epoch: random, below 2^53 so that Lua numbers and JSON readers hold it exactly.
+pub fn new_epoch() -> u64 {
+    rand::random::<u64>() >> 11 | 1
 }
 
 /// Result alias for store calls.
@@ -52,10 +82,53 @@ pub struct StoreSettings {
     pub max_active_buyers: u32,
 }
 
+/// What an operator sets on a show; `None` keeps what it has (or the server's default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShowSettings {
+    pub admit_per_second: Option<u32>,
+    pub max_active_buyers: Option<u32>,
+}
+
+/// What the store knows of a show's existence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShowMeta {
+    /// Changes whenever the show's state is created anew.
+    pub epoch: u64,
+    /// The on-sale is open: the admitter serves it and the gate is shut.
+    pub open: bool,
+    /// The store lost the show's state; it serves nothing until re-opened.
+    pub lost: bool,
+}
+
+/// What [`QueueStore::configure`] and [`QueueStore::open`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Configured {
+    /// The show did not exist before.
+    pub created: bool,
+    /// The show had been lost and now starts again from nothing (a new epoch).
+    pub recovered: bool,
+    pub epoch: u64,
+}
+
+/// What the store did with an order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OrderOutcome {
+    /// A new order.
+    Created(Order),
+    /// The very same request was placed before: its order.
+    Repeated(Order),
+    /// The hold was ordered with something else, or the admission already bought.
+    Conflict(&'static str),
+    /// The gate refused: the show is open and the ticket is not a valid admission of it.
+    Forbidden,
+}
+
 /// A ticket's state plus what a stream needs to follow it from there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Status {
     pub state: TicketState,
+    /// The show's epoch this answer belongs to.
+    pub epoch: u64,
     /// The ticket's arrival sequence while it waits.
     pub seq: Option<u64>,
     /// The show's admission rate, for the ETA.
@@ -80,10 +153,14 @@ pub enum AdmitOutcome {
         count: u64,
         event: Option<ShowEvent>,
     },
-    /// This show already had its admission in the current second (another admitter was first).
-    AlreadyThisSecond,
-    /// The fencing token is older than one this show has seen: a newer leader exists.
-    Fenced,
+    /// This show already had its admission in the current second of the store's clock
+    /// (another admitter was first, or our clock runs ahead); that second ends in `next_in`.
+    AlreadyThisSecond { next_in: Duration },
+    /// The fencing token is older than `fence`, the newest this show has seen: a newer
+    /// leader exists, or the lease's counter fell behind.
+    Fenced { fence: u64 },
+    /// The show is not served: closed, deleted or lost since the list of open shows was read.
+    NotServed,
 }
 
 /// Why a show's state moved; carried by every published [`ShowEvent`].
@@ -93,6 +170,9 @@ pub enum EventKind {
     Tick,
     Leave,
     Rate,
+    /// The show's state was created anew (re-opened after a loss, or deleted): every
+    /// position of the old epoch is void.
+    Reset,
 }
 
 /// One message per change of a show, published to every instance's hub.
@@ -102,6 +182,7 @@ pub enum EventKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShowEvent {
     pub show: ShowId,
+    pub epoch: u64,
     pub version: u64,
     pub kind: EventKind,
     pub head: u64,
@@ -121,6 +202,8 @@ pub struct ShowEvent {
 /// Everything a hub needs to compute positions of a show, read atomically.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShowSnapshot {
+    /// 0 when the show does not exist (deleted, or never made).
+    pub epoch: u64,
     pub version: u64,
     pub head: u64,
     pub left: Vec<u64>,
@@ -131,14 +214,25 @@ pub struct ShowSnapshot {
 /// The queue store. Both backends pass the same conformance suite (`tests/api/store.rs`).
 #[async_trait]
 pub trait QueueStore: Send + Sync + 'static {
-    /// Marks the show's on-sale open: the admitter serves it and the gate closes.
-    async fn open(&self, show: &ShowId) -> Result<()>;
+    /// Creates the show if nobody did yet, and applies `settings`; a new rate is published.
+    async fn configure(&self, show: &ShowId, settings: ShowSettings) -> Result<Configured>;
+    /// Creates the show if needed and opens its on-sale: the admitter serves it and the gate
+    /// closes. A lost show starts again from nothing, under a new epoch.
+    async fn open(&self, show: &ShowId) -> Result<Configured>;
     /// Ends the on-sale: no admissions, no gate.
     async fn close(&self, show: &ShowId) -> Result<()>;
-    /// Whether the show's on-sale is open.
-    async fn is_open(&self, show: &ShowId) -> Result<bool>;
+    /// Removes the show and all its state; false if there was none.
+    async fn delete(&self, show: &ShowId) -> Result<bool>;
+    /// The show, if an operator made it (a lost show included).
+    async fn show(&self, show: &ShowId) -> Result<Option<ShowMeta>>;
+    /// Every show an operator made, open or not, in id order.
+    async fn shows(&self) -> Result<Vec<ShowId>>;
     /// Every open show.
     async fn open_shows(&self) -> Result<Vec<ShowId>>;
+    /// The watchdog's question about a show this instance knew at `known_epoch`: its state
+    /// now. If the store has forgotten it without an operator deleting it, it is marked
+    /// lost first (under a new epoch), so every instance refuses it alike.
+    async fn check_show(&self, show: &ShowId, known_epoch: u64) -> Result<Option<ShowMeta>>;
 
     /// Takes the next sequence and enqueues a new ticket, atomically.
     async fn join(&self, show: &ShowId) -> Result<Joined>;
@@ -147,19 +241,12 @@ pub trait QueueStore: Send + Sync + 'static {
     /// Takes a ticket out: out of the queue if waiting, its admission back if admitted.
     /// False when the ticket is unknown.
     async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;
-    /// Whether the ticket holds a valid admission for the show (the gate's question).
+    /// Whether the ticket holds a valid admission of the show's current epoch.
     async fn is_admitted(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;
 
     /// One admission step for one show: pops the show's rate of tickets and admits them,
     /// unless `fence` is stale or the show was already served this second.
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome>;
-    /// Sets a show's own admission rate; takes effect at the next tick and is published.
-    async fn set_rate(&self, show: &ShowId, rate: u32) -> Result<()>;
-    /// Sets a show's own cap on active buyers (0: no cap); takes effect at the next tick.
-    async fn set_max_active_buyers(&self, show: &ShowId, cap: u32) -> Result<()>;
-    /// The fan holding `ticket` placed an order: it stops counting as an active buyer, so the
-    /// next tick may admit someone in its place. The admission itself stays valid.
-    async fn bought(&self, show: &ShowId, ticket: Uuid) -> Result<()>;
     /// What an operator sees of a show.
     async fn stats(&self, show: &ShowId) -> Result<ShowStats>;
     /// The state the hub derives positions from.
@@ -169,21 +256,31 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn subscribe(&self) -> Result<BoxStream<'static, ShowEvent>>;
 
     /// Acquires or renews the admitter lease for `instance`; the fencing token while held.
-    async fn lease(&self, instance: &str, ttl: Duration) -> Result<Option<u64>>;
+    /// A token is always above `floor`: an admitter that met a show fenced at `floor` asks
+    /// for a token past it, and gets one even while it holds the lease.
+    async fn lease(&self, instance: &str, ttl: Duration, floor: u64) -> Result<Option<u64>>;
     /// Gives the lease up if `instance` holds it, so another takes over at once.
     async fn release_lease(&self, instance: &str) -> Result<()>;
 
     /// Counts a join by `client` against a limit of `per_second` (bursts of twice that),
     /// shared by every instance on the store. `Some(wait)` when the client must wait.
-    async fn limit_join(&self, client: IpAddr, per_second: u32) -> Result<Option<Duration>>;
+    async fn limit_join(&self, client: &str, per_second: u32) -> Result<Option<Duration>>;
 
-    /// Stores an order unless its hold was ordered already; `true` when newly created.
-    async fn place_order(&self, order: &NewOrder) -> Result<(Order, bool)>;
+    /// Places an order through the gate, in one step: while the show is open, `ticket` must
+    /// be an admission of it that has not bought yet (it then stops counting as an active
+    /// buyer). A hold belongs to its show; the same request again answers its order.
+    async fn place_order(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome>;
     /// An order by id.
     async fn get_order(&self, id: Uuid) -> Result<Option<Order>>;
 
     /// Whether the store answers (readiness).
     async fn ping(&self) -> Result<()>;
+}
+
+/// What makes two order requests "the same request" for a hold: the admission that placed
+/// it (when the show was gated), the email and the amount, normalised.
+pub fn order_fingerprint(order: &NewOrder) -> String {
+    format!("{}|{}", order.customer_email, order.amount.normalize())
 }
 
 /// Milliseconds since the Unix epoch by the wall clock.

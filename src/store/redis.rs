@@ -6,28 +6,31 @@
 //! every other call touches one key. Events are published with plain `PUBLISH`, which a
 //! cluster broadcasts to every node, so the hub subscribes to any one node.
 
-use std::net::IpAddr;
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::aio::{ConnectionLike, ConnectionManager, PubSubSink};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncCommands, Client, Script};
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::{
-    AdmitOutcome, EventKind, Joined, QueueStore, Result, ShowEvent, ShowSnapshot, Status,
-    StoreError, StoreSettings, wall_ms,
+    AdmitOutcome, Configured, EventKind, Joined, OrderOutcome, QueueStore, Result, ShowEvent,
+    ShowMeta, ShowSettings, ShowSnapshot, Status, StoreError, StoreSettings, TOMBSTONE_TTL,
+    new_epoch, order_fingerprint, wall_ms,
 };
 use crate::model::{NewOrder, Order, ShowId, ShowStats, TicketState};
 
 /// The pub/sub channel every show's events go out on; every hub subscribes once.
 pub const EVENTS_CHANNEL: &str = "wr:events";
 const OPEN_SHOWS: &str = "wr:open";
+/// Every show an operator made (the open ones too).
+const SHOWS: &str = "wr:shows";
 const NO_ARGS: &[&str] = &[];
 const LEASE: &str = "wr:{admitter}:lease";
 const FENCE_COUNTER: &str = "wr:{admitter}:fence";
@@ -46,18 +49,40 @@ macro_rules! show_script {
 static JOIN: LazyLock<Script> = show_script!("join.lua");
 static STATUS: LazyLock<Script> = show_script!("status.lua");
 static LEAVE: LazyLock<Script> = show_script!("leave.lua");
+static IS_ADMITTED: LazyLock<Script> = show_script!("is_admitted.lua");
 static ADMIT: LazyLock<Script> = show_script!("admit.lua");
-static RATE: LazyLock<Script> = show_script!("rate.lua");
+static CONFIGURE: LazyLock<Script> = show_script!("configure.lua");
+static OPEN: LazyLock<Script> = show_script!("open.lua");
+static CLOSE: LazyLock<Script> = show_script!("close.lua");
+static DELETE: LazyLock<Script> = show_script!("delete.lua");
+static CHECK: LazyLock<Script> = show_script!("check.lua");
+static META: LazyLock<Script> = show_script!("meta.lua");
 static SNAPSHOT: LazyLock<Script> = show_script!("snapshot.lua");
 static STATS: LazyLock<Script> = show_script!("stats.lua");
-static BOUGHT: LazyLock<Script> = show_script!("bought.lua");
-static CAPACITY: LazyLock<Script> = show_script!("capacity.lua");
+static ORDER: LazyLock<Script> = show_script!("order.lua");
 static LEASE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/lease.lua")));
 static LIMIT_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/limit.lua")));
 static RELEASE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/release.lua")));
+
+/// A show's keys, in the order `prelude.lua` names them (`wr:{<show>}:<name>`).
+const SHOW_KEYS: [&str; 13] = [
+    "queue",
+    "seq",
+    "head",
+    "left",
+    "version",
+    "rate",
+    "admissions",
+    "fence",
+    "tick",
+    "cap",
+    "meta",
+    "holds",
+    "spent",
+];
 
 /// The Redis-backed store, over one Redis or a Redis Cluster.
 #[derive(Clone)]
@@ -115,18 +140,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     ) -> Result<T> {
         let tag = format!("wr:{{{show}}}");
         let mut invocation = script.prepare_invoke();
-        for key in [
-            "queue",
-            "seq",
-            "head",
-            "left",
-            "version",
-            "rate",
-            "admissions",
-            "fence",
-            "tick",
-            "cap",
-        ] {
+        for key in SHOW_KEYS {
             invocation.key(format!("{tag}:{key}"));
         }
         invocation
@@ -150,115 +164,236 @@ fn protocol(what: &str, got: &[i64]) -> StoreError {
     StoreError::Protocol(format!("{what}: {got:?}"))
 }
 
+/// A script's refusal of a show: {-404} nobody made it, {-503} it was lost.
+fn refused(show: &ShowId, got: &[i64]) -> Option<StoreError> {
+    match got {
+        [-404] => Some(StoreError::NoSuchShow(show.clone())),
+        [-503] => Some(StoreError::ShowLost(show.clone())),
+        _ => None,
+    }
+}
+
+/// Runs `parse` on a script's integer reply unless the script refused the show.
+fn reply<T>(
+    show: &ShowId,
+    what: &str,
+    got: Vec<i64>,
+    parse: impl FnOnce(&[i64]) -> Option<T>,
+) -> Result<T> {
+    if let Some(e) = refused(show, &got) {
+        return Err(e);
+    }
+    parse(&got).ok_or_else(|| protocol(what, &got))
+}
+
+fn meta(got: &[i64]) -> Option<Option<ShowMeta>> {
+    match *got {
+        [0] => Some(None),
+        [1, epoch, open, lost] => Some(Some(ShowMeta {
+            epoch: epoch as u64,
+            open: open == 1,
+            lost: lost == 1,
+        })),
+        _ => None,
+    }
+}
+
+/// How often a subscription is PINGed, and how long its PONG may take.
+pub const PUBSUB_PING_EVERY: Duration = Duration::from_secs(5);
+pub const PUBSUB_PONG_WITHIN: Duration = Duration::from_secs(3);
+
+/// PINGs a subscription until its stream is dropped; cancels `dead` when one goes
+/// unanswered.
+async fn keep_alive(mut sink: PubSubSink, dead: CancellationToken, dropped: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(PUBSUB_PING_EVERY) => {}
+            _ = dropped.cancelled() => return,
+        }
+        let pong = tokio::time::timeout(PUBSUB_PONG_WITHIN, sink.ping::<redis::Value>()).await;
+        if !matches!(pong, Ok(Ok(_))) {
+            tracing::warn!("the event subscription did not answer a PING; resubscribing");
+            dead.cancel();
+            return;
+        }
+    }
+}
+
 fn order_key(id: Uuid) -> String {
     format!("wr:order:{id}")
 }
 
-fn hold_key(hold: &str) -> String {
-    format!("wr:hold:{hold}")
-}
-
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStore<C> {
-    async fn open(&self, show: &ShowId) -> Result<()> {
+    async fn configure(&self, show: &ShowId, settings: ShowSettings) -> Result<Configured> {
+        let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
+        let args = (
+            new_epoch(),
+            opt(settings.admit_per_second),
+            opt(settings.max_active_buyers),
+        );
+        let r: Vec<i64> = self.run(&CONFIGURE, show, args).await?;
+        let [created, epoch] = r[..] else {
+            return Err(protocol("configure", &r));
+        };
         let mut conn = self.conn.clone();
+        let _: i64 = conn.sadd(SHOWS, show.as_str()).await?;
+        Ok(Configured {
+            created: created == 1,
+            recovered: false,
+            epoch: epoch as u64,
+        })
+    }
+
+    async fn open(&self, show: &ShowId) -> Result<Configured> {
+        let r: Vec<i64> = self.run(&OPEN, show, new_epoch()).await?;
+        let [created, recovered, epoch] = r[..] else {
+            return Err(protocol("open", &r));
+        };
+        let mut conn = self.conn.clone();
+        let _: i64 = conn.sadd(SHOWS, show.as_str()).await?;
         let _: i64 = conn.sadd(OPEN_SHOWS, show.as_str()).await?;
-        Ok(())
+        Ok(Configured {
+            created: created == 1,
+            recovered: recovered == 1,
+            epoch: epoch as u64,
+        })
     }
 
     async fn close(&self, show: &ShowId) -> Result<()> {
+        let r: Vec<i64> = self.run(&CLOSE, show, NO_ARGS).await?;
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
-        Ok(())
+        reply(show, "close", r, |r| (r == [1]).then_some(()))
     }
 
-    async fn is_open(&self, show: &ShowId) -> Result<bool> {
+    async fn delete(&self, show: &ShowId) -> Result<bool> {
+        let tombstone = TOMBSTONE_TTL.as_millis() as u64;
+        let r: Vec<i64> = self.run(&DELETE, show, tombstone).await?;
         let mut conn = self.conn.clone();
-        Ok(conn.sismember(OPEN_SHOWS, show.as_str()).await?)
+        let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
+        let _: i64 = conn.srem(SHOWS, show.as_str()).await?;
+        Ok(r == [1])
+    }
+
+    async fn show(&self, show: &ShowId) -> Result<Option<ShowMeta>> {
+        let r: Vec<i64> = self.run(&META, show, NO_ARGS).await?;
+        meta(&r).ok_or_else(|| protocol("meta", &r))
+    }
+
+    async fn shows(&self) -> Result<Vec<ShowId>> {
+        self.members(SHOWS).await
     }
 
     async fn open_shows(&self) -> Result<Vec<ShowId>> {
+        self.members(OPEN_SHOWS).await
+    }
+
+    async fn check_show(&self, show: &ShowId, known_epoch: u64) -> Result<Option<ShowMeta>> {
+        let r: Vec<i64> = self.run(&CHECK, show, (known_epoch, new_epoch())).await?;
+        let found = meta(&r).ok_or_else(|| protocol("check", &r))?;
+        // Keep the indexes whole: a lost show stays listed, an open one stays served.
         let mut conn = self.conn.clone();
-        let names: Vec<String> = conn.smembers(OPEN_SHOWS).await?;
-        // Only this program writes the set, but never trust a key to hold a valid id.
-        let mut shows: Vec<ShowId> = names.iter().filter_map(|n| n.parse().ok()).collect();
-        shows.sort();
-        Ok(shows)
+        if let Some(m) = found {
+            let _: i64 = conn.sadd(SHOWS, show.as_str()).await?;
+            if m.open {
+                let _: i64 = conn.sadd(OPEN_SHOWS, show.as_str()).await?;
+            } else {
+                let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
+            }
+        }
+        Ok(found)
     }
 
     async fn join(&self, show: &ShowId) -> Result<Joined> {
         let ticket = Uuid::new_v4();
         let r: Vec<i64> = self.run(&JOIN, show, ticket.to_string()).await?;
-        let [seq, position, rate, version] = r[..] else {
-            return Err(protocol("join", &r));
-        };
-        Ok(Joined {
-            ticket,
-            seq: seq as u64,
-            status: Status {
-                state: TicketState::Waiting {
-                    position: position as u64,
+        reply(show, "join", r, |r| {
+            let [seq, position, rate, version, epoch] = *r else {
+                return None;
+            };
+            Some(Joined {
+                ticket,
+                seq: seq as u64,
+                status: Status {
+                    state: TicketState::Waiting {
+                        position: position as u64,
+                    },
+                    epoch: epoch as u64,
+                    seq: Some(seq as u64),
+                    rate: rate as u32,
+                    version: version as u64,
                 },
-                seq: Some(seq as u64),
-                rate: rate as u32,
-                version: version as u64,
-            },
+            })
         })
     }
 
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
         let r: Vec<i64> = self.run(&STATUS, show, ticket.to_string()).await?;
-        let [kind, value, seq, rate, version] = r[..] else {
-            return Err(protocol("status", &r));
-        };
-        let (state, seq) = match kind {
-            1 => (
-                TicketState::Waiting {
-                    position: value as u64,
-                },
-                Some(seq as u64),
-            ),
-            2 => (
-                TicketState::Admitted {
-                    expires_in_ms: value as u64,
-                },
-                None,
-            ),
-            _ => (TicketState::Unknown, None),
-        };
-        Ok(Status {
-            state,
-            seq,
-            rate: rate as u32,
-            version: version as u64,
+        reply(show, "status", r, |r| {
+            let [kind, value, seq, rate, version, epoch] = *r else {
+                return None;
+            };
+            let (state, seq) = match kind {
+                1 => (
+                    TicketState::Waiting {
+                        position: value as u64,
+                    },
+                    Some(seq as u64),
+                ),
+                2 => (
+                    TicketState::Admitted {
+                        expires_in_ms: value as u64,
+                    },
+                    None,
+                ),
+                _ => (TicketState::Unknown, None),
+            };
+            Some(Status {
+                state,
+                epoch: epoch as u64,
+                seq,
+                rate: rate as u32,
+                version: version as u64,
+            })
         })
     }
 
     async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
-        let r: i64 = self.run(&LEAVE, show, ticket.to_string()).await?;
-        Ok(r == 1)
+        let r: Vec<i64> = self.run(&LEAVE, show, ticket.to_string()).await?;
+        reply(show, "leave", r, |r| match *r {
+            [live] => Some(live == 1),
+            _ => None,
+        })
     }
 
     async fn is_admitted(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
-        let mut conn = self.conn.clone();
-        Ok(conn
-            .exists(format!("wr:{{{show}}}:admitted:{ticket}"))
-            .await?)
+        let r: Vec<i64> = self.run(&IS_ADMITTED, show, ticket.to_string()).await?;
+        reply(show, "is_admitted", r, |r| match *r {
+            [yes] => Some(yes == 1),
+            _ => None,
+        })
     }
 
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome> {
         let r: Vec<i64> = self.run(&ADMIT, show, fence).await?;
         match r[..] {
-            [-1] => Ok(AdmitOutcome::Fenced),
-            [-2] => Ok(AdmitOutcome::AlreadyThisSecond),
+            [-1, fence] => Ok(AdmitOutcome::Fenced {
+                fence: fence as u64,
+            }),
+            [-2, next_in] => Ok(AdmitOutcome::AlreadyThisSecond {
+                next_in: Duration::from_millis(next_in.max(0) as u64),
+            }),
+            [-3] => Ok(AdmitOutcome::NotServed),
             [0, ..] => Ok(AdmitOutcome::Admitted {
                 count: 0,
                 event: None,
             }),
-            [count, head, version, now, rate] => Ok(AdmitOutcome::Admitted {
+            [count, head, version, now, rate, epoch] => Ok(AdmitOutcome::Admitted {
                 count: count as u64,
                 event: Some(ShowEvent {
                     show: show.clone(),
+                    epoch: epoch as u64,
                     version: version as u64,
                     kind: EventKind::Tick,
                     head: head as u64,
@@ -273,44 +408,32 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
         }
     }
 
-    async fn set_rate(&self, show: &ShowId, rate: u32) -> Result<()> {
-        let _: i64 = self.run(&RATE, show, rate).await?;
-        Ok(())
-    }
-
-    async fn set_max_active_buyers(&self, show: &ShowId, cap: u32) -> Result<()> {
-        let _: i64 = self.run(&CAPACITY, show, cap).await?;
-        Ok(())
-    }
-
-    async fn bought(&self, show: &ShowId, ticket: Uuid) -> Result<()> {
-        let _: i64 = self.run(&BOUGHT, show, ticket.to_string()).await?;
-        Ok(())
-    }
-
     async fn stats(&self, show: &ShowId) -> Result<ShowStats> {
-        let open = self.is_open(show).await?;
         let r: Vec<i64> = self.run(&STATS, show, NO_ARGS).await?;
-        let [queue_length, admitted_valid, rate, joined, cap] = r[..] else {
-            return Err(protocol("stats", &r));
-        };
-        Ok(ShowStats {
-            show_id: show.to_string(),
-            open,
-            queue_length: queue_length as u64,
-            admitted_valid: admitted_valid as u64,
-            admit_per_second: rate as u32,
-            max_active_buyers: cap as u32,
-            joined: joined as u64,
+        reply(show, "stats", r, |r| {
+            let [queue_length, admitted_valid, rate, joined, cap, open, lost] = *r else {
+                return None;
+            };
+            Some(ShowStats {
+                show_id: show.to_string(),
+                open: open == 1,
+                lost: lost == 1,
+                queue_length: queue_length as u64,
+                admitted_valid: admitted_valid as u64,
+                admit_per_second: rate as u32,
+                max_active_buyers: cap as u32,
+                joined: joined as u64,
+            })
         })
     }
 
     async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot> {
         let r: Vec<i64> = self.run(&SNAPSHOT, show, NO_ARGS).await?;
-        let [version, head, rate, ref left @ ..] = r[..] else {
+        let [epoch, version, head, rate, ref left @ ..] = r[..] else {
             return Err(protocol("snapshot", &r));
         };
         Ok(ShowSnapshot {
+            epoch: epoch as u64,
             version: version as u64,
             head: head as u64,
             left: left.iter().map(|&s| s as u64).collect(),
@@ -318,7 +441,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
             ttl_ms: self.ttl_ms(),
         })
     }
-
     async fn subscribe(&self) -> Result<BoxStream<'static, ShowEvent>> {
         // A dedicated connection: a subscribed connection can do nothing else. When it drops,
         // the stream ends and the hub subscribes again, to the next node if this one is gone.
@@ -343,25 +465,37 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
                 .map(StoreError::from)
                 .unwrap_or_else(|| StoreError::Protocol("no node to subscribe to".into())));
         };
-        Ok(pubsub
-            .into_on_message()
-            .filter_map(|msg| async move {
-                let parsed = serde_json::from_slice::<ShowEvent>(msg.get_payload_bytes());
-                if let Err(e) = &parsed {
-                    tracing::warn!(error = %e, "ignoring a malformed event on {EVENTS_CHANNEL}");
+        // A subscription can go silent without the socket closing (a node failed over, a
+        // middlebox dropped the flow): PING it, and end the stream when no PONG comes back,
+        // so the hub subscribes again and resynchronises.
+        let (sink, messages) = pubsub.split();
+        let dead = CancellationToken::new();
+        let dropped = CancellationToken::new();
+        tokio::spawn(keep_alive(sink, dead.clone(), dropped.clone()));
+        let dropped = dropped.drop_guard();
+        Ok(messages
+            .take_until(dead.cancelled_owned())
+            .filter_map(move |msg| {
+                let _stops_the_pings_when_dropped = &dropped;
+                async move {
+                    let parsed = serde_json::from_slice::<ShowEvent>(msg.get_payload_bytes());
+                    if let Err(e) = &parsed {
+                        tracing::warn!(error = %e, "ignoring a malformed event on {EVENTS_CHANNEL}");
+                    }
+                    parsed.ok()
                 }
-                parsed.ok()
             })
             .boxed())
     }
 
-    async fn lease(&self, instance: &str, ttl: Duration) -> Result<Option<u64>> {
+    async fn lease(&self, instance: &str, ttl: Duration, floor: u64) -> Result<Option<u64>> {
         let mut conn = self.conn.clone();
         let token: i64 = LEASE_SCRIPT
             .key(LEASE)
             .key(FENCE_COUNTER)
             .arg(instance)
             .arg(ttl.as_millis() as u64)
+            .arg(floor)
             .invoke_async(&mut conn)
             .await?;
         Ok((token > 0).then_some(token as u64))
@@ -377,7 +511,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
         Ok(())
     }
 
-    async fn limit_join(&self, client: IpAddr, per_second: u32) -> Result<Option<Duration>> {
+    async fn limit_join(&self, client: &str, per_second: u32) -> Result<Option<Duration>> {
         let mut conn = self.conn.clone();
         let wait_ms: u64 = LIMIT_SCRIPT
             .key(format!("wr:limit:{client}"))
@@ -388,32 +522,42 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
         Ok((wait_ms > 0).then(|| Duration::from_millis(wait_ms)))
     }
 
-    async fn place_order(&self, order: &NewOrder) -> Result<(Order, bool)> {
+    async fn place_order(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome> {
         let mut conn = self.conn.clone();
         let created = Order::confirmed(order, wall_ms());
         let json =
             serde_json::to_string(&created).map_err(|e| StoreError::Protocol(e.to_string()))?;
-        // The order first, then claim the hold: a crash in between leaves an order nobody
-        // references, never a hold pointing at nothing. Two keys, no script: they may live
-        // in different cluster slots.
+        // The order first, then the step through the gate that claims the hold: a crash in
+        // between leaves an order nobody references, never a hold pointing at nothing. The
+        // order's key lives outside the show's slot (`GET /orders/{id}` knows no show).
         let _: () = conn.set(order_key(created.id), &json).await?;
-        let claimed: bool = conn
-            .set_nx(hold_key(&order.hold_id), created.id.to_string())
-            .await?;
-        if claimed {
-            return Ok((created, true));
-        }
+        let args = (
+            &order.hold_id,
+            ticket.map(|t| t.to_string()).unwrap_or_default(),
+            order_fingerprint(order),
+            created.id.to_string(),
+        );
+        let r: Vec<String> = self.run(&ORDER, &order.show_id, args).await?;
+        let outcome = match r.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            ["created", _] => return Ok(OrderOutcome::Created(created)),
+            ["repeated", id] => match id.parse() {
+                Ok(id) => self.get_order(id).await.and_then(|found| {
+                    found.map(OrderOutcome::Repeated).ok_or_else(|| {
+                        StoreError::Protocol(format!("hold points at missing order {id}"))
+                    })
+                }),
+                Err(_) => Err(StoreError::Protocol(format!("hold points at {id}"))),
+            },
+            ["conflict", "hold"] => Ok(OrderOutcome::Conflict("hold")),
+            ["conflict", _] => Ok(OrderOutcome::Conflict("admission")),
+            ["forbidden"] => Ok(OrderOutcome::Forbidden),
+            ["-404"] => Err(StoreError::NoSuchShow(order.show_id.clone())),
+            ["-503"] => Err(StoreError::ShowLost(order.show_id.clone())),
+            _ => Err(StoreError::Protocol(format!("order: {r:?}"))),
+        };
+        // Not placed: the order written ahead is nobody's.
         let _: i64 = conn.del(order_key(created.id)).await?;
-        let existing: String = conn.get(hold_key(&order.hold_id)).await?;
-        let id = existing
-            .parse()
-            .map_err(|_| StoreError::Protocol(format!("hold points at {existing}")))?;
-        match self.get_order(id).await? {
-            Some(found) => Ok((found, false)),
-            None => Err(StoreError::Protocol(format!(
-                "hold points at missing order {id}"
-            ))),
-        }
+        outcome
     }
 
     async fn get_order(&self, id: Uuid) -> Result<Option<Order>> {
@@ -427,5 +571,17 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
         let mut conn = self.conn.clone();
         let _: String = redis::cmd("PING").query_async(&mut conn).await?;
         Ok(())
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
+    /// The valid show ids in a set, sorted.
+    async fn members(&self, set: &str) -> Result<Vec<ShowId>> {
+        let mut conn = self.conn.clone();
+        let names: Vec<String> = conn.smembers(set).await?;
+        // Only this program writes the set, but never trust a key to hold a valid id.
+        let mut shows: Vec<ShowId> = names.iter().filter_map(|n| n.parse().ok()).collect();
+        shows.sort();
+        Ok(shows)
     }
 }

@@ -89,6 +89,13 @@ async fn three_instances_admit_n_per_second_and_survive_the_leader_dying() {
         servers.push(ServerProcess::start(&redis.url(), RATE as u32, &[]).await);
     }
     let client = Client::new();
+    let made = client
+        .put(servers[0].url("/orders/waiting-room/big"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 201);
     for i in 0..150 {
         let s = &servers[i % 3];
         let r = client

@@ -29,6 +29,7 @@ pub fn free_port() -> u16 {
 pub struct RedisServer {
     child: Child,
     pub port: u16,
+    extra: Vec<String>,
 }
 
 impl RedisServer {
@@ -37,38 +38,69 @@ impl RedisServer {
     }
 
     pub async fn start_with(extra: &[&str]) -> RedisServer {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         for _ in 0..10 {
             let port = free_port();
-            let child = Command::new("redis-server")
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                ])
-                .args(["--cluster-config-file", &format!("nodes-{port}.conf")])
-                .args(extra)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server must be on PATH (apt-get install redis-server)");
-            let mut server = RedisServer { child, port };
-            for _ in 0..100 {
-                if server.ping().await {
-                    return server;
-                }
-                if let Ok(Some(_)) = server.child.try_wait() {
-                    break; // port taken: try another
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
+            let mut server = RedisServer {
+                child: Self::spawn(port, &extra),
+                port,
+                extra: extra.clone(),
+            };
+            if server.ready().await {
+                return server;
             }
             let _ = server.child.kill();
         }
         panic!("could not start redis-server");
+    }
+
+    fn spawn(port: u16, extra: &[String]) -> Child {
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--cluster-config-file", &format!("nodes-{port}.conf")])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be on PATH (apt-get install redis-server)")
+    }
+
+    /// Whether the server answers within two seconds (false if it exited: port taken).
+    async fn ready(&mut self) -> bool {
+        for _ in 0..100 {
+            if self.ping().await {
+                return true;
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    /// Kills the server and starts a new one on the same port, as a crash and restart
+    /// without persistence would: every key is gone.
+    pub async fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for _ in 0..50 {
+            self.child = Self::spawn(self.port, &self.extra);
+            if self.ready().await {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("redis-server did not come back on port {}", self.port);
     }
 
     pub fn url(&self) -> String {
@@ -278,6 +310,18 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Creates a show with the server's default settings (its on-sale stays closed).
+    pub async fn create(&self, show: &str) {
+        let r = self
+            .client
+            .put(self.url(&format!("/orders/waiting-room/{show}")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "create {show}: {}", r.status());
+    }
+
     pub async fn open(&self, show: &str) {
         assert_eq!(
             self.operator(show, "open").await.status(),
@@ -419,6 +463,7 @@ impl ServerProcess {
                 .env("ADMIT_PER_SECOND", rate.to_string())
                 .env("ADMIN_TOKEN", TOKEN)
                 .env("JOIN_RATE_LIMIT", "0")
+                .env("MAX_STREAMS_PER_CLIENT", "0")
                 .env(
                     "RUST_LOG",
                     std::env::var("WR_TEST_LOG").unwrap_or_else(|_| "warn".into()),

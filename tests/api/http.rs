@@ -105,6 +105,7 @@ async fn the_seeds_try_it_sequence(backend: Backend) {
 
 async fn bad_input_gets_a_clear_json_4xx(backend: Backend) {
     let app = spawn_app(backend).await;
+    app.create("s").await;
     let c = &app.client;
     let order = |v: Value| c.post(app.url("/orders")).json(&v).send();
     let valid = json!({"showId": "s", "holdId": "h", "customerEmail": "a@b.co", "amount": 1});
@@ -265,6 +266,7 @@ async fn the_gate_refuses_forged_expired_and_foreign_tickets(backend: Backend) {
 
 async fn operator_calls_need_the_token(backend: Backend) {
     let app = spawn_app(backend).await;
+    app.create("s").await;
     let c = &app.client;
     for (method, path) in [
         ("POST", "/orders/waiting-room/s/open"),
@@ -302,13 +304,14 @@ async fn operator_calls_need_the_token(backend: Backend) {
     assert_eq!(stats.status(), StatusCode::OK);
     assert_eq!(
         stats.json::<Value>().await.unwrap(),
-        json!({"showId": "s", "open": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0})
+        json!({"showId": "s", "open": false, "lost": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0})
     );
     app.stop().await;
 }
 
 async fn leave_and_rate_change_over_http(backend: Backend) {
     let app = spawn_app(backend).await;
+    app.create("s").await;
     let a = ticket_id(&app.join_ok("s").await);
     let b = ticket_id(&app.join_ok("s").await);
     let c = ticket_id(&app.join_ok("s").await);
@@ -366,6 +369,7 @@ async fn too_many_joins_from_one_client_get_429_with_retry_after() {
         ..Config::for_tests()
     };
     let app = spawn_app_with(Backend::Memory, config).await;
+    app.create("s").await;
     let mut statuses = Vec::new();
     for _ in 0..8 {
         statuses.push(app.join("s").await);

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 use waiting_room::hub::{Hub, Update};
 use waiting_room::metrics::Metrics;
-use waiting_room::store::{MemoryStore, QueueStore};
+use waiting_room::store::{MemoryStore, QueueStore, ShowSettings};
 
 use crate::helpers::{settings, show};
 
@@ -41,6 +41,7 @@ async fn pushed_states_equal_polled_states_through_random_changes() {
     tokio::spawn(hub.clone().run(shutdown.clone()));
     tokio::time::sleep(Duration::from_millis(10)).await; // let the hub subscribe
     let sh = show("rnd");
+    store.open(&sh).await.unwrap();
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
     let mut followers: Vec<Follower> = Vec::new();
     let mut fence = 1;
@@ -78,11 +79,16 @@ async fn pushed_states_equal_polled_states_through_random_changes() {
                 store.admit(&sh, fence).await.unwrap();
             }
             _ => {
-                store.set_rate(&sh, 1 + rng.below(5) as u32).await.unwrap();
+                let settings = ShowSettings {
+                    admit_per_second: Some(1 + rng.below(5) as u32),
+                    max_active_buyers: None,
+                };
+                store.configure(&sh, settings).await.unwrap();
             }
         }
-        // Let the hub catch up, then compare every live follower with a poll.
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        // Let the hub catch up (leaves are folded for a moment), then compare every live
+        // follower with a poll.
+        tokio::time::sleep(waiting_room::hub::LEAVE_FOLD * 2).await;
         for f in &mut followers {
             while let Some(Some(u)) = f.updates.next().now_or_never() {
                 f.latest = Some(u);

@@ -1,7 +1,9 @@
 //! Integration tests: one binary, real servers on 127.0.0.1:0, real redis-servers.
 
+mod abuse;
 mod cli;
 mod cluster;
+mod gate;
 mod helpers;
 mod http;
 mod hub;

@@ -39,6 +39,7 @@ async fn mid_second() {
 async fn sse_first_state_at_once_then_falling_positions_admission_and_expiry() {
     for backend in [Backend::Memory, Backend::Redis] {
         let app = spawn_app_with(backend, config(2, Duration::from_millis(1500))).await;
+        app.create("s").await;
         let tickets: Vec<String> = {
             let mut t = Vec::new();
             for _ in 0..5 {
@@ -113,6 +114,7 @@ async fn sse_first_state_at_once_then_falling_positions_admission_and_expiry() {
 async fn websocket_frames_carry_the_same_json_and_event_names() {
     for backend in [Backend::Memory, Backend::Redis, Backend::Cluster] {
         let app = spawn_app_with(backend, config(1, Duration::from_secs(60))).await;
+        app.create("w").await;
         let a = ticket_id(&app.join_ok("w").await);
         let b = ticket_id(&app.join_ok("w").await);
         let url = format!("ws://{}/orders/waiting-room/w/tickets/{b}/ws", app.addr);
@@ -151,6 +153,7 @@ async fn websocket_frames_carry_the_same_json_and_event_names() {
 #[tokio::test]
 async fn a_reconnecting_event_source_resumes_at_its_current_place() {
     let app = spawn_app_with(Backend::Memory, config(1, Duration::from_secs(60))).await;
+    app.create("r").await;
     let mut tickets = Vec::new();
     for _ in 0..6 {
         tickets.push(ticket_id(&app.join_ok("r").await));
@@ -183,6 +186,7 @@ async fn a_reconnecting_event_source_resumes_at_its_current_place() {
 async fn a_leave_moves_everyone_behind_up_in_pushed_positions() {
     for backend in [Backend::Memory, Backend::Redis, Backend::Cluster] {
         let app = spawn_app_with(backend, config(1, Duration::from_secs(60))).await;
+        app.create("l").await;
         let mut tickets = Vec::new();
         let mut streams = Vec::new();
         for _ in 0..4 {
@@ -219,6 +223,7 @@ async fn a_leave_moves_everyone_behind_up_in_pushed_positions() {
 #[tokio::test]
 async fn shutdown_ends_every_stream_cleanly() {
     let app = spawn_app_with(Backend::Memory, config(1, Duration::from_secs(60))).await;
+    app.create("x").await;
     let t = ticket_id(&app.join_ok("x").await);
     let mut sse = SseReader::connect(&app.client, &app.url(&events_path("x", &t)), None).await;
     sse.next(WAIT).await.unwrap();
@@ -289,6 +294,13 @@ async fn fans_on_one_instance_follow_the_admitter_on_another() {
     }
     let a = ServerProcess::start(&redis.url(), 3, &[]).await;
     let base = format!("http://{}", a.addr);
+    let made = client
+        .put(a.url("/orders/waiting-room/x"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 201);
     let mut fans = Vec::new();
     for _ in 0..24 {
         let j: Value = client
@@ -397,6 +409,7 @@ async fn commands_while_following(redis: &RedisServer, fans: &mut [SseReader], s
 #[tokio::test]
 async fn redis_commands_per_tick_do_not_grow_with_connected_fans() {
     let app = spawn_app_with(Backend::Redis, config(1, Duration::from_secs(60))).await;
+    app.create("c").await;
     let redis = app.redis.as_ref().unwrap().server();
     let mut tickets = Vec::new();
     for _ in 0..210 {
@@ -425,6 +438,7 @@ async fn redis_commands_per_tick_do_not_grow_with_connected_fans() {
 #[tokio::test]
 async fn streams_survive_the_pubsub_connection_being_killed() {
     let app = spawn_app_with(Backend::Redis, config(1, Duration::from_secs(60))).await;
+    app.create("k").await;
     let redis = app.redis.as_ref().unwrap().server();
     let mut tickets = Vec::new();
     for _ in 0..8 {
@@ -456,4 +470,89 @@ async fn streams_survive_the_pubsub_connection_being_killed() {
         positions.windows(2).all(|w| w[1] < w[0]),
         "positions keep falling: {positions:?}"
     );
+}
+
+/// An SSE stream read straight off a socket: what arrived, and whether the body ended.
+async fn raw_stream(addr: std::net::SocketAddr, path: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!("GET {path} HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n\r\n");
+    socket.write_all(head.as_bytes()).await.unwrap();
+    socket
+}
+
+/// Reads until `within` passes or the chunked body ends; the text read and whether it ended.
+async fn read_raw(socket: &mut tokio::net::TcpStream, within: Duration) -> (String, bool) {
+    use tokio::io::AsyncReadExt;
+    let mut text = String::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + within;
+    while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, socket.read(&mut buf)).await {
+        if n == 0 {
+            break;
+        }
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+        // The last chunk (`0`) may come in a read of its own.
+        if text.ends_with("0\r\n\r\n") {
+            return (text, true);
+        }
+    }
+    (text, false)
+}
+
+#[tokio::test]
+async fn one_ticket_holds_a_few_streams_the_newest_replacing_the_oldest() {
+    let app = spawn_app_with(Backend::Memory, config(1, Duration::from_secs(60))).await;
+    app.create("t").await;
+    for _ in 0..9 {
+        app.join_ok("t").await;
+    }
+    let ticket = ticket_id(&app.join_ok("t").await);
+    let path = events_path("t", &ticket);
+    let mut streams = Vec::new();
+    for _ in 0..waiting_room::hub::STREAMS_PER_TICKET + 2 {
+        let mut s = raw_stream(app.addr, &path).await;
+        let (first, ended) = read_raw(&mut s, Duration::from_millis(300)).await;
+        assert!(first.contains("event: waiting") && !ended, "{first}");
+        streams.push(s);
+    }
+    // The two oldest were let go, the newest are followed.
+    for old in &mut streams[..2] {
+        let (rest, ended) = read_raw(old, WAIT).await;
+        assert!(ended, "the oldest streams end: {rest:?}");
+    }
+    app.set_rate("t", 7).await;
+    for live in &mut streams[2..] {
+        let (pushed, ended) = read_raw(live, Duration::from_millis(500)).await;
+        assert!(pushed.contains("\"etaSeconds\":2") && !ended, "{pushed}");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_burst_of_leaves_reaches_the_fans_behind_as_one_update() {
+    let app = spawn_app_with(Backend::Redis, config(1, Duration::from_secs(60))).await;
+    app.create("b").await;
+    let mut tickets = Vec::new();
+    for _ in 0..61 {
+        tickets.push(ticket_id(&app.join_ok("b").await));
+    }
+    let last = tickets.pop().unwrap();
+    let mut fan = SseReader::connect(&app.client, &app.url(&events_path("b", &last)), None).await;
+    assert_eq!(fan.next(WAIT).await.unwrap().data["position"], 61);
+    // Fifty fans give up at once.
+    let leaves = tickets[..50].iter().map(|t| app.leave("b", t));
+    for r in futures::future::join_all(leaves).await {
+        assert_eq!(r.status(), 204);
+    }
+    let pushed = fan.drain(Duration::from_millis(800)).await;
+    assert!(
+        (1..=3).contains(&pushed.len()),
+        "fifty leaves, {} pushes: {pushed:?}",
+        pushed.len()
+    );
+    let final_position = &pushed.last().unwrap().data;
+    assert_eq!(final_position["position"], 11);
+    assert_eq!(*final_position, app.ticket_json("b", &last).await);
+    app.stop().await;
 }

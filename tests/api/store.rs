@@ -7,7 +7,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use rust_decimal::Decimal;
 use waiting_room::model::{OrderRequest, TicketState};
-use waiting_room::store::{AdmitOutcome, EventKind, QueueStore};
+use waiting_room::store::{
+    AdmitOutcome, EventKind, OrderOutcome, QueueStore, ShowSettings, StoreError,
+};
 
 use crate::helpers::{Backend, settings, show, store};
 
@@ -41,7 +43,24 @@ conformance!(
     a_rate_of_its_own_changes_admissions_and_eta,
     joins_are_limited_per_client,
     a_buyer_cap_admits_only_into_free_places,
+    holds_belong_to_their_show_and_one_admission_buys_once,
+    a_deleted_show_is_gone_and_a_new_one_starts_afresh,
+    a_lease_heals_past_a_fence_it_met,
 );
+
+fn rate(admit_per_second: u32) -> ShowSettings {
+    ShowSettings {
+        admit_per_second: Some(admit_per_second),
+        max_active_buyers: None,
+    }
+}
+
+fn cap(max_active_buyers: u32) -> ShowSettings {
+    ShowSettings {
+        admit_per_second: None,
+        max_active_buyers: Some(max_active_buyers),
+    }
+}
 
 /// Sleeps until just after the start of a wall-clock second, so two admissions that must
 /// share (or not share) a second do.
@@ -68,6 +87,7 @@ async fn position(s: &dyn QueueStore, show_name: &str, t: uuid::Uuid) -> TicketS
 async fn joins_get_dense_sequences_and_positions(backend: Backend) {
     let (s, _redis) = store(backend, settings(2, Duration::from_secs(60))).await;
     let sh = show("s1");
+    s.open(&sh).await.unwrap();
     let mut tickets = Vec::new();
     for expected in 1..=5u64 {
         let j = s.join(&sh).await.unwrap();
@@ -90,6 +110,7 @@ async fn joins_get_dense_sequences_and_positions(backend: Backend) {
         assert_eq!(view.eta_seconds, Some((i as u64 + 2) / 2));
     }
     // Another show has its own queue.
+    s.open(&show("s2")).await.unwrap();
     let other = s.join(&show("s2")).await.unwrap();
     assert_eq!(other.seq, 1);
     assert_eq!(
@@ -101,6 +122,7 @@ async fn joins_get_dense_sequences_and_positions(backend: Backend) {
 async fn admission_takes_the_rate_in_arrival_order_once_a_second(backend: Backend) {
     let (s, _redis) = store(backend, settings(3, Duration::from_secs(60))).await;
     let sh = show("s1");
+    s.open(&sh).await.unwrap();
     let mut tickets = Vec::new();
     for _ in 0..5 {
         tickets.push(s.join(&sh).await.unwrap().ticket);
@@ -127,14 +149,14 @@ async fn admission_takes_the_rate_in_arrival_order_once_a_second(backend: Backen
     );
 
     // A second admission in the same second admits nobody, whoever asks.
-    assert_eq!(
+    assert!(matches!(
         s.admit(&sh, 1).await.unwrap(),
-        AdmitOutcome::AlreadyThisSecond
-    );
-    assert_eq!(
+        AdmitOutcome::AlreadyThisSecond { .. }
+    ));
+    assert!(matches!(
         s.admit(&sh, 2).await.unwrap(),
-        AdmitOutcome::AlreadyThisSecond
-    );
+        AdmitOutcome::AlreadyThisSecond { .. }
+    ));
     assert_eq!(
         position(s.as_ref(), "s1", tickets[3]).await,
         TicketState::Waiting { position: 1 }
@@ -159,6 +181,7 @@ async fn admission_takes_the_rate_in_arrival_order_once_a_second(backend: Backen
 async fn admission_runs_out_to_unknown(backend: Backend) {
     let (s, _redis) = store(backend, settings(5, Duration::from_millis(400))).await;
     let sh = show("s1");
+    s.open(&sh).await.unwrap();
     let t = s.join(&sh).await.unwrap().ticket;
     s.admit(&sh, 1).await.unwrap();
     match position(s.as_ref(), "s1", t).await {
@@ -174,6 +197,7 @@ async fn admission_runs_out_to_unknown(backend: Backend) {
 async fn a_stale_fencing_token_is_refused(backend: Backend) {
     let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
     let sh = show("s1");
+    s.open(&sh).await.unwrap();
     for _ in 0..3 {
         s.join(&sh).await.unwrap();
     }
@@ -182,7 +206,11 @@ async fn a_stale_fencing_token_is_refused(backend: Backend) {
         AdmitOutcome::Admitted { count: 1, .. }
     ));
     next_second().await;
-    assert_eq!(s.admit(&sh, 4).await.unwrap(), AdmitOutcome::Fenced);
+    assert_eq!(
+        s.admit(&sh, 4).await.unwrap(),
+        AdmitOutcome::Fenced { fence: 5 },
+        "the refusal names the fence to beat"
+    );
     assert!(matches!(
         s.admit(&sh, 5).await.unwrap(),
         AdmitOutcome::Admitted { count: 1, .. }
@@ -193,20 +221,33 @@ async fn a_stale_fencing_token_is_refused(backend: Backend) {
 async fn open_and_close(backend: Backend) {
     let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
     let (a, b) = (show("a"), show("b"));
-    assert!(!s.is_open(&a).await.unwrap());
-    s.open(&a).await.unwrap();
+    assert_eq!(s.show(&a).await.unwrap(), None);
+    assert!(matches!(s.close(&a).await, Err(StoreError::NoSuchShow(_))));
+    let made = s.open(&a).await.unwrap();
+    assert!(made.created && !made.recovered);
     s.open(&b).await.unwrap();
-    s.open(&a).await.unwrap();
-    assert!(s.is_open(&a).await.unwrap());
+    let again = s.open(&a).await.unwrap();
+    assert!(!again.created);
+    assert_eq!(
+        again.epoch, made.epoch,
+        "opening again keeps the show's state"
+    );
+    assert!(s.show(&a).await.unwrap().unwrap().open);
     assert_eq!(s.open_shows().await.unwrap(), vec![a.clone(), b.clone()]);
     s.close(&a).await.unwrap();
-    assert!(!s.is_open(&a).await.unwrap());
-    assert_eq!(s.open_shows().await.unwrap(), vec![b]);
+    assert!(!s.show(&a).await.unwrap().unwrap().open);
+    assert_eq!(s.open_shows().await.unwrap(), vec![b.clone()]);
+    assert_eq!(s.shows().await.unwrap(), vec![a.clone(), b]);
+    // A closed show is not served by the admitter.
+    s.join(&a).await.unwrap();
+    assert_eq!(s.admit(&a, 1).await.unwrap(), AdmitOutcome::NotServed);
 }
 
 async fn the_gate_knows_admitted_tickets_of_that_show_only(backend: Backend) {
     let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
     let (a, b) = (show("a"), show("b"));
+    s.open(&a).await.unwrap();
+    s.open(&b).await.unwrap();
     let first = s.join(&a).await.unwrap().ticket;
     let second = s.join(&a).await.unwrap().ticket;
     assert!(
@@ -226,30 +267,164 @@ async fn the_gate_knows_admitted_tickets_of_that_show_only(backend: Backend) {
     );
 }
 
-async fn orders_are_idempotent_per_hold(backend: Backend) {
-    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
-    let req = OrderRequest {
-        show_id: "show-42".into(),
-        hold_id: "hold-0100".into(),
-        customer_email: "caio@example.com".into(),
+fn order(show_id: &str, hold: &str, email: &str) -> waiting_room::model::NewOrder {
+    OrderRequest {
+        show_id: show_id.into(),
+        hold_id: hold.into(),
+        customer_email: email.into(),
         amount: Decimal::new(35000, 2),
     }
     .validate()
-    .unwrap();
-    let (order, created) = s.place_order(&req).await.unwrap();
-    assert!(created);
-    assert_eq!(order.hold_id, "hold-0100");
-    assert_eq!(order.amount, Decimal::new(350, 0));
-    let (again, created_again) = s.place_order(&req).await.unwrap();
-    assert!(!created_again, "a repeated hold is not a new order");
-    assert_eq!(again, order);
-    assert_eq!(s.get_order(order.id).await.unwrap(), Some(order));
+    .unwrap()
+}
+
+async fn orders_are_idempotent_per_hold(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let sh = show("show-42");
+    // Closed: no gate, but the show must exist.
+    let req = order("show-42", "hold-0100", "caio@example.com");
+    assert!(matches!(
+        s.place_order(&req, None).await,
+        Err(StoreError::NoSuchShow(_))
+    ));
+    s.configure(&sh, ShowSettings::default()).await.unwrap();
+    let OrderOutcome::Created(order_1) = s.place_order(&req, None).await.unwrap() else {
+        panic!("a new hold is a new order")
+    };
+    assert_eq!(order_1.hold_id, "hold-0100");
+    assert_eq!(order_1.amount, Decimal::new(350, 0));
+    assert_eq!(
+        s.place_order(&req, None).await.unwrap(),
+        OrderOutcome::Repeated(order_1.clone()),
+        "the same request again answers the same order"
+    );
+    let other = order("show-42", "hold-0100", "mallory@example.com");
+    assert_eq!(
+        s.place_order(&other, None).await.unwrap(),
+        OrderOutcome::Conflict("hold")
+    );
+    assert_eq!(s.get_order(order_1.id).await.unwrap(), Some(order_1));
     assert_eq!(s.get_order(uuid::Uuid::new_v4()).await.unwrap(), None);
+}
+
+async fn holds_belong_to_their_show_and_one_admission_buys_once(backend: Backend) {
+    let (s, _redis) = store(backend, settings(2, Duration::from_secs(60))).await;
+    let (gated, free) = (show("show-42"), show("side"));
+    s.open(&gated).await.unwrap();
+    s.configure(&free, ShowSettings::default()).await.unwrap();
+    let fan = s.join(&gated).await.unwrap().ticket;
+    let next = s.join(&gated).await.unwrap().ticket;
+    s.admit(&gated, 1).await.unwrap();
+    // An attacker orders hold-0100 on another show first: that hold is the other show's.
+    let theirs = order("side", "hold-0100", "mallory@example.com");
+    assert!(matches!(
+        s.place_order(&theirs, None).await.unwrap(),
+        OrderOutcome::Created(_)
+    ));
+    let mine = order("show-42", "hold-0100", "caio@example.com");
+    let OrderOutcome::Created(placed) = s.place_order(&mine, Some(fan)).await.unwrap() else {
+        panic!("the admitted fan's hold on its own show is new")
+    };
+    assert_eq!(placed.customer_email, "caio@example.com");
+    // A retry is the same order; the same admission for another hold is refused.
+    assert_eq!(
+        s.place_order(&mine, Some(fan)).await.unwrap(),
+        OrderOutcome::Repeated(placed)
+    );
+    let more = order("show-42", "hold-0101", "caio@example.com");
+    assert_eq!(
+        s.place_order(&more, Some(fan)).await.unwrap(),
+        OrderOutcome::Conflict("admission")
+    );
+    // Another admitted fan may not take over the hold either.
+    assert_eq!(
+        s.place_order(&mine, Some(next)).await.unwrap(),
+        OrderOutcome::Conflict("hold")
+    );
+    // Without an admission the gate refuses, and a forged one too.
+    assert_eq!(
+        s.place_order(&more, None).await.unwrap(),
+        OrderOutcome::Forbidden
+    );
+    assert_eq!(
+        s.place_order(&more, Some(uuid::Uuid::new_v4()))
+            .await
+            .unwrap(),
+        OrderOutcome::Forbidden
+    );
+    assert!(matches!(
+        s.place_order(&more, Some(next)).await.unwrap(),
+        OrderOutcome::Created(_)
+    ));
+}
+
+async fn a_deleted_show_is_gone_and_a_new_one_starts_afresh(backend: Backend) {
+    let (s, _redis) = store(backend, settings(5, Duration::from_secs(60))).await;
+    let sh = show("gone");
+    assert!(matches!(s.join(&sh).await, Err(StoreError::NoSuchShow(_))));
+    let made = s.open(&sh).await.unwrap();
+    let admitted = s.join(&sh).await.unwrap().ticket;
+    s.admit(&sh, 1).await.unwrap();
+    let waiting = s.join(&sh).await.unwrap().ticket;
+    assert!(s.is_admitted(&sh, admitted).await.unwrap());
+    let mut events = s.subscribe().await.unwrap();
+    assert!(s.delete(&sh).await.unwrap());
+    assert!(!s.delete(&sh).await.unwrap(), "nothing left to delete");
+    let reset = tokio::time::timeout(Duration::from_secs(2), events.next())
+        .await
+        .expect("fans are told")
+        .unwrap();
+    assert_eq!((reset.kind, reset.epoch), (EventKind::Reset, 0));
+    assert_eq!(s.show(&sh).await.unwrap(), None);
+    assert!(s.shows().await.unwrap().is_empty());
+    assert!(s.open_shows().await.unwrap().is_empty());
+    for call in [
+        s.status(&sh, waiting).await.err(),
+        s.stats(&sh).await.err(),
+        s.leave(&sh, waiting).await.err(),
+    ] {
+        assert!(matches!(call, Some(StoreError::NoSuchShow(_))), "{call:?}");
+    }
+    assert_eq!(s.snapshot(&sh).await.unwrap().epoch, 0);
+    // Made again: a new epoch, nothing of the old one is valid.
+    let again = s.open(&sh).await.unwrap();
+    assert!(again.created);
+    assert_ne!(again.epoch, made.epoch);
+    assert!(!s.is_admitted(&sh, admitted).await.unwrap());
+    assert_eq!(
+        s.status(&sh, waiting).await.unwrap().state,
+        TicketState::Unknown
+    );
+    assert_eq!(s.join(&sh).await.unwrap().seq, 1);
+}
+
+async fn a_lease_heals_past_a_fence_it_met(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let ttl = Duration::from_secs(5);
+    let token = s.lease("a", ttl, 0).await.unwrap().unwrap();
+    // A show fenced far above the counter (the counter's keys were lost, say).
+    let healed = s.lease("a", ttl, token + 40).await.unwrap().unwrap();
+    assert!(
+        healed > token + 40,
+        "{healed} must pass the fence {}",
+        token + 40
+    );
+    assert_eq!(
+        s.lease("a", ttl, token + 40).await.unwrap(),
+        Some(healed),
+        "a token past the floor is simply renewed"
+    );
+    assert_eq!(
+        s.lease("b", ttl, healed + 10).await.unwrap(),
+        None,
+        "a floor never takes another holder's lease"
+    );
 }
 
 async fn leaving_moves_everyone_behind_up(backend: Backend) {
     let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
     let sh = show("s1");
+    s.open(&sh).await.unwrap();
     let mut t = Vec::new();
     for _ in 0..4 {
         t.push(s.join(&sh).await.unwrap().ticket);
@@ -284,6 +459,7 @@ async fn leaving_moves_everyone_behind_up(backend: Backend) {
 async fn snapshot_positions_equal_ranks(backend: Backend) {
     let (s, _redis) = store(backend, settings(3, Duration::from_secs(60))).await;
     let sh = show("s1");
+    s.open(&sh).await.unwrap();
     let mut joined = Vec::new();
     for _ in 0..12 {
         let j = s.join(&sh).await.unwrap();
@@ -317,6 +493,7 @@ async fn snapshot_positions_equal_ranks(backend: Backend) {
 async fn every_change_is_published_with_consecutive_versions(backend: Backend) {
     let (s, _redis) = store(backend, settings(2, Duration::from_secs(60))).await;
     let sh = show("s1");
+    s.open(&sh).await.unwrap();
     let mut events = s.subscribe().await.unwrap();
     let mut t = Vec::new();
     for _ in 0..4 {
@@ -324,7 +501,7 @@ async fn every_change_is_published_with_consecutive_versions(backend: Backend) {
     }
     s.leave(&sh, t[2]).await.unwrap();
     s.admit(&sh, 1).await.unwrap();
-    s.set_rate(&sh, 7).await.unwrap();
+    s.configure(&sh, rate(7)).await.unwrap();
     let mut got = Vec::new();
     for _ in 0..3 {
         let e = tokio::time::timeout(Duration::from_secs(2), events.next())
@@ -349,28 +526,28 @@ async fn one_lease_holder_at_a_time(backend: Backend) {
     let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
     let ttl = Duration::from_millis(300);
     let a = s
-        .lease("a", ttl)
+        .lease("a", ttl, 0)
         .await
         .unwrap()
         .expect("a free lease is taken");
-    assert_eq!(s.lease("b", ttl).await.unwrap(), None);
+    assert_eq!(s.lease("b", ttl, 0).await.unwrap(), None);
     assert_eq!(
-        s.lease("a", ttl).await.unwrap(),
+        s.lease("a", ttl, 0).await.unwrap(),
         Some(a),
         "renewal keeps the token"
     );
     s.release_lease("b").await.unwrap(); // not b's to release
-    assert_eq!(s.lease("b", ttl).await.unwrap(), None);
+    assert_eq!(s.lease("b", ttl, 0).await.unwrap(), None);
     s.release_lease("a").await.unwrap();
     let b = s
-        .lease("b", ttl)
+        .lease("b", ttl, 0)
         .await
         .unwrap()
         .expect("a released lease is free");
     assert!(b > a, "each new holder gets a larger fencing token");
     tokio::time::sleep(Duration::from_millis(400)).await;
     let c = s
-        .lease("a", ttl)
+        .lease("a", ttl, 0)
         .await
         .unwrap()
         .expect("an expired lease is free");
@@ -380,10 +557,10 @@ async fn one_lease_holder_at_a_time(backend: Backend) {
 async fn stats_count_what_operators_see(backend: Backend) {
     let (s, _redis) = store(backend, settings(2, Duration::from_secs(60))).await;
     let sh = show("s1");
+    s.open(&sh).await.unwrap();
     for _ in 0..5 {
         s.join(&sh).await.unwrap();
     }
-    s.open(&sh).await.unwrap();
     s.admit(&sh, 1).await.unwrap();
     let stats = s.stats(&sh).await.unwrap();
     assert!(stats.open);
@@ -396,11 +573,12 @@ async fn stats_count_what_operators_see(backend: Backend) {
 async fn a_rate_of_its_own_changes_admissions_and_eta(backend: Backend) {
     let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
     let sh = show("s1");
+    s.open(&sh).await.unwrap();
     let mut t = Vec::new();
     for _ in 0..10 {
         t.push(s.join(&sh).await.unwrap().ticket);
     }
-    s.set_rate(&sh, 4).await.unwrap();
+    s.configure(&sh, rate(4)).await.unwrap();
     let st = s.status(&sh, t[9]).await.unwrap();
     assert_eq!(st.rate, 4);
     assert_eq!(st.state.view(t[9], st.rate).eta_seconds, Some(3));
@@ -409,13 +587,16 @@ async fn a_rate_of_its_own_changes_admissions_and_eta(backend: Backend) {
         AdmitOutcome::Admitted { count: 4, .. }
     ));
     // Other shows keep the default.
+    s.configure(&show("other"), ShowSettings::default())
+        .await
+        .unwrap();
     assert_eq!(s.stats(&show("other")).await.unwrap().admit_per_second, 1);
 }
 
 async fn joins_are_limited_per_client(backend: Backend) {
     let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
-    let bot: std::net::IpAddr = "203.0.113.7".parse().unwrap();
-    let fan: std::net::IpAddr = "2001:db8::1".parse().unwrap();
+    let bot = "203.0.113.7";
+    let fan = "2001:db8::/64";
     // 2 a second, bursts of 4.
     for i in 0..4 {
         assert_eq!(
@@ -450,11 +631,12 @@ async fn joins_are_limited_per_client(backend: Backend) {
 async fn a_buyer_cap_admits_only_into_free_places(backend: Backend) {
     let (s, _redis) = store(backend, settings(5, Duration::from_secs(60))).await;
     let sh = show("cap");
+    s.open(&sh).await.unwrap();
     let mut t = Vec::new();
     for _ in 0..10 {
         t.push(s.join(&sh).await.unwrap().ticket);
     }
-    s.set_max_active_buyers(&sh, 3).await.unwrap();
+    s.configure(&sh, cap(3)).await.unwrap();
     start_of_second().await;
     assert!(matches!(
         s.admit(&sh, 1).await.unwrap(),
@@ -469,7 +651,11 @@ async fn a_buyer_cap_admits_only_into_free_places(backend: Backend) {
         "three buyers are busy: no free place"
     );
     // One buys, one gives up: two places free up.
-    s.bought(&sh, t[0]).await.unwrap();
+    let bought = order("cap", "hold-1", "caio@example.com");
+    assert!(matches!(
+        s.place_order(&bought, Some(t[0])).await.unwrap(),
+        OrderOutcome::Created(_)
+    ));
     assert!(
         s.is_admitted(&sh, t[0]).await.unwrap(),
         "a buyer's admission stays valid for retries"
@@ -491,7 +677,7 @@ async fn a_buyer_cap_admits_only_into_free_places(backend: Backend) {
         TicketState::Waiting { position: 1 }
     );
     // No cap: the rate again.
-    s.set_max_active_buyers(&sh, 0).await.unwrap();
+    s.configure(&sh, cap(0)).await.unwrap();
     next_second().await;
     assert!(matches!(
         s.admit(&sh, 1).await.unwrap(),

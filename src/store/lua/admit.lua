@@ -6,17 +6,23 @@
 --   or partitioned old leader is refused once a newer one has served the show;
 -- * at most one tick per show per second of Redis' own clock, so even two leaders racing
 --   across a lease hand-over cannot admit twice in one second.
+-- A show that is closed, deleted or lost is not served: a queue that restarted from nothing
+-- is never admitted from.
 -- Admitted is not bought: with a cap on active buyers, a tick admits only the free places
 -- (cap − admitted who have neither bought nor run out), never more than the rate.
--- Returns {-1} fenced, {-2} already served this second, else {count, head, version, now, rate}.
+-- Returns {-1, fence} fenced, {-2, ms to the next second} already served this second,
+-- {-3} not served, else {count, head, version, now, rate, epoch}.
+local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted')
+if not m[1] or m[2] ~= '1' or m[3] == '1' or m[4] then return {-3} end
+local epoch = m[1]
 local token = tonumber(ARGV[7])
 local fence = tonumber(redis.call('GET', FENCE) or '0')
-if token < fence then return {-1} end
+if token < fence then return {-1, fence} end
 local now = now_ms()
 if token > fence then redis.call('SET', FENCE, token) end
 local second = math.floor(now / 1000)
 local last = tonumber(redis.call('GET', TICK) or '-1')
-if second <= last then return {-2} end
+if second <= last then return {-2, (second + 1) * 1000 - now} end
 redis.call('SET', TICK, second)
 
 redis.call('ZREMRANGEBYSCORE', ADMISSIONS, '-inf', now)
@@ -26,12 +32,13 @@ local max_active = cap()
 if max_active > 0 then
   places = math.min(places, math.max(max_active - active(now), 0))
 end
-if places == 0 then return {0, head(), version(), now, n_rate} end
+local e = tonumber(epoch)
+if places == 0 then return {0, head(), version(), now, n_rate, e} end
 local popped = redis.call('ZPOPMIN', Q, places)
 local n = #popped / 2
-if n == 0 then return {0, head(), version(), now, n_rate} end
+if n == 0 then return {0, head(), version(), now, n_rate, e} end
 for i = 1, #popped, 2 do
-  redis.call('SET', ADMITTED .. popped[i], '1', 'PX', TTL)
+  redis.call('SET', ADMITTED .. popped[i], epoch, 'PX', TTL)
   redis.call('ZADD', ADMISSIONS, now + TTL, popped[i])
 end
 local hd = tonumber(popped[#popped])
@@ -39,5 +46,5 @@ redis.call('SET', HEAD, hd)
 -- Early leavers at or below the new head no longer shift anyone's position.
 redis.call('ZREMRANGEBYSCORE', LEFT, '-inf', hd)
 local ver = redis.call('INCR', VER)
-publish('tick', ver, hd, nil, n, now)
-return {n, hd, ver, now, n_rate}
+publish('tick', epoch, ver, hd, nil, n, now)
+return {n, hd, ver, now, n_rate, e}

@@ -1,5 +1,8 @@
 -- Leave: a waiting ticket leaves the queue (everyone behind moves up, and the hubs are told);
--- an admitted ticket gives its admission back. ARGV[7] = ticket. Returns 1 if it was live.
+-- an admitted ticket gives its admission back. ARGV[7] = ticket. Returns {1} if it was live,
+-- {0} if not, or {-404}/{-503}.
+local epoch, refused = live_show()
+if refused then return refused end
 local now = now_ms()
 local seq = redis.call('ZSCORE', Q, ARGV[7])
 if seq then
@@ -7,11 +10,12 @@ if seq then
   redis.call('ZREM', Q, ARGV[7])
   redis.call('ZADD', LEFT, seq, seq)
   local ver = redis.call('INCR', VER)
-  publish('leave', ver, head(), seq, 0, now)
-  return 1
+  publish('leave', epoch, ver, head(), seq, 0, now)
+  return {1}
 end
-if redis.call('DEL', ADMITTED .. ARGV[7]) == 1 then
+if admitted(ARGV[7], epoch) then
+  redis.call('DEL', ADMITTED .. ARGV[7])
   redis.call('ZREM', ADMISSIONS, ARGV[7])
-  return 1
+  return {1}
 end
-return 0
+return {0}

@@ -1,10 +1,16 @@
 -- Shared head of every per-show script. Every key of a show carries the same hash tag, so a
--- script touches one Redis Cluster slot. The Rust side passes the keys and arguments in this
--- order to every script; a script's own arguments start at ARGV[7].
-local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+-- script touches one Redis Cluster slot. The Rust side passes the keys in the order of
+-- `SHOW_KEYS` in redis.rs and these six arguments first; a script's own arguments start at
+-- ARGV[7].
+local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10],
+  KEYS[11], KEYS[12], KEYS[13]
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
+
+-- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
+-- out by themselves and are void under another epoch).
+local STATE = {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT}
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -19,12 +25,34 @@ local function active(now) return redis.call('ZCOUNT', ADMISSIONS, '(' .. now, '
 local function head() return tonumber(redis.call('GET', HEAD) or '0') end
 local function version() return tonumber(redis.call('GET', VER) or '0') end
 
+-- The show's epoch (a string of digits) if an operator made it and its state is whole;
+-- else nil and the reply the script must give: {-404} nobody made it, {-503} it was lost.
+local function live_show()
+  local m = redis.call('HMGET', META, 'epoch', 'lost', 'deleted')
+  if not m[1] or m[3] then return nil, {-404} end
+  if m[2] == '1' then return nil, {-503} end
+  return m[1], nil
+end
+
+-- Whether `ticket` holds an admission of this epoch that has not run out.
+local function admitted(ticket, epoch)
+  return redis.call('GET', ADMITTED .. ticket) == epoch
+end
+
 -- One message per change, published inside the script that made it: subscribers see the
--- changes of a show in the order they happened, each with its version.
-local function publish(kind, ver, hd, left, admitted, at)
+-- changes of a show in the order they happened, each with its epoch and version.
+local function publish(kind, epoch, ver, hd, left, admitted_now, at)
   local msg = string.format(
-    '{"show":"%s","version":%d,"kind":"%s","head":%d,"rate":%d,"admitted":%d,"ttl_ms":%d,"at_ms":%d',
-    SHOW, ver, kind, hd, rate(), admitted, TTL, at)
+    '{"show":"%s","epoch":%s,"version":%d,"kind":"%s","head":%d,"rate":%d,"admitted":%d,"ttl_ms":%d,"at_ms":%d',
+    SHOW, epoch, ver, kind, hd, rate(), admitted_now, TTL, at)
   if left then msg = msg .. string.format(',"left":%d', left) end
   redis.call('PUBLISH', CHANNEL, msg .. '}')
+end
+
+-- Creates the show's meta under `epoch` after wiping whatever state an earlier incarnation
+-- left behind.
+local function create(epoch, now)
+  redis.call('DEL', unpack(STATE))
+  redis.call('DEL', META)
+  redis.call('HSET', META, 'epoch', epoch, 'open', '0', 'lost', '0', 'created_ms', now)
 end

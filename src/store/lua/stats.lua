@@ -1,4 +1,7 @@
--- An operator's view: {queue length, active buyers, rate, tickets ever joined, buyer cap}.
+-- An operator's view: {queue length, active buyers, rate, tickets ever joined, buyer cap,
+-- open, lost}, or {-404}.
+local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted')
+if m[4] or not m[1] then return {-404} end
 local now = now_ms()
 return {
   redis.call('ZCARD', Q),
@@ -6,4 +9,6 @@ return {
   rate(),
   tonumber(redis.call('GET', SEQ) or '0'),
   cap(),
+  m[2] == '1' and 1 or 0,
+  m[3] == '1' and 1 or 0,
 }

@@ -1,0 +1,367 @@
+//! The accept loop, in place of `axum::serve`, for what that one cannot be told:
+//!
+//! - A request head must arrive within `HEADER_TIMEOUT`, and a kept-alive connection may sit
+//!   idle no longer (hyper 1.x starts the same timer again when a connection goes idle).
+//!   Without it, a client that sends half a head holds a connection forever.
+//! - At most `MAX_CONNECTIONS` connections are served. `RESERVE_CONNECTIONS` more serve only
+//!   health checks, metrics and the operator, so the people running an on-sale still get in
+//!   while fans fill the server; beyond those, a connection is answered 503 and closed.
+//! - A connection holds its place for as long as its socket lives, WebSocket included: the
+//!   place travels with the socket through hyper's upgrade.
+//! - On shutdown no connection is accepted, every connection is asked to finish (streams end
+//!   by themselves: they watch the same token), and after [`DRAIN_GRACE`] the rest are cut.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::http::{HeaderValue, Request, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+
+use super::{AppState, presents_token, router};
+use crate::error::AppError;
+
+/// How long connections may take to finish once shutdown began, before they are cut.
+pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
+
+/// What a client turned away is told to wait, in seconds.
+const BUSY_RETRY_SECONDS: &str = "5";
+
+/// What a client turned away reads.
+const BUSY_MESSAGE: &str =
+    "the waiting room is at its connection limit; try again in a few seconds";
+
+/// How often turned-away connections are reported in the log, at most.
+const OVERLOAD_REPORT_EVERY: Duration = Duration::from_secs(60);
+
+/// The bounds on connections (see `Config`).
+#[derive(Clone, Debug)]
+pub struct ConnectionLimits {
+    /// For a request head to arrive, and for an idle kept-alive connection.
+    pub header_timeout: Duration,
+    /// Connections served in full.
+    pub max_connections: usize,
+    /// Connections beyond those that serve only the requests of [`reserve_serves`].
+    pub reserve_connections: usize,
+}
+
+/// Serves `state`'s router on `listener` until `state.shutdown` is cancelled, then drains.
+pub async fn serve(listener: TcpListener, state: AppState, limits: ConnectionLimits) {
+    let stop = state.shutdown.clone();
+    let operator_token = state.admin_token.clone();
+    let app = router(state);
+    let gate = Gate::new(&limits);
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    let connections = TaskTracker::new();
+    let mut overload = Overload::default();
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    accept_failed(e, &stop).await;
+                    continue;
+                }
+            },
+            () = stop.cancelled() => break,
+        };
+        let Some(place) = gate.admit() else {
+            overload.refused();
+            turn_away(stream);
+            continue;
+        };
+        if place.reserve {
+            overload.reserved();
+        }
+        // Pushed events are small writes; Nagle would hold each back for an ACK.
+        let _ = stream.set_nodelay(true);
+        let connection = Connection {
+            http: http.clone(),
+            app: app.clone(),
+            operator_token: operator_token.clone(),
+            peer,
+        };
+        connections.spawn(connection.serve(stream, place, stop.clone()));
+    }
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+}
+
+/// One accepted connection and what serving it needs.
+struct Connection {
+    http: http1::Builder,
+    app: Router,
+    operator_token: Arc<str>,
+    peer: SocketAddr,
+}
+
+impl Connection {
+    async fn serve(self, stream: TcpStream, place: Place, stop: CancellationToken) {
+        let Connection {
+            http,
+            app,
+            operator_token,
+            peer,
+        } = self;
+        let reserve = place.reserve;
+        let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+            let app = app.clone();
+            let allowed = !reserve || reserve_serves(&req, &operator_token);
+            async move {
+                if !allowed {
+                    return Ok(busy());
+                }
+                // What `into_make_service_with_connect_info` would have added.
+                req.extensions_mut().insert(ConnectInfo(peer));
+                app.oneshot(req).await
+            }
+        });
+        let io = TokioIo::new(Placed {
+            stream,
+            _place: place,
+        });
+        let mut conn = pin!(http.serve_connection(io, service).with_upgrades());
+        let result = tokio::select! {
+            result = conn.as_mut() => result,
+            () = stop.cancelled() => {
+                // An idle connection closes now, a busy one after its response (a stream
+                // ends on the same token); a client that sends nothing more is cut.
+                conn.as_mut().graceful_shutdown();
+                match tokio::time::timeout(DRAIN_GRACE, conn).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        tracing::debug!(%peer, "connection cut after the drain grace");
+                        return;
+                    }
+                }
+            }
+        };
+        if let Err(e) = result {
+            // Timeouts and clients that hang up are the everyday life of a public server.
+            tracing::debug!(%peer, error = %e, timeout = e.is_timeout(), "connection ended");
+        }
+    }
+}
+
+/// Whether a reserve connection serves `req`: liveness, readiness, metrics, the operator's
+/// console page and its files, and anything bearing the operator's token. A fan's request
+/// with a made-up bearer token is still a fan's request.
+fn reserve_serves(req: &Request<Incoming>, operator_token: &str) -> bool {
+    let path = req.uri().path();
+    matches!(path, "/healthz" | "/readyz" | "/metrics" | "/admin")
+        || path.starts_with("/static/")
+        || presents_token(req.headers(), operator_token)
+}
+
+/// 503 for a request on a reserve connection that is not the operator's; the connection is
+/// closed after it, so the place goes back to the reserve.
+fn busy() -> Response {
+    let mut response =
+        AppError::Rejected(StatusCode::SERVICE_UNAVAILABLE, BUSY_MESSAGE.into()).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::RETRY_AFTER,
+        HeaderValue::from_static(BUSY_RETRY_SECONDS),
+    );
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Beyond the reserve: a 503 written straight to the socket, if it takes it at once, and the
+/// socket closed. Nothing is read and nothing is spawned: this must stay cheap under a flood.
+fn turn_away(stream: TcpStream) {
+    let body =
+        format!(r#"{{"status":503,"error":"Service Unavailable","message":"{BUSY_MESSAGE}"}}"#);
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+         retry-after: {BUSY_RETRY_SECONDS}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.try_write(response.as_bytes());
+}
+
+/// A failed accept: a client that left before we took it is nothing; anything else (out of
+/// file descriptors, say) would fail again at once, so wait a second, as hyper 0.14 did.
+async fn accept_failed(e: io::Error, stop: &CancellationToken) {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionRefused
+    ) {
+        return;
+    }
+    tracing::error!(error = %e, "accept failed");
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+        () = stop.cancelled() => {}
+    }
+}
+
+/// The two pools of places a connection may take.
+struct Gate {
+    main: Arc<Semaphore>,
+    reserve: Arc<Semaphore>,
+}
+
+impl Gate {
+    fn new(limits: &ConnectionLimits) -> Self {
+        Gate {
+            main: Arc::new(Semaphore::new(limits.max_connections)),
+            reserve: Arc::new(Semaphore::new(limits.reserve_connections)),
+        }
+    }
+
+    /// A place in the main pool, else in the reserve, else none.
+    fn admit(&self) -> Option<Place> {
+        if let Ok(permit) = self.main.clone().try_acquire_owned() {
+            return Some(Place {
+                reserve: false,
+                _permit: permit,
+            });
+        }
+        let permit = self.reserve.clone().try_acquire_owned().ok()?;
+        Some(Place {
+            reserve: true,
+            _permit: permit,
+        })
+    }
+}
+
+/// A connection's place, given back when dropped.
+struct Place {
+    reserve: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+/// A socket that holds its connection's place: after a WebSocket upgrade hyper hands the
+/// socket on, and the place goes with it.
+struct Placed {
+    stream: TcpStream,
+    _place: Place,
+}
+
+impl AsyncRead for Placed {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Placed {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+/// Connections put on the reserve or turned away, reported at most once a minute: a flood
+/// must not become a flood of log lines.
+#[derive(Default)]
+struct Overload {
+    reserved: u64,
+    refused: u64,
+    reported: Option<Instant>,
+}
+
+impl Overload {
+    fn reserved(&mut self) {
+        self.reserved += 1;
+        self.report();
+    }
+
+    fn refused(&mut self) {
+        self.refused += 1;
+        self.report();
+    }
+
+    fn report(&mut self) {
+        let now = Instant::now();
+        if self
+            .reported
+            .is_some_and(|at| now.duration_since(at) < OVERLOAD_REPORT_EVERY)
+        {
+            return;
+        }
+        tracing::warn!(
+            on_reserve = self.reserved,
+            turned_away = self.refused,
+            "MAX_CONNECTIONS reached: connections served from the reserve (health, metrics, \
+             operator only) or turned away since the last report"
+        );
+        self.reported = Some(now);
+        self.reserved = 0;
+        self.refused = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(max: usize, reserve: usize) -> ConnectionLimits {
+        ConnectionLimits {
+            header_timeout: Duration::from_secs(1),
+            max_connections: max,
+            reserve_connections: reserve,
+        }
+    }
+
+    #[test]
+    fn places_come_from_the_main_pool_then_the_reserve_then_none() {
+        let gate = Gate::new(&limits(2, 1));
+        let a = gate.admit().unwrap();
+        let b = gate.admit().unwrap();
+        assert!(!a.reserve && !b.reserve);
+        let c = gate.admit().unwrap();
+        assert!(c.reserve);
+        assert!(gate.admit().is_none());
+        // A main place given back is taken by the next connection, not the reserve.
+        drop(a);
+        assert!(!gate.admit().unwrap().reserve);
+    }
+}

@@ -1,0 +1,223 @@
+//! Where a browser's form post comes from. `POST /wait/{showId}/join` is the one call a page
+//! makes with a plain HTML form, so any other site could make a fan's browser send it (a
+//! place taken in the fan's name, or a queue flooded from fans' addresses). Browsers say where
+//! a request comes from, and the join refuses what another site sent.
+//!
+//! The order of the checks is Go's `net/http.CrossOriginProtection`: `Sec-Fetch-Site` when the
+//! browser sends it (a page cannot forge it, and it survives proxies that rewrite `Host`),
+//! else `Origin` against the site's own origin, else nothing: a request that names no origin
+//! does not come from a modern browser, and only a browser can be tricked into a cross-site post.
+
+use std::fmt;
+use std::str::FromStr;
+
+use axum::http::uri::Authority;
+use axum::http::{HeaderMap, Uri, header};
+
+use crate::error::AppError;
+
+/// What a refused form post is told: it is read by a fan who followed another site's button.
+const REFUSED: &str = "This join form was sent from another website. Open the waiting page \
+     of the on-sale yourself and press Join there.";
+
+/// A web origin as browsers compare them: scheme, host and port (`https://tickets.example`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    https: bool,
+    host: String,
+    port: u16,
+}
+
+impl Origin {
+    /// Whether browsers reach the site over TLS (so its cookies can be `Secure`).
+    pub fn is_https(&self) -> bool {
+        self.https
+    }
+
+    fn default_port(https: bool) -> u16 {
+        if https { 443 } else { 80 }
+    }
+}
+
+impl FromStr for Origin {
+    type Err = String;
+
+    /// An origin from a URL or an `Origin` header; a path after it is ignored.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let uri: Uri = s.trim().parse().map_err(|e| format!("not a URL ({e})"))?;
+        let https = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err("must start with http:// or https://".into()),
+        };
+        let authority = uri.authority().ok_or("has no host")?;
+        let host = authority.host().to_ascii_lowercase();
+        if host.is_empty() {
+            return Err("has no host".into());
+        }
+        let port = authority.port_u16().unwrap_or(Origin::default_port(https));
+        Ok(Origin { https, host, port })
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = if self.https { "https" } else { "http" };
+        write!(f, "{scheme}://{}", self.host)?;
+        if self.port != Origin::default_port(self.https) {
+            write!(f, ":{}", self.port)?;
+        }
+        Ok(())
+    }
+}
+
+/// `Ok` when a form post comes from this site or names no origin at all; 403 when the browser
+/// says it comes from elsewhere. `public` is `PUBLIC_URL`'s origin; without it the site is
+/// whatever the request's `Host` names.
+pub fn check_form_post(headers: &HeaderMap, public: Option<&Origin>) -> Result<(), AppError> {
+    let refused = || AppError::Forbidden(REFUSED.into());
+    if let Some(site) = headers.get("sec-fetch-site") {
+        // `none`: the fan's own doing (typed, bookmarked); `same-site` is a sibling
+        // subdomain, which is another site for us.
+        return match site.as_bytes() {
+            b"same-origin" | b"none" => Ok(()),
+            _ => Err(refused()),
+        };
+    }
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    // `Origin: null` (a sandboxed frame, a redirect across sites) parses as nothing: refused.
+    let origin: Origin = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.parse().ok())
+        .ok_or_else(refused)?;
+    let ours = match public {
+        Some(public) => *public == origin,
+        None => host_matches(headers, &origin),
+    };
+    if ours { Ok(()) } else { Err(refused()) }
+}
+
+/// Whether the request's `Host` is `origin`'s host and port. `Host` carries no scheme, so a
+/// port left out is the origin scheme's default.
+fn host_matches(headers: &HeaderMap, origin: &Origin) -> bool {
+    let Some(host) = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.parse::<Authority>().ok())
+    else {
+        return false;
+    };
+    let port = host
+        .port_u16()
+        .unwrap_or(Origin::default_port(origin.https));
+    host.host().eq_ignore_ascii_case(&origin.host) && port == origin.port
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.insert(*name, HeaderValue::from_static(value));
+        }
+        headers
+    }
+
+    fn allowed(pairs: &[(&'static str, &'static str)], public: Option<&str>) -> bool {
+        let public: Option<Origin> = public.map(|p| p.parse().unwrap());
+        check_form_post(&headers(pairs), public.as_ref()).is_ok()
+    }
+
+    #[test]
+    fn origins_parse_as_browsers_compare_them() {
+        let o: Origin = "HTTPS://Tickets.Example/queue?x=1".parse().unwrap();
+        assert_eq!(o.to_string(), "https://tickets.example");
+        assert!(o.is_https());
+        assert_eq!(
+            "https://tickets.example:443".parse::<Origin>().unwrap(),
+            o,
+            "the default port is the same origin"
+        );
+        let o: Origin = "http://127.0.0.1:8080".parse().unwrap();
+        assert_eq!(o.to_string(), "http://127.0.0.1:8080");
+        assert!(!o.is_https());
+        assert!("ftp://example".parse::<Origin>().is_err());
+        assert!("tickets.example".parse::<Origin>().is_err());
+        assert!("null".parse::<Origin>().is_err());
+    }
+
+    #[test]
+    fn fetch_metadata_decides_when_the_browser_sends_it() {
+        assert!(allowed(&[("sec-fetch-site", "same-origin")], None));
+        assert!(allowed(&[("sec-fetch-site", "none")], None));
+        assert!(!allowed(&[("sec-fetch-site", "cross-site")], None));
+        assert!(!allowed(&[("sec-fetch-site", "same-site")], None));
+        // A proxy that rewrote Host does not make the browser's word wrong.
+        assert!(allowed(
+            &[
+                ("sec-fetch-site", "same-origin"),
+                ("origin", "https://tickets.example"),
+                ("host", "backend:8080"),
+            ],
+            None
+        ));
+    }
+
+    #[test]
+    fn without_fetch_metadata_the_origin_must_be_the_host() {
+        let host = ("host", "tickets.example:8080");
+        assert!(allowed(
+            &[("origin", "http://tickets.example:8080"), host],
+            None
+        ));
+        assert!(allowed(
+            &[("origin", "http://TICKETS.example:8080"), host],
+            None
+        ));
+        assert!(!allowed(
+            &[("origin", "http://evil.example:8080"), host],
+            None
+        ));
+        assert!(!allowed(
+            &[("origin", "http://tickets.example:9090"), host],
+            None
+        ));
+        assert!(!allowed(&[("origin", "null"), host], None));
+        // No Host to compare with: nothing proves the origin is ours.
+        assert!(!allowed(&[("origin", "http://tickets.example:8080")], None));
+        // Default ports: `Host: tickets.example` is port 443 for an https origin.
+        let bare = ("host", "tickets.example");
+        assert!(allowed(
+            &[("origin", "https://tickets.example"), bare],
+            None
+        ));
+        assert!(!allowed(
+            &[("origin", "https://tickets.example:8443"), bare],
+            None
+        ));
+        // Neither header (curl, an old browser): nothing to judge, let through.
+        assert!(allowed(&[host], None));
+    }
+
+    #[test]
+    fn a_public_url_is_the_only_origin_accepted() {
+        let public = Some("https://tickets.example");
+        let host = ("host", "backend:8080");
+        assert!(allowed(
+            &[("origin", "https://tickets.example"), host],
+            public
+        ));
+        // Same host over http is another origin.
+        assert!(!allowed(
+            &[("origin", "http://tickets.example"), host],
+            public
+        ));
+        assert!(!allowed(&[("origin", "http://backend:8080"), host], public));
+    }
+}

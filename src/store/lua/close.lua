@@ -1,0 +1,5 @@
+-- Ends the on-sale: no admissions, no gate. Returns {1}, or {-404}.
+local m = redis.call('HMGET', META, 'epoch', 'deleted')
+if not m[1] or m[2] then return {-404} end
+redis.call('HSET', META, 'open', '0')
+return {1}
