@@ -35,11 +35,21 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 # User + system CPU seconds the process has used so far.
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
 
-# start_server [REDIS_URL]: sets SERVER_PID and URL.
+# The server's connection cap sits just under the open-file limit (with its reserve of 64 and
+# a few files of its own), so that the file limit stays the ceiling §1 measures; the default
+# cap (18,000) would turn fans away first. Set MAX_CONNECTIONS to choose another.
+nofile=$(ulimit -n)
+[ "$nofile" = unlimited ] && nofile=1000000
+MAX_CONNECTIONS=${MAX_CONNECTIONS:-$((nofile > 1000 ? nofile - 100 : nofile))}
+
+# start_server [REDIS_URL]: sets SERVER_PID and URL. Each load process holds hundreds of
+# streams per source address, so the per-client stream limit is off (MAX_STREAMS_PER_CLIENT=0),
+# as the join limit is.
 start_server() {
   local port; port=$(free_port)
   URL="http://127.0.0.1:$port"
-  env BIND="127.0.0.1:$port" ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 RUST_LOG=warn \
+  env BIND="127.0.0.1:$port" ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 MAX_STREAMS_PER_CLIENT=0 \
+    MAX_CONNECTIONS="$MAX_CONNECTIONS" RUST_LOG=warn \
     ${1:+REDIS_URL=$1} "$BIN" >"$OUT/server.log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
@@ -70,6 +80,8 @@ start_redis() {
   exit 1
 }
 
+# Shows exist only once an operator made them (PUT …/{showId}, PUT …/config or POST …/open):
+# every case creates its show before the first join.
 operator() { # operator METHOD PATH [JSON]
   curl -fsS -X "$1" -H "Authorization: Bearer $TOKEN" ${3:+-H 'content-type: application/json' -d "$3"} "$URL$2" >/dev/null
 }
@@ -98,7 +110,7 @@ hold)
   start_server
   idle_rss=$(rss_kib "$SERVER_PID")
   # A closed show: every fan waits and holds its stream until the show opens.
-  operator PUT /orders/waiting-room/hold/config '{"admitPerSecond":200}'
+  operator PUT /orders/waiting-room/hold '{"admitPerSecond":200}'
   LOAD_PIDS=()
   for k in $(seq "$procs"); do
     (loadgen "$k" --show hold --fans "$per" --transport "$transport" --join-rate 1000 --duration 180s) &
@@ -134,6 +146,7 @@ hold)
 joins)
   store=${2:?embedded|redis}; n=${3:?N joins}
   if [ "$store" = redis ]; then start_redis; start_server "$REDIS_URL"; else start_server; fi
+  operator PUT /orders/waiting-room/joins
   (loadgen 1 --show joins --fans "$n" --join-only --join-rate 1000000 --max-in-flight 256 --duration 120s)
   cpu=$(cpu_seconds "$SERVER_PID")
   redis_cpu=$([ "$store" = redis ] && cpu_seconds "$REDIS_PID" || echo 0)
@@ -146,7 +159,7 @@ joins)
 latency)
   fans=${2:?FANS}; rate=${3:?RATE}; transport=${4:-sse}
   start_server
-  operator PUT /orders/waiting-room/lat/config "{\"admitPerSecond\":$rate}"
+  operator PUT /orders/waiting-room/lat "{\"admitPerSecond\":$rate}"
   operator POST /orders/waiting-room/lat/open
   (loadgen 1 --show lat --fans "$fans" --transport "$transport" --join-rate 1000 --duration 120s)
   hub_lag | tee "$OUT/latency-hub-lag.txt"

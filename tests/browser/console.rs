@@ -22,6 +22,7 @@ async fn figure(client: &Client, show: &str, name: &str) -> Option<u64> {
 async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_chart() {
     let app = TestApp::spawn().await;
     let show = unique_show("arena");
+    app.create(&show).await;
     app.join_many(&show, 400).await;
 
     with_browser(BrowserOptions::default(), move |client| async move {

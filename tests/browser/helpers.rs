@@ -107,6 +107,13 @@ impl TestApp {
         }
     }
 
+    /// Creates `show` as an operator does (`PUT`, the server's default settings), closed:
+    /// fans may join and wait. The show must be new.
+    pub async fn create(&self, show: &str) {
+        self.operator(reqwest::Method::PUT, &self.room(show, ""), None, 201)
+            .await;
+    }
+
     pub async fn open(&self, show: &str) {
         self.operator(reqwest::Method::POST, &self.room(show, "/open"), None, 204)
             .await;

@@ -28,8 +28,10 @@ fn header(res: &reqwest::Response, name: &str) -> String {
 async fn the_front_page_lists_open_on_sales_only() {
     let app = TestApp::spawn().await;
     let (open, closed) = (unique_show("open"), unique_show("closed"));
+    app.create(&open).await;
     app.join_many(&open, 3).await;
     app.open(&open).await;
+    app.create(&closed).await;
     app.join(&closed).await;
 
     let res = get(&app, "/").await;
@@ -56,6 +58,7 @@ async fn with_no_open_on_sale_the_front_page_says_so() {
 async fn the_waiting_page_paints_the_place_without_javascript_and_refreshes_itself() {
     let app = TestApp::spawn().await;
     let show = unique_show("paint");
+    app.create(&show).await;
     app.join_many(&show, 1233).await;
     let ticket = app.join(&show).await["ticketId"]
         .as_str()
@@ -89,6 +92,7 @@ async fn the_waiting_page_paints_the_place_without_javascript_and_refreshes_itse
 async fn joining_without_javascript_sets_the_cookie_that_paints_the_place() {
     let app = TestApp::spawn().await;
     let show = unique_show("nojs");
+    app.create(&show).await;
     app.join_many(&show, 2).await;
 
     let res = app
@@ -134,6 +138,7 @@ async fn joining_without_javascript_sets_the_cookie_that_paints_the_place() {
 async fn a_page_without_a_ticket_offers_to_join_and_a_lost_ticket_is_called_lost() {
     let app = TestApp::spawn().await;
     let show = unique_show("fresh");
+    app.create(&show).await;
 
     let body = get(&app, &format!("/wait/{show}"))
         .await
@@ -162,9 +167,62 @@ async fn a_page_without_a_ticket_offers_to_join_and_a_lost_ticket_is_called_lost
 }
 
 #[tokio::test]
+async fn a_show_nobody_created_has_no_waiting_page_and_cannot_be_joined() {
+    let app = TestApp::spawn().await;
+    let show = unique_show("nobody");
+    let ticket = uuid::Uuid::new_v4();
+    for path in [
+        format!("/wait/{show}"),
+        format!("/wait/{show}?ticket={ticket}"),
+    ] {
+        let res = get(&app, &path).await;
+        assert_eq!(res.status().as_u16(), 404, "{path}");
+        assert!(
+            header(&res, "content-type").starts_with("text/html"),
+            "{path}"
+        );
+        let body = res.text().await.unwrap();
+        assert!(
+            body.contains("Sorry, that didn't work"),
+            "the error page: {body}"
+        );
+        assert!(body.contains(&format!("no on-sale named {show}")), "{body}");
+        assert!(!body.contains("data-state="), "no waiting page: {body}");
+    }
+
+    // The join button of a page without JavaScript: the same page, no ticket, no cookie.
+    let res = app
+        .http
+        .post(app.url(&format!("/wait/{show}/join")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 404);
+    assert!(header(&res, "content-type").starts_with("text/html"));
+    assert_eq!(header(&res, "set-cookie"), "", "no ticket handed out");
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains(&format!("no on-sale named {show}"))
+    );
+
+    // Nothing of it was made on the way: the operator still finds no such show.
+    let stats = app
+        .http
+        .get(app.url(&format!("/orders/waiting-room/{show}/stats")))
+        .bearer_auth(&app.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stats.status().as_u16(), 404);
+}
+
+#[tokio::test]
 async fn an_admitted_ticket_is_painted_with_its_countdown() {
     let app = TestApp::spawn().await;
     let show = unique_show("painted-turn");
+    app.create(&show).await;
     let ticket = app.join(&show).await["ticketId"]
         .as_str()
         .unwrap()
@@ -212,6 +270,7 @@ async fn a_bad_show_id_gets_a_readable_400_page() {
 #[tokio::test]
 async fn static_files_are_cached_for_an_hour_under_versioned_urls() {
     let app = TestApp::spawn().await;
+    app.create("x").await;
     let page = get(&app, "/wait/x").await.text().await.unwrap();
     let script = page
         .split("src=\"")
@@ -280,11 +339,15 @@ async fn sse_events(
 async fn the_operator_feed_needs_the_token_and_reports_queue_and_admissions() {
     let app = TestApp::spawn().await;
     let (watched, open) = (unique_show("watched"), unique_show("busy"));
+    // Named in the feed, but nobody created it.
+    let ghost = unique_show("ghost");
+    app.create(&open).await;
     app.join_many(&open, 30).await;
     app.set_rate(&open, 5).await;
     app.open(&open).await;
+    app.create(&watched).await;
     app.join_many(&watched, 2).await;
-    let feed = app.url(&format!("/admin/stats/events?shows={watched}"));
+    let feed = app.url(&format!("/admin/stats/events?shows={watched},{ghost}"));
 
     let anonymous = app.http.get(&feed).send().await.unwrap();
     assert_eq!(anonymous.status().as_u16(), 401);
@@ -338,6 +401,16 @@ async fn the_operator_feed_needs_the_token_and_reports_queue_and_admissions() {
     );
     assert_eq!(first_watched["queueLength"], 2);
     assert_eq!(first_watched["connectedFans"], 0);
+    for (_, sample) in &events {
+        assert!(
+            !sample["shows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["showId"] == ghost.as_str()),
+            "a show nobody created has no figures: {sample}"
+        );
+    }
     // The open show is reported without being named, and its admissions are counted.
     let admitted: u64 = events
         .iter()

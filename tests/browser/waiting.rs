@@ -24,7 +24,8 @@ async fn stored_ticket(client: &Client, show: &str) -> Option<String> {
 async fn a_fan_watches_the_queue_move_is_admitted_by_push_and_orders() {
     let app = TestApp::spawn().await;
     let show = unique_show("tour");
-    // Arrange: 500 fans ahead, the on-sale not open yet.
+    // Arrange: 500 fans ahead, the on-sale created but not open yet.
+    app.create(&show).await;
     app.join_many(&show, 500).await;
 
     with_browser(BrowserOptions::default(), move |client| async move {
@@ -162,6 +163,7 @@ async fn a_fan_watches_the_queue_move_is_admitted_by_push_and_orders() {
 async fn a_reload_keeps_the_ticket_and_does_not_join_again() {
     let app = TestApp::spawn().await;
     let show = unique_show("reload");
+    app.create(&show).await;
     app.join_many(&show, 3).await;
 
     with_browser(BrowserOptions::default(), move |client| async move {
@@ -227,6 +229,7 @@ async fn a_reload_keeps_the_ticket_and_does_not_join_again() {
 async fn a_ticket_the_queue_forgot_is_said_so_and_the_fan_can_join_again() {
     let app = TestApp::spawn().await;
     let show = unique_show("lost");
+    app.create(&show).await;
 
     with_browser(BrowserOptions::default(), move |client| async move {
         client
@@ -306,6 +309,8 @@ async fn an_admission_that_runs_out_is_said_so_and_the_fan_can_join_again() {
 async fn websocket_and_polling_follow_the_ticket_when_asked_to() {
     let app = TestApp::spawn().await;
     let (ws_show, poll_show) = (unique_show("ws"), unique_show("poll"));
+    app.create(&ws_show).await;
+    app.create(&poll_show).await;
     app.join_many(&ws_show, 4).await;
     app.join_many(&poll_show, 4).await;
 
@@ -342,6 +347,7 @@ async fn websocket_and_polling_follow_the_ticket_when_asked_to() {
 async fn the_waiting_page_fits_a_phone_in_dark_mode() {
     let app = TestApp::spawn().await;
     let show = unique_show("phone");
+    app.create(&show).await;
     app.join_many(&show, 1234).await;
     app.set_rate(&show, 5).await;
 
@@ -373,6 +379,7 @@ async fn the_page_says_when_it_reconnects_and_when_a_restart_forgot_the_ticket()
         .trim_start_matches("http://")
         .parse()
         .expect("a socket address");
+    app.create(&show).await;
     app.join_many(&show, 2).await;
 
     with_browser(BrowserOptions::default(), move |client| async move {
@@ -404,14 +411,16 @@ async fn the_page_says_when_it_reconnects_and_when_a_restart_forgot_the_ticket()
         assert_eq!(shown_position(&client).await, Some(3));
         screenshot(&client, "reconnecting").await;
 
-        // It comes back on the same address with the embedded store, which forgot every queue:
-        // the page reconnects by itself and says the ticket is gone rather than pretending.
-        let _again = TestApp::spawn_with(Config {
+        // It comes back on the same address with the embedded store, which forgot every show
+        // and queue; the operator creates the show again. The page reconnects by itself and
+        // says the ticket is gone rather than pretending.
+        let again = TestApp::spawn_with(Config {
             bind,
             admit_per_second: 2,
             ..Config::for_tests()
         })
         .await;
+        again.create(&show).await;
         wait_for_state(&client, "unknown", Duration::from_secs(15)).await;
         assert!(
             client

@@ -14,11 +14,13 @@ use waiting_room::config::Config;
 
 use crate::helpers::*;
 
-/// Arrange 30 fans ahead at 20 a second, start the fan, open the show once it has joined:
-/// it must be told 31, then 11 after the first tick, then admitted after the second.
+/// Arrange 30 fans ahead at 20 a second in a show that is created but not open, start the
+/// fan, open the show once it has joined: it must be told 31, then 11 after the first tick,
+/// then admitted after the second.
 async fn fan_is_pushed_its_place_then_admitted(transport: Transport) {
     let app = spawn_app().await;
     let show_name = format!("fan-{}", transport.name());
+    app.create(&show_name).await;
     for _ in 0..30 {
         app.join(&show_name).await;
     }
@@ -126,6 +128,8 @@ async fn the_binary_follows_over_websocket_and_exits_0_once_admitted() {
 #[tokio::test]
 async fn the_binary_exits_non_zero_with_a_clear_message_for_an_unknown_ticket() {
     let app = spawn_app().await;
+    // The show exists: it is the ticket that is unknown.
+    app.create("s1").await;
     let ticket = Uuid::new_v4().to_string();
     let output = tokio::time::timeout(
         Duration::from_secs(15),
@@ -152,9 +156,70 @@ async fn the_binary_exits_non_zero_with_a_clear_message_for_an_unknown_ticket() 
     );
 }
 
+/// A show nobody created is not a queue to wait in: the join is refused with the server's
+/// word (exit 5, not the 3 of a ticket that left a real queue), and nothing is created.
+#[tokio::test]
+async fn the_binary_refuses_a_show_nobody_created_with_a_clear_message() {
+    let app = spawn_app().await;
+    let output = tokio::time::timeout(
+        Duration::from_secs(15),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_waiting-room"))
+            .args(["fan", "--url", app.base().as_str(), "--show", "nobody"])
+            .env("RUST_LOG", "warn")
+            .output(),
+    )
+    .await
+    .expect("the fan exits within 15 s")
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("404") && stderr.contains("no on-sale named nobody"),
+        "{stderr}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&output.stdout).contains("joined"),
+        "no ticket was handed out"
+    );
+    assert!(
+        !app.exists("nobody").await,
+        "a refused join creates nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_show_nobody_created_is_refused_at_once_over_both_transports() {
+    let app = spawn_app().await;
+    for transport in [Transport::Sse, Transport::Ws] {
+        // Following a ticket: the stream is refused, not reported as an unknown ticket.
+        let mut args = FanArgs::new(vec![app.base()], show("nobody"), transport);
+        args.ticket = Some(Uuid::new_v4());
+        let err = tokio::time::timeout(Duration::from_secs(5), fan::run(&args, &mut Vec::new()))
+            .await
+            .expect("a refusal is final at once")
+            .unwrap_err();
+        assert!(
+            matches!(&err, FanError::Refused(m) if m.contains("404") && m.contains("no on-sale named nobody")),
+            "{transport:?}: {err:?}"
+        );
+        // Joining: refused likewise.
+        args.ticket = None;
+        let err = tokio::time::timeout(Duration::from_secs(5), fan::run(&args, &mut Vec::new()))
+            .await
+            .expect("a refusal is final at once")
+            .unwrap_err();
+        assert!(
+            matches!(&err, FanError::Refused(m) if m.contains("join answered 404") && m.contains("no on-sale named nobody")),
+            "{transport:?}: {err:?}"
+        );
+    }
+    assert!(!app.exists("nobody").await);
+}
+
 #[tokio::test]
 async fn an_unknown_ticket_is_an_error_over_both_transports() {
     let app = spawn_app().await;
+    app.create("s1").await;
     for transport in [Transport::Sse, Transport::Ws] {
         let mut args = FanArgs::new(vec![app.base()], show("s1"), transport);
         let ticket = Uuid::new_v4();
@@ -170,6 +235,7 @@ async fn an_unknown_ticket_is_an_error_over_both_transports() {
 #[tokio::test]
 async fn a_client_error_from_the_server_is_final_and_not_retried_elsewhere() {
     let app = spawn_app().await;
+    app.create("s1").await;
     // The first server answers 404 (no such route under that path prefix); were it
     // retried, the second would answer `unknown` for this random ticket instead.
     let mut wrong_prefix = app.base();
@@ -306,6 +372,9 @@ async fn the_fan_fails_over_to_another_instance_and_resumes() {
     };
     let a = spawn_app_with(config()).await;
     let b = spawn_app_with(config()).await;
+    // Created (closed) through A; B shares its Redis, so it knows the show too.
+    a.create("failover").await;
+    assert!(b.exists("failover").await);
     let out = Output::default();
     let args = FanArgs::new(vec![a.base(), b.base()], show("failover"), Transport::Sse);
     let fan = tokio::spawn({

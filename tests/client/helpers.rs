@@ -57,6 +57,35 @@ impl TestApp {
         format!("http://{}{path}", self.addr)
     }
 
+    /// Creates the show as an operator does (`PUT`, the server's default settings), closed:
+    /// fans may join and wait. The show must be new.
+    pub async fn create(&self, show: &str) {
+        let r = self
+            .client
+            .put(self.url(&format!("/orders/waiting-room/{show}")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED, "{show} is new");
+    }
+
+    /// Whether an operator has created the show: its stats answer 200, or 404 when nobody did.
+    pub async fn exists(&self, show: &str) -> bool {
+        let r = self
+            .client
+            .get(self.url(&format!("/orders/waiting-room/{show}/stats")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        match r.status() {
+            StatusCode::OK => true,
+            StatusCode::NOT_FOUND => false,
+            other => panic!("stats of {show} answered {other}"),
+        }
+    }
+
     pub async fn open(&self, show: &str) {
         let r = self
             .client
@@ -79,16 +108,17 @@ impl TestApp {
         r.json().await.unwrap()
     }
 
+    /// The operator's figures of a show that exists.
     pub async fn stats(&self, show: &str) -> Value {
-        self.client
+        let r = self
+            .client
             .get(self.url(&format!("/orders/waiting-room/{show}/stats")))
             .bearer_auth(TOKEN)
             .send()
             .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "stats of {show}");
+        r.json().await.unwrap()
     }
 
     /// Polls the show's stats until `check` holds, or panics after `within`.

@@ -45,9 +45,11 @@ fn outcomes(r: &LoadReport) -> u64 {
         + r.unfinished
 }
 
+/// `--open` and `--admit-per-second` create the show: nobody made it before the run.
 async fn every_fan_is_admitted(transport: Transport, source_ips: Option<&str>) {
     let app = spawn_app().await;
     let show_name = format!("load-{}", transport.name());
+    assert!(!app.exists(&show_name).await);
     let mut args = args(&app, &show_name, 200, transport);
     args.source_ips = source_ips.map(|s| s.parse().unwrap());
 
@@ -109,6 +111,7 @@ async fn a_websocket_run_from_several_source_addresses_admits_every_fan() {
 async fn a_run_stops_by_itself_at_its_duration_holding_every_connection_until_then() {
     let app = spawn_app().await;
     // A closed show: nobody is admitted, every fan holds its stream.
+    app.create("closed").await;
     let args = LoadArgs {
         open: false,
         admit_per_second: None,
@@ -140,6 +143,7 @@ async fn a_run_stops_by_itself_at_its_duration_holding_every_connection_until_th
 #[tokio::test]
 async fn a_join_only_run_joins_every_fan_and_follows_none() {
     let app = spawn_app().await;
+    app.create("joins").await;
     let args = LoadArgs {
         join_only: true,
         open: false,
@@ -163,6 +167,7 @@ async fn a_join_only_run_joins_every_fan_and_follows_none() {
 #[tokio::test]
 async fn an_interrupted_run_stops_early_and_still_reports() {
     let app = spawn_app().await;
+    app.create("interrupted").await;
     let args = LoadArgs {
         open: false,
         admit_per_second: None,
@@ -193,6 +198,7 @@ async fn an_interrupted_run_stops_early_and_still_reports() {
 #[tokio::test]
 async fn a_run_whose_results_cannot_be_written_fails_before_it_starts() {
     let app = spawn_app().await;
+    app.create("unwritable").await;
     let args = LoadArgs {
         csv: PathBuf::from("/nonexistent-dir/timeline.csv"),
         ..args(&app, "unwritable", 5, Transport::Sse)
@@ -201,12 +207,68 @@ async fn a_run_whose_results_cannot_be_written_fails_before_it_starts() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("cannot write"), "{err}");
-    assert_eq!(app.stats("unwritable").await["joined"], 0);
+    // Nothing was sent: not the rate, not the open, not a join.
+    assert_untouched(&app, "unwritable").await;
+}
+
+/// A show as `create` left it: closed, the server's default rate, nobody joined.
+async fn assert_untouched(app: &TestApp, show: &str) {
+    let stats = app.stats(show).await;
+    assert_eq!(stats["joined"], 0, "{stats}");
+    assert_eq!(stats["open"], false, "{stats}");
+    assert_eq!(stats["admitPerSecond"], 20, "{stats}");
+}
+
+#[tokio::test]
+async fn a_run_against_a_show_nobody_created_fails_before_it_starts() {
+    let app = spawn_app().await;
+    for join_only in [false, true] {
+        let args = LoadArgs {
+            open: false,
+            admit_per_second: None,
+            join_only,
+            ..args(&app, "nobody", 5, Transport::Sse)
+        };
+        let err = tokio::time::timeout(
+            Duration::from_secs(5),
+            load::run(&args, CancellationToken::new()),
+        )
+        .await
+        .expect("it fails at once")
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("show nobody does not exist. An operator creates it (PUT /orders/waiting-room/nobody), or run with --open"),
+            "{err}"
+        );
+        assert!(err.contains(shown(&app.base())), "names the server: {err}");
+        std::fs::remove_file(&args.csv).ok();
+        std::fs::remove_file(&args.plot).ok();
+    }
+    // Its joins were never sent, and nothing created the show.
+    assert!(!app.exists("nobody").await);
+
+    // `--admit-per-second` alone creates it, closed, with that rate, and fans can join.
+    let args = LoadArgs {
+        open: false,
+        admit_per_second: Some(7),
+        join_only: true,
+        ..args(&app, "nobody", 5, Transport::Sse)
+    };
+    let report = load::run(&args, CancellationToken::new()).await.unwrap();
+    assert_eq!(report.joined, 5, "{report}");
+    let stats = app.stats("nobody").await;
+    assert_eq!(stats["open"], false, "{stats}");
+    assert_eq!(stats["admitPerSecond"], 7, "{stats}");
+    assert_eq!(stats["queueLength"], 5, "{stats}");
+    std::fs::remove_file(&args.csv).ok();
+    std::fs::remove_file(&args.plot).ok();
 }
 
 #[tokio::test]
 async fn a_run_refuses_servers_off_loopback_and_opening_without_a_token() {
     let app = spawn_app().await;
+    app.create("s1").await;
     let mut remote = args(&app, "s1", 1, Transport::Sse);
     remote.urls = vec!["http://192.0.2.1:8080".parse().unwrap()];
     let err = load::run(&remote, CancellationToken::new())
@@ -224,6 +286,6 @@ async fn a_run_refuses_servers_off_loopback_and_opening_without_a_token() {
     assert!(err.to_string().contains("operator token"), "{err}");
     std::fs::remove_file(&tokenless.csv).ok();
     std::fs::remove_file(&tokenless.plot).ok();
-    // Nothing was sent: the show was never joined.
-    assert_eq!(app.stats("s1").await["joined"], 0);
+    // Nothing was sent: the show was never opened nor joined.
+    assert_untouched(&app, "s1").await;
 }
