@@ -6,7 +6,8 @@
 // further down the list (for testing and for networks known to break streams).
 //
 // The ticket lives in localStorage (per show), so a reload or a reopened tab keeps the place,
-// and in a cookie scoped to this page, so the server can paint the position before any script.
+// and the server keeps it in an HttpOnly cookie scoped to this page, so that it can paint the
+// position before any script.
 (() => {
   'use strict';
 
@@ -63,10 +64,7 @@
       if (record) localStorage.setItem(storageKey, JSON.stringify(record));
       else localStorage.removeItem(storageKey);
     } catch { /* private mode: the place lasts as long as the tab */ }
-    const path = `/wait/${show}`;
-    document.cookie = record
-      ? `wr_ticket=${record.ticketId}; path=${path}; max-age=86400; samesite=lax`
-      : `wr_ticket=; path=${path}; max-age=0; samesite=lax`;
+    // The wr_ticket cookie is the server's (HttpOnly, set on join, cleared on leave).
   }
 
   const isUuid = (s) => typeof s === 'string' &&

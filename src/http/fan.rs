@@ -4,9 +4,10 @@ use std::net::SocketAddr;
 
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use super::page::set_ticket_cookie;
 use super::{AppPath, AppState, show_id, ticket_path};
 use crate::error::AppError;
 use crate::model::TicketStatus;
@@ -23,7 +24,13 @@ pub async fn join(
     let show = show_id(&show)?;
     let joined = state.join(client.ip(), &headers, &show).await?;
     let view = joined.status.state.view(joined.ticket, joined.status.rate);
-    Ok((StatusCode::ACCEPTED, Json(view)))
+    // The waiting page's first paint shows this ticket's place after a reload.
+    let cookie = set_ticket_cookie(&state, &show, Some(joined.ticket));
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::SET_COOKIE, cookie)],
+        Json(view),
+    ))
 }
 
 /// `GET …/tickets/{ticketId}`: 200 while waiting or admitted, 404 UNKNOWN otherwise.
@@ -50,7 +57,8 @@ pub async fn leave(
 ) -> Result<Response, AppError> {
     let (show, id) = ticket_path(&show, &ticket)?;
     if state.store.leave(&show, id).await? {
-        Ok(StatusCode::NO_CONTENT.into_response())
+        let forget = set_ticket_cookie(&state, &show, None);
+        Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, forget)]).into_response())
     } else {
         Err(AppError::UnknownTicket(ticket))
     }

@@ -311,15 +311,7 @@ pub async fn join(
     match joined.await {
         Ok((show, ticket)) => {
             let page = format!("/wait/{show}");
-            // No script needs it (the page's own script keeps the ticket in localStorage),
-            // and it goes only where it came from; over https, only over https.
-            let secure = match &state.public_origin {
-                Some(origin) if origin.is_https() => "; Secure",
-                _ => "",
-            };
-            let cookie = format!(
-                "{TICKET_COOKIE}={ticket}; Path={page}; Max-Age=86400; HttpOnly; SameSite=Lax{secure}"
-            );
+            let cookie = set_ticket_cookie(&state, &show, Some(ticket));
             (
                 StatusCode::SEE_OTHER,
                 [
@@ -332,6 +324,26 @@ pub async fn join(
         }
         Err(e) => error_page(e),
     }
+}
+
+/// The `Set-Cookie` value that keeps `ticket` for `show`'s page, or (`None`) forgets it.
+///
+/// The server alone writes this cookie, on every join and leave, whether the page's script
+/// or its no-script form made them: it is `HttpOnly` (no script needs it: the page's own
+/// script keeps the ticket in localStorage), and a browser would not let a script overwrite
+/// an `HttpOnly` cookie anyway. It goes only to the show's page; over https, only over https.
+pub(crate) fn set_ticket_cookie(state: &AppState, show: &ShowId, ticket: Option<Uuid>) -> String {
+    let secure = match &state.public_origin {
+        Some(origin) if origin.is_https() => "; Secure",
+        _ => "",
+    };
+    let (value, age) = match ticket {
+        Some(t) => (t.to_string(), 86_400),
+        None => (String::new(), 0),
+    };
+    format!(
+        "{TICKET_COOKIE}={value}; Path=/wait/{show}; Max-Age={age}; HttpOnly; SameSite=Lax{secure}"
+    )
 }
 
 /// The ticket in the `wr_ticket` cookie, if any is a UUID. The browser sends the cookie of

@@ -29,6 +29,7 @@ both_stores!(
     one_admission_places_one_order,
     shows_exist_only_when_an_operator_makes_them,
     a_deleted_show_takes_its_state_and_its_tickets_with_it,
+    the_ticket_cookie_is_the_servers_alone,
 );
 
 async fn order(
@@ -499,5 +500,37 @@ async fn a_show_fenced_above_the_counter_heals_and_never_starves_the_others() {
         .unwrap();
     assert!(token > 1000, "the healed token passed the fence: {token}");
     assert_ne!(first, stuck[0]);
+    app.stop().await;
+}
+
+/// The waiting page's script keeps its ticket in localStorage; the `wr_ticket` cookie (for the
+/// server's first paint) is written by the server only, on join and leave, `HttpOnly`: a
+/// script could not overwrite an `HttpOnly` cookie, and needs none.
+async fn the_ticket_cookie_is_the_servers_alone(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create("c").await;
+    let joined = app.join("c").await;
+    assert_eq!(joined.status(), StatusCode::ACCEPTED);
+    let cookie = joined.headers()["set-cookie"].to_str().unwrap().to_owned();
+    let ticket = ticket_id(&joined.json().await.unwrap());
+    assert!(
+        cookie.starts_with(&format!("wr_ticket={ticket};")),
+        "{cookie}"
+    );
+    for part in ["Path=/wait/c", "HttpOnly", "SameSite=Lax", "Max-Age=86400"] {
+        assert!(cookie.contains(part), "{part} in {cookie}");
+    }
+    let left = app.leave("c", &ticket).await;
+    assert_eq!(left.status(), StatusCode::NO_CONTENT);
+    let forget = left.headers()["set-cookie"].to_str().unwrap();
+    assert!(
+        forget.starts_with("wr_ticket=;") && forget.contains("Max-Age=0"),
+        "{forget}"
+    );
+    assert!(
+        !std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/static/wait.js"))
+            .unwrap()
+            .contains("document.cookie")
+    );
     app.stop().await;
 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need when it is missing (redis-server for the
+# store, push and multi-instance tests; Chromium and chromedriver for the browser tests), then
+# runs every test. Debian/Ubuntu; run as root or with sudo available.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+redis-server --version
+cargo --version
+cargo test "$@"
