@@ -138,3 +138,116 @@ pub async fn run(
     }
     metrics.set_leader(false);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{MemoryStore, StoreSettings};
+
+    /// A store admitting one fan a second, with one open show and `fans` fans queued.
+    async fn store_with_fans(fans: usize) -> (MemoryStore, ShowId) {
+        let store = MemoryStore::new(StoreSettings {
+            default_rate: 1,
+            admission_ttl: Duration::from_secs(300),
+            max_active_buyers: 0,
+            arrival_window: Duration::from_secs(60),
+        });
+        let show: ShowId = "skew".parse().unwrap();
+        store.open(&show).await.unwrap();
+        for _ in 0..fans {
+            store.join(&show).await.unwrap();
+        }
+        (store, show)
+    }
+
+    /// How long until the store's current second ends, asked by an admission it refuses
+    /// because that second was served already.
+    async fn next_in(store: &MemoryStore, show: &ShowId) -> Duration {
+        match store.admit(show, 1).await.unwrap() {
+            AdmitOutcome::AlreadyThisSecond { next_in } => next_in,
+            other => panic!("the second was served already, yet: {other:?}"),
+        }
+    }
+
+    /// Serves the show in the store's current second, then lets tokio's (paused) clock run
+    /// on until exactly `remaining` of that second is left: the situation of an admitter
+    /// whose clock runs ahead of the store's.
+    async fn served_with_remaining(store: &MemoryStore, show: &ShowId, remaining: Duration) {
+        assert!(matches!(
+            store.admit(show, 1).await.unwrap(),
+            AdmitOutcome::Admitted { count: 1, .. }
+        ));
+        // Align on the start of the store's next second, whatever the wall clock said.
+        tokio::time::advance(next_in(store, show).await).await;
+        assert!(matches!(
+            store.admit(show, 1).await.unwrap(),
+            AdmitOutcome::Admitted { count: 1, .. }
+        ));
+        assert_eq!(next_in(store, show).await, Duration::from_secs(1));
+        tokio::time::advance(Duration::from_secs(1) - remaining).await;
+        assert_eq!(next_in(store, show).await, remaining);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_show_served_this_second_by_a_slower_store_clock_is_retried_when_it_ends() {
+        let (store, show) = store_with_fans(5).await;
+        served_with_remaining(&store, &show, Duration::from_millis(300)).await;
+
+        let started = tokio::time::Instant::now();
+        let report = admit_once(&store, 1).await.unwrap();
+        let waited = started.elapsed();
+
+        assert_eq!(
+            report,
+            TickReport {
+                admitted: vec![(show.clone(), 1)],
+                ..TickReport::default()
+            },
+            "the retry admits in the store's next second"
+        );
+        assert!(
+            waited >= Duration::from_millis(300) && waited <= Duration::from_millis(320),
+            "waited for the rest of the store's second, and hardly more: {waited:?}"
+        );
+        // The retry landed early in the new second, which is now served.
+        let left = next_in(&store, &show).await;
+        assert!(left >= Duration::from_millis(980), "{left:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_retry_covers_skew_up_to_its_bound_and_no_further() {
+        // Exactly the bound left: still retried.
+        let (store, show) = store_with_fans(5).await;
+        served_with_remaining(&store, &show, CLOCK_SKEW_RETRY).await;
+        let started = tokio::time::Instant::now();
+        let report = admit_once(&store, 1).await.unwrap();
+        assert_eq!(report.admitted, vec![(show.clone(), 1)]);
+        assert!(started.elapsed() >= CLOCK_SKEW_RETRY);
+
+        // More left than clock skew explains (another admitter served this second): counted
+        // as served, at once, without waiting for the second to end.
+        for remaining in [
+            CLOCK_SKEW_RETRY + Duration::from_millis(1),
+            Duration::from_secs(1),
+        ] {
+            let (store, show) = store_with_fans(5).await;
+            served_with_remaining(&store, &show, remaining).await;
+            let started = tokio::time::Instant::now();
+            let report = admit_once(&store, 1).await.unwrap();
+            assert_eq!(
+                report,
+                TickReport {
+                    already_served: 1,
+                    ..TickReport::default()
+                },
+                "{remaining:?} left"
+            );
+            assert_eq!(
+                started.elapsed(),
+                Duration::ZERO,
+                "{remaining:?} left: no wait"
+            );
+            assert_eq!(next_in(&store, &show).await, remaining, "nothing admitted");
+        }
+    }
+}

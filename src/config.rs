@@ -38,6 +38,11 @@ pub struct Config {
     #[arg(long, env = "MAX_ACTIVE_BUYERS", default_value_t = 0)]
     pub max_active_buyers: u32,
 
+    /// With a cap on active buyers: how long an admission may go untaken (no poll, no live
+    /// stream, no order) before its place goes to the next fan (`60s`; `0s` turns it off).
+    #[arg(long, env = "ARRIVAL_WINDOW", default_value = "60s", value_parser = parse_window)]
+    pub arrival_window: Duration,
+
     /// Bearer token for the operator calls; generated and printed once when unset.
     #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
@@ -95,6 +100,15 @@ fn parse_header_timeout(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+fn parse_window(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 60s or 2m)"))?;
+    let shortest = crate::store::MIN_ARRIVAL_WINDOW;
+    if !d.is_zero() && (d < shortest || d > Duration::from_secs(24 * 3600)) {
+        return Err(format!("must be 0s (off) or between {shortest:?} and 24h"));
+    }
+    Ok(d)
+}
+
 fn parse_ttl(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 5m, 90s or 500ms)"))?;
     if d < Duration::from_millis(100) || d > Duration::from_secs(24 * 3600) {
@@ -113,6 +127,7 @@ impl Config {
             admit_per_second: 20,
             admission_ttl: Duration::from_secs(300),
             max_active_buyers: 0,
+            arrival_window: Duration::from_secs(60),
             admin_token: Some("test-token".into()),
             join_rate_limit: 0,
             trusted_proxy_hops: 0,

@@ -69,21 +69,96 @@ pub enum TicketState {
     Unknown,
 }
 
+/// How fast a show's queue moves: what every ETA is worked out from, read with the ticket.
+///
+/// The store measures the places each admission tick offers (the rate, or fewer when a cap
+/// on active buyers binds: then places free up only as fast as buyers order, give up or run
+/// out) and smooths them over recent ticks; before there is history it starts from the
+/// configured rate, so at a plain rate the ETA is the seed's `ceil(position / rate)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pace {
+    /// The configured admissions a second.
+    pub rate: u32,
+    /// Places offered a second, smoothed, in thousandths.
+    pub flow_milli: u64,
+    /// How much that varies tick to tick (one standard deviation), in thousandths.
+    pub spread_milli: u64,
+    /// Why nothing moves now, if nothing does.
+    pub paused: Option<Paused>,
+}
+
+/// Why a queue stands still.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Paused {
+    /// The on-sale is not open (yet, or any more).
+    Closed,
+    /// Every place behind the gate is taken: fans are let in as buyers finish.
+    Full,
+}
+
+impl Pace {
+    /// A plain rate with no history: the seed's ETA.
+    pub fn at_rate(rate: u32) -> Pace {
+        Pace {
+            rate,
+            flow_milli: u64::from(rate) * 1000,
+            spread_milli: 0,
+            paused: None,
+        }
+    }
+
+    /// The ETA of `position`, and an honest range around it when the pace is uncertain.
+    pub fn eta(&self, position: u64) -> Eta {
+        // Never divide by a standstill: a queue that offers no place yet still moves once
+        // buyers finish, at no less than a fiftieth of a place a second in this model.
+        let flow = (self.flow_milli as f64 / 1000.0).max(0.02);
+        let seconds = |per_second: f64| (position as f64 / per_second).ceil() as u64;
+        let eta = seconds(flow);
+        let spread = self.spread_milli as f64 / 1000.0;
+        // A range only when the pace wanders by more than a tenth.
+        let range = (spread > flow * 0.1).then(|| {
+            let fast = seconds(flow + spread);
+            let slow = seconds((flow - spread).max(flow / 4.0));
+            (fast.min(eta), slow.max(eta))
+        });
+        Eta {
+            seconds: eta,
+            range,
+        }
+    }
+}
+
+/// What a fan is told about its wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Eta {
+    pub seconds: u64,
+    /// Shortest and longest likely wait, when the pace is uncertain.
+    pub range: Option<(u64, u64)>,
+}
+
 impl TicketState {
-    /// The ticket JSON a fan is shown, with the ETA of Little's Law at `rate` per second.
-    pub fn view(self, ticket: Uuid, rate: u32) -> TicketView {
+    /// The ticket JSON a fan is shown, with the ETA at the show's `pace`.
+    pub fn view(self, ticket: Uuid, pace: &Pace) -> TicketView {
         let mut view = TicketView {
             ticket_id: ticket,
             status: TicketStatus::Unknown,
             position: None,
             eta_seconds: None,
+            eta_min_seconds: None,
+            eta_max_seconds: None,
+            paused: None,
             expires_in_seconds: None,
         };
         match self {
             TicketState::Waiting { position } => {
+                let eta = pace.eta(position);
                 view.status = TicketStatus::Waiting;
                 view.position = Some(position);
-                view.eta_seconds = Some(eta_seconds(position, rate));
+                view.eta_seconds = Some(eta.seconds);
+                view.eta_min_seconds = eta.range.map(|r| r.0);
+                view.eta_max_seconds = eta.range.map(|r| r.1);
+                view.paused = pace.paused;
             }
             TicketState::Admitted { expires_in_ms } => {
                 view.status = TicketStatus::Admitted;
@@ -94,11 +169,6 @@ impl TicketState {
         }
         view
     }
-}
-
-/// ETA = ceil(position / rate): Little's Law with one admission tick a second.
-pub fn eta_seconds(position: u64, rate: u32) -> u64 {
-    position.div_ceil(u64::from(rate.max(1)))
 }
 
 /// The status word of the ticket JSON.
@@ -120,6 +190,14 @@ pub struct TicketView {
     pub position: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eta_seconds: Option<u64>,
+    /// With `etaMaxSeconds`: the likely range of the wait, when the pace is uncertain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_min_seconds: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_max_seconds: Option<u64>,
+    /// Why the queue stands still: `closed` or `full`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<Paused>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_in_seconds: Option<u64>,
 }
@@ -219,7 +297,7 @@ impl Order {
 }
 
 /// What an operator sees of one show.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ShowStats {
     pub show_id: String,
@@ -234,6 +312,15 @@ pub struct ShowStats {
     pub max_active_buyers: u32,
     /// Tickets ever handed out for this show (the arrival counter).
     pub joined: u64,
+    /// Places offered a second, smoothed over recent ticks: the pace every ETA uses.
+    pub outflow_per_second: f64,
+    /// Why the queue stands still, if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<Paused>,
+    /// With a cap: how long an admission may go untaken before its place goes on.
+    pub arrival_window_seconds: u64,
+    /// Admissions released because nobody took them up within the arrival window.
+    pub released_untaken: u64,
 }
 
 #[cfg(test)]
@@ -250,19 +337,48 @@ mod tests {
         }
     }
 
+    fn eta(position: u64, rate: u32) -> u64 {
+        Pace::at_rate(rate).eta(position).seconds
+    }
+
     #[test]
-    fn eta_is_little_law_rounded_up() {
-        assert_eq!(eta_seconds(1, 20), 1);
-        assert_eq!(eta_seconds(20, 20), 1);
-        assert_eq!(eta_seconds(21, 20), 2);
-        assert_eq!(eta_seconds(30_000, 500), 60);
+    fn eta_at_a_plain_rate_is_little_law_rounded_up() {
+        assert_eq!(eta(1, 20), 1);
+        assert_eq!(eta(20, 20), 1);
+        assert_eq!(eta(21, 20), 2);
+        assert_eq!(eta(30_000, 500), 60);
+        assert_eq!(
+            Pace::at_rate(20).eta(21).range,
+            None,
+            "a steady pace is certain"
+        );
+    }
+
+    #[test]
+    fn an_uncertain_pace_gives_a_range_around_the_eta() {
+        let pace = Pace {
+            rate: 10,
+            flow_milli: 2_000,
+            spread_milli: 1_000,
+            paused: None,
+        };
+        let eta = pace.eta(100);
+        assert_eq!(eta.seconds, 50);
+        assert_eq!(eta.range, Some((34, 100)));
+        // A standstill still gives a finite wait.
+        let stopped = Pace {
+            flow_milli: 0,
+            ..pace
+        };
+        assert_eq!(stopped.eta(1).seconds, 50);
     }
 
     #[test]
     fn ticket_json_omits_null_fields() {
         let id = Uuid::nil();
         let waiting =
-            serde_json::to_value(TicketState::Waiting { position: 3 }.view(id, 2)).unwrap();
+            serde_json::to_value(TicketState::Waiting { position: 3 }.view(id, &Pace::at_rate(2)))
+                .unwrap();
         assert_eq!(
             waiting,
             serde_json::json!({"ticketId": id, "status": "WAITING", "position": 3, "etaSeconds": 2})
@@ -271,14 +387,15 @@ mod tests {
             TicketState::Admitted {
                 expires_in_ms: 298_400,
             }
-            .view(id, 2),
+            .view(id, &Pace::at_rate(2)),
         )
         .unwrap();
         assert_eq!(
             admitted,
             serde_json::json!({"ticketId": id, "status": "ADMITTED", "expiresInSeconds": 298})
         );
-        let unknown = serde_json::to_value(TicketState::Unknown.view(id, 2)).unwrap();
+        let unknown =
+            serde_json::to_value(TicketState::Unknown.view(id, &Pace::at_rate(2))).unwrap();
         assert_eq!(
             unknown,
             serde_json::json!({"ticketId": id, "status": "UNKNOWN"})

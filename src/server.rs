@@ -33,6 +33,7 @@ impl Application {
             default_rate: config.admit_per_second,
             admission_ttl: config.admission_ttl,
             max_active_buyers: config.max_active_buyers,
+            arrival_window: config.arrival_window,
         };
         let store: Arc<dyn QueueStore> = match &config.redis_url {
             Some(urls) if config.redis_cluster => {

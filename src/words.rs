@@ -47,6 +47,31 @@ pub fn eta_words(seconds: u64) -> String {
     }
 }
 
+/// A wait in words, as a range when the pace is uncertain ("about 20–30 minutes"), else as
+/// [`eta_words`]. `static/wait.js` words it the same way.
+pub fn wait_words(seconds: u64, range: Option<(u64, u64)>) -> String {
+    let Some((low, high)) = range else {
+        return eta_words(seconds);
+    };
+    let (low_m, high_m) = ((low + 30) / 60, (high + 30) / 60);
+    if high_m <= 1 || low_m == high_m || high_m >= 24 * 60 {
+        return eta_words(seconds);
+    }
+    if high_m < 60 {
+        return if low_m == 0 {
+            format!("up to {high_m} minutes")
+        } else {
+            format!("about {low_m}–{high_m} minutes")
+        };
+    }
+    let (low_h, high_h) = ((low_m + 30) / 60, (high_m + 30) / 60);
+    match (low_h, high_h) {
+        (l, h) if l == h => eta_words(seconds),
+        (0, h) => format!("up to {h} hours"),
+        (l, h) => format!("about {l}–{h} hours"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +90,16 @@ mod tests {
         assert_eq!(eta_words(70 * 60), "about 1 hour 10 minutes");
         assert_eq!(eta_words(119 * 60), "about 2 hours");
         assert_eq!(eta_words(3 * 86_400), "more than a day");
+    }
+
+    #[test]
+    fn an_uncertain_wait_reads_as_a_range() {
+        assert_eq!(wait_words(1500, None), "about 25 minutes");
+        assert_eq!(wait_words(1500, Some((1200, 1800))), "about 20–30 minutes");
+        assert_eq!(wait_words(100, Some((20, 400))), "up to 7 minutes");
+        assert_eq!(wait_words(40, Some((30, 50))), "less than a minute");
+        assert_eq!(wait_words(9000, Some((5400, 14400))), "about 2–4 hours");
+        assert_eq!(wait_words(1500, Some((1490, 1510))), "about 25 minutes");
     }
 
     #[test]

@@ -31,7 +31,7 @@
     conn: $('conn'), connText: $('conn-text'),
     position: $('position'), ahead: $('ahead'), eta: $('eta'), etaLabel: $('eta-label'),
     progress: $('progress'), progressFill: $('progress-fill'), progressCaption: $('progress-caption'),
-    notOpen: $('not-open'), countdown: $('countdown'),
+    notOpen: $('not-open'), pausedFull: $('paused-full'), countdown: $('countdown'),
     checkout: $('checkout'), holdId: $('hold-id'), email: $('email'), amount: $('amount'),
     placeOrder: $('place-order'), orderError: $('order-error'),
     ticketLine: $('ticket-line'), ticketId: $('ticket-id'),
@@ -87,6 +87,18 @@
     const rest = rounded % 60;
     const h = hours === 1 ? '1 hour' : `${hours} hours`;
     return rest === 0 ? `about ${h}` : `about ${h} ${rest} minutes`;
+  }
+
+  // The same words as the server's (words.rs `wait_words`): a range when the pace is uncertain.
+  function waitWords(view) {
+    const low = view.etaMinSeconds, high = view.etaMaxSeconds;
+    if (low === undefined || high === undefined) return etaWords(view.etaSeconds);
+    const lowM = Math.floor((low + 30) / 60), highM = Math.floor((high + 30) / 60);
+    if (highM <= 1 || lowM === highM || highM >= 24 * 60) return etaWords(view.etaSeconds);
+    if (highM < 60) return lowM === 0 ? `up to ${highM} minutes` : `about ${lowM}–${highM} minutes`;
+    const lowH = Math.floor((lowM + 30) / 60), highH = Math.floor((highM + 30) / 60);
+    if (lowH === highH) return etaWords(view.etaSeconds);
+    return lowH === 0 ? `up to ${highH} hours` : `about ${lowH}–${highH} hours`;
   }
 
   function aheadWords(position) {
@@ -146,15 +158,15 @@
       save();
     }
     const wasWaiting = state === 'waiting';
-    const previous = Number(root.dataset.position) || 0;
     setState('waiting');
     root.dataset.position = String(position);
     root.dataset.eta = String(view.etaSeconds);
     els.position.textContent = fmt(position);
     els.ahead.textContent = aheadWords(position);
-    els.eta.textContent = etaWords(view.etaSeconds);
-    // A position that fell means admissions run: the on-sale is open whatever the page said.
-    if (wasWaiting && position < previous) showOpen = true;
+    els.eta.textContent = waitWords(view);
+    // The server says why the queue stands still (`paused`: closed or full).
+    if (!view.fromPaint) showOpen = view.paused !== 'closed';
+    els.pausedFull.hidden = view.paused !== 'full';
     els.notOpen.hidden = showOpen;
     els.etaLabel.textContent = showOpen ? 'Estimated wait' : 'Estimated wait once the sale opens';
 
@@ -169,7 +181,7 @@
     const now = Date.now();
     if (!wasWaiting || now - lastAnnounced > ANNOUNCE_EVERY_MS) {
       lastAnnounced = now;
-      announce(`You are number ${fmt(position)} in the queue. Estimated wait: ${etaWords(view.etaSeconds)}.`);
+      announce(`You are number ${fmt(position)} in the queue. Estimated wait: ${waitWords(view)}.`);
     }
   }
 
@@ -516,7 +528,7 @@
     }
     // Start from what the server painted if it is this ticket's, then follow.
     if (painted === ticket && state === 'waiting') {
-      renderWaiting({ ticketId: ticket, position: Number(root.dataset.position), etaSeconds: Number(root.dataset.eta) });
+      renderWaiting({ ticketId: ticket, position: Number(root.dataset.position), etaSeconds: Number(root.dataset.eta), fromPaint: true });
     } else if (painted === ticket && state === 'admitted') {
       renderAdmitted({ ticketId: ticket, expiresInSeconds: Number(root.dataset.expires) });
     } else if (painted === ticket && state === 'unknown') {

@@ -23,7 +23,7 @@ pub async fn join(
 ) -> Result<impl IntoResponse, AppError> {
     let show = show_id(&show)?;
     let joined = state.join(client.ip(), &headers, &show).await?;
-    let view = joined.status.state.view(joined.ticket, joined.status.rate);
+    let view = joined.status.state.view(joined.ticket, &joined.status.pace);
     // The waiting page's first paint shows this ticket's place after a reload.
     let cookie = set_ticket_cookie(&state, &show, Some(joined.ticket));
     Ok((
@@ -40,7 +40,7 @@ pub async fn status(
 ) -> Result<Response, AppError> {
     let (show, id) = ticket_path(&show, &ticket)?;
     let status = state.store.status(&show, id).await?;
-    let view = status.state.view(id, status.rate);
+    let view = status.state.view(id, &status.pace);
     let code = if view.status == TicketStatus::Unknown {
         StatusCode::NOT_FOUND
     } else {

@@ -279,6 +279,7 @@ mod tests {
                 default_rate: 1,
                 admission_ttl: std::time::Duration::from_secs(1),
                 max_active_buyers: 0,
+                arrival_window: std::time::Duration::from_secs(60),
             },
         ));
         let metrics = Arc::new(Metrics::default());

@@ -1,6 +1,8 @@
 //! Operator calls, all behind the bearer token: create, configure and delete a show, open and
 //! close its on-sale, read its figures.
 
+use std::time::Duration;
+
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -10,7 +12,7 @@ use serde::Deserialize;
 use super::{AppJson, AppPath, AppState, Operator, show_id};
 use crate::error::AppError;
 use crate::model::{ShowId, ShowStats};
-use crate::store::{MAX_RATE, ShowSettings};
+use crate::store::{MAX_RATE, MIN_ARRIVAL_WINDOW, ShowSettings};
 
 /// `POST …/{showId}/open`: 204; creates the show if needed, the admitter serves it and the
 /// gate closes. A show whose state was lost starts again from nothing: this is the
@@ -62,6 +64,9 @@ pub struct ShowConfig {
     pub admit_per_second: Option<u32>,
     /// Cap on admitted fans who have not bought yet; 0 removes the cap.
     pub max_active_buyers: Option<u32>,
+    /// With a cap: seconds an admission may go untaken (no poll, no live stream, no order)
+    /// before its place goes to the next fan; 0 keeps every admission its full lifetime.
+    pub arrival_window_seconds: Option<u64>,
 }
 
 impl ShowConfig {
@@ -84,9 +89,19 @@ impl ShowConfig {
                 MAX_RATE * 3600
             )));
         }
+        let shortest = MIN_ARRIVAL_WINDOW.as_secs();
+        if self
+            .arrival_window_seconds
+            .is_some_and(|w| w != 0 && !(shortest..=24 * 3600).contains(&w))
+        {
+            return Err(AppError::BadRequest(format!(
+                "arrivalWindowSeconds: 0 (off) or between {shortest} and 86400"
+            )));
+        }
         Ok(ShowSettings {
             admit_per_second: self.admit_per_second,
             max_active_buyers: self.max_active_buyers,
+            arrival_window: self.arrival_window_seconds.map(Duration::from_secs),
         })
     }
 }
@@ -147,9 +162,12 @@ pub async fn set_config(
     AppJson(config): AppJson<ShowConfig>,
 ) -> Result<Json<ShowStats>, AppError> {
     let show = show_id(&show)?;
-    if config.admit_per_second.is_none() && config.max_active_buyers.is_none() {
+    if config.admit_per_second.is_none()
+        && config.max_active_buyers.is_none()
+        && config.arrival_window_seconds.is_none()
+    {
         return Err(AppError::BadRequest(
-            "send admitPerSecond and/or maxActiveBuyers".into(),
+            "send admitPerSecond, maxActiveBuyers and/or arrivalWindowSeconds".into(),
         ));
     }
     Ok(Json(configure(&state, &show, &config).await?.1))

@@ -24,8 +24,8 @@ use uuid::Uuid;
 use super::origin::check_form_post;
 use super::{AppState, show_id};
 use crate::error::AppError;
-use crate::model::{ShowId, TicketState, eta_seconds};
-use crate::words::{eta_words, thousands};
+use crate::model::{Paused, ShowId, TicketState};
+use crate::words::{thousands, wait_words};
 
 /// The cookie that remembers a fan's ticket for one show's page. Its `Path` is the show's
 /// page, so each show has its own and no other page ever receives it.
@@ -200,6 +200,8 @@ struct WaitPage {
     ahead_text: String,
     eta_seconds: u64,
     eta_words: String,
+    /// Every place behind the gate is taken: the queue moves as buyers finish.
+    full: bool,
     expires_in: u64,
     expires_text: String,
     refresh_seconds: u32,
@@ -264,6 +266,7 @@ async fn render_wait(
         ahead_text: String::new(),
         eta_seconds: 0,
         eta_words: String::new(),
+        full: false,
         expires_in: 0,
         expires_text: String::new(),
         refresh_seconds: NOSCRIPT_REFRESH_SECONDS,
@@ -279,11 +282,13 @@ async fn render_wait(
             page.ahead = position - 1;
             page.position_text = thousands(position);
             page.ahead_text = thousands(position - 1);
-            page.eta_seconds = eta_seconds(position, status.rate);
-            page.eta_words = eta_words(page.eta_seconds);
+            let eta = status.pace.eta(position);
+            page.eta_seconds = eta.seconds;
+            page.eta_words = wait_words(eta.seconds, eta.range);
+            page.full = status.pace.paused == Some(Paused::Full);
         }
         TicketState::Admitted { .. } => {
-            let view = status.state.view(ticket, status.rate);
+            let view = status.state.view(ticket, &status.pace);
             page.state = "admitted";
             page.expires_in = view.expires_in_seconds.unwrap_or(0);
             page.expires_text = clock(page.expires_in);

@@ -118,7 +118,7 @@ mod tests {
         let ticket = uuid::Uuid::nil();
         Update {
             event: EventName::Waiting,
-            view: TicketState::Waiting { position }.view(ticket, 1),
+            view: TicketState::Waiting { position }.view(ticket, &crate::model::Pace::at_rate(1)),
             version: position,
             expires_at: None,
         }

@@ -7,7 +7,14 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::FanGuard;
-use crate::model::{TicketState, TicketView};
+use std::sync::Arc;
+
+use crate::model::{Pace, ShowId, TicketState, TicketView};
+use crate::store::{QueueStore, StoreError};
+
+/// How often a live stream of an admitted ticket says its fan is still there: well inside the
+/// shortest arrival window ([`crate::store::MIN_ARRIVAL_WINDOW`]).
+pub const TOUCH_EVERY: Duration = Duration::from_secs(4);
 
 /// The event names of the push contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +51,7 @@ pub struct Update {
 }
 
 impl Update {
-    pub(super) fn new(ticket: Uuid, state: TicketState, rate: u32, version: u64) -> Update {
+    pub(super) fn new(ticket: Uuid, state: TicketState, pace: &Pace, version: u64) -> Update {
         let event = match state {
             TicketState::Waiting { .. } => EventName::Waiting,
             TicketState::Admitted { .. } => EventName::Admitted,
@@ -58,7 +65,7 @@ impl Update {
         };
         Update {
             event,
-            view: state.view(ticket, rate),
+            view: state.view(ticket, pace),
             version,
             expires_at,
         }
@@ -66,6 +73,9 @@ impl Update {
 }
 
 pub(super) struct Follow {
+    /// Where to say the fan is still there while its admission runs.
+    pub(super) store: Arc<dyn QueueStore>,
+    pub(super) show: ShowId,
     pub(super) current: Update,
     pub(super) rx: Option<watch::Receiver<Update>>,
     pub(super) _guard: Option<FanGuard>,
@@ -80,13 +90,30 @@ pub(super) async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
     match f.current.event {
         EventName::Unknown | EventName::Expired => None,
         EventName::Admitted => {
-            // The admission runs out on its own; nothing is published for it.
+            // The admission runs out on its own; nothing is published for it. Until then a
+            // live stream tells the store now and then that its fan is there to buy, so the
+            // admission is not released as untaken after the arrival window.
             if let Some(at) = f.current.expires_at {
-                tokio::time::sleep_until(at).await;
+                let mut over = false;
+                while !over && tokio::time::Instant::now() + TOUCH_EVERY < at {
+                    tokio::time::sleep(TOUCH_EVERY).await;
+                    let ticket = f.current.view.ticket_id;
+                    match f.store.touch(&f.show, ticket).await {
+                        // Released, given back, or the show is gone: the admission is over.
+                        Ok(false) | Err(StoreError::NoSuchShow(_) | StoreError::ShowLost(_)) => {
+                            over = true;
+                        }
+                        Ok(true) => {}
+                        Err(e) => tracing::debug!(error = %e, "could not touch an admission"),
+                    }
+                }
+                if !over {
+                    tokio::time::sleep_until(at).await;
+                }
             }
             f.current = Update {
                 event: EventName::Expired,
-                view: TicketState::Unknown.view(f.current.view.ticket_id, 1),
+                view: TicketState::Unknown.view(f.current.view.ticket_id, &Pace::default()),
                 version: f.current.version,
                 expires_at: None,
             };

@@ -185,7 +185,7 @@ impl Hub {
                                 TicketState::Unknown
                             };
                             let update =
-                                Update::new(fan.ticket, state, status.rate, status.version);
+                                Update::new(fan.ticket, state, &status.pace, status.version);
                             let _ = fan.tx.send(update);
                             return;
                         }
@@ -290,7 +290,7 @@ impl Hub {
         shutdown: CancellationToken,
     ) -> Result<impl Stream<Item = Update> + Send + 'static> {
         let status = self.inner.store.status(show, ticket).await?;
-        let first = Update::new(ticket, status.state, status.rate, status.version);
+        let first = Update::new(ticket, status.state, &status.pace, status.version);
         let (rx, guard) = match status {
             Status {
                 state: TicketState::Waiting { .. },
@@ -304,6 +304,8 @@ impl Hub {
             _ => (None, None),
         };
         let follow = Follow {
+            store: self.inner.store.clone(),
+            show: show.clone(),
             current: first,
             rx,
             _guard: guard,

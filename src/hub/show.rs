@@ -7,7 +7,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::Update;
-use crate::model::TicketState;
+use crate::model::{Pace, TicketState};
 use crate::store::{EventKind, ShowEvent, ShowSnapshot};
 
 /// Fans of one show on this instance, and the show state their positions derive from.
@@ -39,7 +39,7 @@ pub(super) struct Mirror {
     pub(super) version: u64,
     pub(super) head: u64,
     pub(super) left: BTreeSet<u64>,
-    pub(super) rate: u32,
+    pub(super) pace: Pace,
     pub(super) ttl_ms: u64,
 }
 
@@ -50,7 +50,7 @@ impl From<ShowSnapshot> for Mirror {
             version: s.version,
             head: s.head,
             left: s.left.into_iter().collect(),
-            rate: s.rate,
+            pace: s.pace,
             ttl_ms: s.ttl_ms,
         }
     }
@@ -81,7 +81,7 @@ impl Mirror {
         }
         self.version = e.version;
         self.head = e.head;
-        self.rate = e.rate;
+        self.pace = e.pace();
         self.ttl_ms = e.ttl_ms;
         match e.kind {
             EventKind::Leave => {
@@ -152,7 +152,7 @@ impl ShowFans {
                 }
             };
             fan.from_version = m.version;
-            let update = Update::new(fan.ticket, state, m.rate, m.version);
+            let update = Update::new(fan.ticket, state, &m.pace, m.version);
             if !matches!(state, TicketState::Waiting { .. }) {
                 finished.push((seq, id));
             }

@@ -18,9 +18,9 @@ use uuid::Uuid;
 use super::{
     AdmitOutcome, Configured, EventKind, Joined, OrderOutcome, QueueStore, Result, ShowEvent,
     ShowMeta, ShowSettings, ShowSnapshot, Status, StoreError, StoreSettings, new_epoch,
-    order_fingerprint, wall_ms,
+    order_fingerprint, pace_of, wall_ms,
 };
-use crate::model::{NewOrder, Order, ShowId, ShowStats, TicketState};
+use crate::model::{NewOrder, Order, Pace, ShowId, ShowStats, TicketState};
 
 /// The in-process store. Cheap to share behind an `Arc`.
 pub struct MemoryStore {
@@ -70,6 +70,17 @@ struct Show {
     holds: HashMap<String, (Uuid, String)>,
     /// Admissions that bought.
     spent: HashSet<Uuid>,
+    /// The smoothed places offered a tick (`None`: no history, the rate), and their variance.
+    flow_mean: Option<f64>,
+    flow_var: f64,
+    /// The last tick offered no place: every place was taken.
+    full: bool,
+    /// The show's own arrival window.
+    window: Option<Duration>,
+    /// Admissions released untaken.
+    released: u64,
+    /// Admitted ticket → when its fan last showed it was there (ms).
+    seen: HashMap<Uuid, u64>,
 }
 
 impl Show {
@@ -91,7 +102,38 @@ impl Show {
             buying: HashSet::new(),
             holds: HashMap::new(),
             spent: HashSet::new(),
+            flow_mean: None,
+            flow_var: 0.0,
+            full: false,
+            window: None,
+            released: 0,
+            seen: HashMap::new(),
         }
+    }
+
+    /// The pace, as `pace()` in `prelude.lua` works it out.
+    fn pace(&self, settings: &StoreSettings) -> Pace {
+        let rate = self.rate(settings);
+        let mean = self
+            .flow_mean
+            .unwrap_or(f64::from(rate))
+            .min(f64::from(rate));
+        pace_of(
+            rate,
+            (mean * 1000.0).round() as u64,
+            (self.flow_var.sqrt() * 1000.0).round() as u64,
+            self.open,
+            self.full,
+        )
+    }
+
+    /// One tick offered `places`: the smoothed pace moves (as in `admit.lua`).
+    fn measure(&mut self, places: usize, settings: &StoreSettings) {
+        let rate = f64::from(self.rate(settings));
+        let mean = self.flow_mean.unwrap_or(rate).min(rate);
+        let delta = places as f64 - mean;
+        self.flow_mean = Some(mean + 0.2 * delta);
+        self.flow_var = 0.8 * (self.flow_var + 0.2 * delta * delta);
     }
 
     fn meta(&self) -> ShowMeta {
@@ -150,6 +192,7 @@ impl Show {
         settings: &StoreSettings,
         now_ms: u64,
     ) -> ShowEvent {
+        let pace = self.pace(settings);
         ShowEvent {
             show: show.clone(),
             epoch: self.epoch,
@@ -157,7 +200,11 @@ impl Show {
             kind,
             head: self.head,
             left: None,
-            rate: self.rate(settings),
+            rate: pace.rate,
+            flow_milli: pace.flow_milli,
+            spread_milli: pace.spread_milli,
+            open: self.open,
+            full: self.full,
             admitted: 0,
             ttl_ms: settings.admission_ttl.as_millis() as u64,
             at_ms: now_ms,
@@ -194,6 +241,18 @@ impl MemoryStore {
     }
 }
 
+impl MemoryStore {
+    /// Opens or closes `s`; the event to publish when that changed its pace.
+    fn set_open(&self, show: &ShowId, s: &mut Show, open: bool) -> Option<ShowEvent> {
+        if s.open == open {
+            return None;
+        }
+        s.open = open;
+        s.version += 1;
+        Some(s.event(show, EventKind::Rate, &self.settings, self.now_ms()))
+    }
+}
+
 impl Inner {
     /// A show an operator made, or [`StoreError::NoSuchShow`].
     fn show(&mut self, show: &ShowId) -> Result<&mut Show> {
@@ -216,9 +275,16 @@ impl QueueStore for MemoryStore {
         if let Some(cap) = settings.max_active_buyers {
             s.cap = Some(cap);
         }
+        if let Some(window) = settings.arrival_window {
+            s.window = Some(window);
+        }
         let mut event = None;
         if let Some(rate) = settings.admit_per_second {
             s.rate = Some(rate);
+            if s.cap(&self.settings) == 0 {
+                s.flow_mean = Some(f64::from(rate));
+                s.flow_var = 0.0;
+            }
             s.version += 1;
             event = Some(s.event(show, EventKind::Rate, &self.settings, now));
         }
@@ -241,16 +307,27 @@ impl QueueStore for MemoryStore {
             created = true;
             Show::new()
         });
-        s.open = true;
-        Ok(Configured {
+        let configured = Configured {
             created,
             recovered: false,
             epoch: s.epoch,
-        })
+        };
+        let event = self.set_open(show, s, true);
+        drop(inner);
+        if let Some(event) = event {
+            self.publish(event);
+        }
+        Ok(configured)
     }
 
     async fn close(&self, show: &ShowId) -> Result<()> {
-        self.lock().show(show)?.open = false;
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        let event = self.set_open(show, s, false);
+        drop(inner);
+        if let Some(event) = event {
+            self.publish(event);
+        }
         Ok(())
     }
 
@@ -311,7 +388,7 @@ impl QueueStore for MemoryStore {
                 state,
                 epoch: s.epoch,
                 seq: Some(seq),
-                rate: s.rate(&self.settings),
+                pace: s.pace(&self.settings),
                 version: s.version,
             },
         })
@@ -322,11 +399,15 @@ impl QueueStore for MemoryStore {
         let mut inner = self.lock();
         let s = inner.show(show)?;
         let (state, seq) = s.state(ticket, now);
+        if let TicketState::Admitted { .. } = state {
+            // A poll of an admitted ticket is a sign of life (the arrival window).
+            s.seen.insert(ticket, now);
+        }
         Ok(Status {
             state,
             epoch: s.epoch,
             seq,
-            rate: s.rate(&self.settings),
+            pace: s.pace(&self.settings),
             version: s.version,
         })
     }
@@ -355,6 +436,17 @@ impl QueueStore for MemoryStore {
         Ok(self.lock().show(show)?.admitted_now(ticket, now))
     }
 
+    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        if !s.admitted_now(ticket, now) {
+            return Ok(false);
+        }
+        s.seen.insert(ticket, now);
+        Ok(true)
+    }
+
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome> {
         let now = self.now_ms();
         let ttl_ms = self.settings.admission_ttl.as_millis() as u64;
@@ -376,11 +468,32 @@ impl QueueStore for MemoryStore {
         s.admitted.retain(|_, until| *until > now);
         let admitted = &s.admitted;
         s.buying.retain(|t| admitted.contains_key(t));
+        s.seen.retain(|t, _| admitted.contains_key(t));
         let mut places = s.rate(&self.settings) as usize;
         let cap = s.cap(&self.settings);
         if cap > 0 {
+            // As in `admit.lua`: admissions nobody took up within the window go on.
+            let window = s.window.unwrap_or(self.settings.arrival_window).as_millis() as u64;
+            if window > 0 && window < ttl_ms {
+                let since = now - window;
+                let untaken: Vec<Uuid> = s
+                    .buying
+                    .iter()
+                    .filter(|t| s.admitted[*t] + window <= now + ttl_ms)
+                    .filter(|t| s.seen.get(*t).is_none_or(|&seen| seen < since))
+                    .copied()
+                    .collect();
+                for t in untaken {
+                    s.buying.remove(&t);
+                    s.admitted.remove(&t);
+                    s.seen.remove(&t);
+                    s.released += 1;
+                }
+            }
             places = places.min(cap.saturating_sub(s.active(now) as u32) as usize);
         }
+        s.measure(places, &self.settings);
+        s.full = cap > 0 && places == 0;
         let mut count = 0;
         while count < places {
             let Some((seq, ticket)) = s.queue.pop_first() else {
@@ -392,22 +505,19 @@ impl QueueStore for MemoryStore {
             s.head = seq;
             count += 1;
         }
-        if count == 0 {
-            return Ok(AdmitOutcome::Admitted {
-                count: 0,
-                event: None,
-            });
-        }
         let head = s.head;
         s.left = s.left.split_off(&(head + 1));
+        // Every tick is published, one that admitted nobody too: the pace moved.
         s.version += 1;
         let mut event = s.event(show, EventKind::Tick, &self.settings, now);
         event.admitted = count as u64;
+        let version = s.version;
         drop(inner);
-        self.publish(event.clone());
+        self.publish(event);
         Ok(AdmitOutcome::Admitted {
             count: count as u64,
-            event: Some(event),
+            head,
+            version,
         })
     }
 
@@ -415,7 +525,12 @@ impl QueueStore for MemoryStore {
         let now = self.now_ms();
         let mut inner = self.lock();
         let s = inner.show(show)?;
+        let pace = s.pace(&self.settings);
         Ok(ShowStats {
+            outflow_per_second: pace.flow_milli as f64 / 1000.0,
+            paused: pace.paused,
+            arrival_window_seconds: s.window.unwrap_or(self.settings.arrival_window).as_secs(),
+            released_untaken: s.released,
             show_id: show.to_string(),
             open: s.open,
             lost: false,
@@ -436,7 +551,7 @@ impl QueueStore for MemoryStore {
                 version: s.version,
                 head: s.head,
                 left: s.left.iter().copied().collect(),
-                rate: s.rate(&self.settings),
+                pace: s.pace(&self.settings),
                 ttl_ms,
             },
             None => ShowSnapshot {
@@ -444,7 +559,7 @@ impl QueueStore for MemoryStore {
                 version: 0,
                 head: 0,
                 left: Vec::new(),
-                rate: self.settings.default_rate,
+                pace: Pace::at_rate(self.settings.default_rate),
                 ttl_ms,
             },
         })

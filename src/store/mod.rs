@@ -31,7 +31,7 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::model::{NewOrder, Order, ShowId, ShowStats, TicketState};
+use crate::model::{NewOrder, Order, Pace, Paused, ShowId, ShowStats, TicketState};
 
 pub use self::memory::MemoryStore;
 pub use self::redis::RedisStore;
@@ -58,6 +58,10 @@ pub enum StoreError {
 /// blocks Redis while it runs: 10,000 admissions take about 15 ms there.
 pub const MAX_RATE: u32 = 10_000;
 
+/// The shortest arrival window (0 turns it off): a fan following live says it is there every
+/// few seconds, and a window must hold several of those.
+pub const MIN_ARRIVAL_WINDOW: Duration = Duration::from_secs(10);
+
 /// How long a deleted show's tombstone keeps other instances from taking its vanished state
 /// for a loss.
 pub const TOMBSTONE_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -80,6 +84,9 @@ pub struct StoreSettings {
     /// Most fans admitted and not yet done buying at once, for a show without a cap of its
     /// own; 0: no cap (admit the rate every second).
     pub max_active_buyers: u32,
+    /// With a cap: how long an admission may go untaken (no poll, no live stream, no order)
+    /// before its place goes to the next fan, for a show without its own.
+    pub arrival_window: Duration,
 }
 
 /// What an operator sets on a show; `None` keeps what it has (or the server's default).
@@ -87,6 +94,7 @@ pub struct StoreSettings {
 pub struct ShowSettings {
     pub admit_per_second: Option<u32>,
     pub max_active_buyers: Option<u32>,
+    pub arrival_window: Option<Duration>,
 }
 
 /// What the store knows of a show's existence.
@@ -131,8 +139,8 @@ pub struct Status {
     pub epoch: u64,
     /// The ticket's arrival sequence while it waits.
     pub seq: Option<u64>,
-    /// The show's admission rate, for the ETA.
-    pub rate: u32,
+    /// How fast the show's queue moves, for the ETA.
+    pub pace: Pace,
     /// The show's version this answer was read at.
     pub version: u64,
 }
@@ -148,11 +156,9 @@ pub struct Joined {
 /// What one admission step did for one show.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AdmitOutcome {
-    /// Admitted `count` tickets (maybe 0); the event that was published, if anything moved.
-    Admitted {
-        count: u64,
-        event: Option<ShowEvent>,
-    },
+    /// Admitted `count` tickets (maybe 0); the tick was published at `version`, with the
+    /// queue's `head` after it.
+    Admitted { count: u64, head: u64, version: u64 },
     /// This show already had its admission in the current second of the store's clock
     /// (another admitter was first, or our clock runs ahead); that second ends in `next_in`.
     AlreadyThisSecond { next_in: Duration },
@@ -177,8 +183,8 @@ pub enum EventKind {
 
 /// One message per change of a show, published to every instance's hub.
 ///
-/// It carries the whole small state (head, rate), so a hub that holds the `left` set can
-/// derive every position from it alone.
+/// It carries the whole small state (head, pace), so a hub that holds the `left` set can
+/// derive every position and ETA from it alone.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShowEvent {
     pub show: ShowId,
@@ -190,6 +196,12 @@ pub struct ShowEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left: Option<u64>,
     pub rate: u32,
+    /// Places offered a second, smoothed, in thousandths (see [`Pace`]).
+    pub flow_milli: u64,
+    pub spread_milli: u64,
+    pub open: bool,
+    /// The last tick offered no place: every place behind the gate is taken.
+    pub full: bool,
     /// Tickets admitted by this tick.
     #[serde(default)]
     pub admitted: u64,
@@ -197,6 +209,35 @@ pub struct ShowEvent {
     pub ttl_ms: u64,
     /// The store's clock when it happened (ms since the epoch).
     pub at_ms: u64,
+}
+
+impl ShowEvent {
+    /// The pace this event carries.
+    pub fn pace(&self) -> Pace {
+        pace_of(
+            self.rate,
+            self.flow_milli,
+            self.spread_milli,
+            self.open,
+            self.full,
+        )
+    }
+}
+
+/// A [`Pace`] from the figures the stores keep.
+pub fn pace_of(rate: u32, flow_milli: u64, spread_milli: u64, open: bool, full: bool) -> Pace {
+    Pace {
+        rate,
+        flow_milli,
+        spread_milli,
+        paused: if !open {
+            Some(Paused::Closed)
+        } else if full {
+            Some(Paused::Full)
+        } else {
+            None
+        },
+    }
 }
 
 /// Everything a hub needs to compute positions of a show, read atomically.
@@ -207,7 +248,7 @@ pub struct ShowSnapshot {
     pub version: u64,
     pub head: u64,
     pub left: Vec<u64>,
-    pub rate: u32,
+    pub pace: Pace,
     pub ttl_ms: u64,
 }
 
@@ -243,6 +284,9 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;
     /// Whether the ticket holds a valid admission of the show's current epoch.
     async fn is_admitted(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;
+    /// A sign of life from an admitted fan following its ticket live: it keeps its admission
+    /// past the arrival window. False when the ticket holds no admission.
+    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;
 
     /// One admission step for one show: pops the show's rate of tickets and admits them,
     /// unless `fence` is stale or the show was already served this second.

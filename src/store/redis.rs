@@ -20,11 +20,11 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::{
-    AdmitOutcome, Configured, EventKind, Joined, OrderOutcome, QueueStore, Result, ShowEvent,
-    ShowMeta, ShowSettings, ShowSnapshot, Status, StoreError, StoreSettings, TOMBSTONE_TTL,
-    new_epoch, order_fingerprint, wall_ms,
+    AdmitOutcome, Configured, Joined, OrderOutcome, QueueStore, Result, ShowEvent, ShowMeta,
+    ShowSettings, ShowSnapshot, Status, StoreError, StoreSettings, TOMBSTONE_TTL, new_epoch,
+    order_fingerprint, pace_of, wall_ms,
 };
-use crate::model::{NewOrder, Order, ShowId, ShowStats, TicketState};
+use crate::model::{NewOrder, Order, Pace, ShowId, ShowStats, TicketState};
 
 /// The pub/sub channel every show's events go out on; every hub subscribes once.
 pub const EVENTS_CHANNEL: &str = "wr:events";
@@ -60,6 +60,7 @@ static META: LazyLock<Script> = show_script!("meta.lua");
 static SNAPSHOT: LazyLock<Script> = show_script!("snapshot.lua");
 static STATS: LazyLock<Script> = show_script!("stats.lua");
 static ORDER: LazyLock<Script> = show_script!("order.lua");
+static TOUCH: LazyLock<Script> = show_script!("touch.lua");
 static LEASE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/lease.lua")));
 static LIMIT_SCRIPT: LazyLock<Script> =
@@ -68,7 +69,7 @@ static RELEASE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/release.lua")));
 
 /// A show's keys, in the order `prelude.lua` names them (`wr:{<show>}:<name>`).
-const SHOW_KEYS: [&str; 13] = [
+const SHOW_KEYS: [&str; 15] = [
     "queue",
     "seq",
     "head",
@@ -82,6 +83,8 @@ const SHOW_KEYS: [&str; 13] = [
     "meta",
     "holds",
     "spent",
+    "flow",
+    "seen",
 ];
 
 /// The Redis-backed store, over one Redis or a Redis Cluster.
@@ -186,6 +189,20 @@ fn reply<T>(
     parse(&got).ok_or_else(|| protocol(what, &got))
 }
 
+/// The five pace figures every script appends with `with_pace`.
+fn pace(got: &[i64]) -> Option<Pace> {
+    let [rate, flow, spread, open, full] = *got else {
+        return None;
+    };
+    Some(pace_of(
+        rate as u32,
+        flow.max(0) as u64,
+        spread.max(0) as u64,
+        open == 1,
+        full == 1,
+    ))
+}
+
 fn meta(got: &[i64]) -> Option<Option<ShowMeta>> {
     match *got {
         [0] => Some(None),
@@ -227,10 +244,15 @@ fn order_key(id: Uuid) -> String {
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStore<C> {
     async fn configure(&self, show: &ShowId, settings: ShowSettings) -> Result<Configured> {
         let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
+        let window = settings
+            .arrival_window
+            .map(|w| w.as_millis().to_string())
+            .unwrap_or_default();
         let args = (
             new_epoch(),
             opt(settings.admit_per_second),
             opt(settings.max_active_buyers),
+            window,
         );
         let r: Vec<i64> = self.run(&CONFIGURE, show, args).await?;
         let [created, epoch] = r[..] else {
@@ -309,7 +331,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
         let ticket = Uuid::new_v4();
         let r: Vec<i64> = self.run(&JOIN, show, ticket.to_string()).await?;
         reply(show, "join", r, |r| {
-            let [seq, position, rate, version, epoch] = *r else {
+            let [seq, position, version, epoch, ref rest @ ..] = *r else {
                 return None;
             };
             Some(Joined {
@@ -321,7 +343,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
                     },
                     epoch: epoch as u64,
                     seq: Some(seq as u64),
-                    rate: rate as u32,
+                    pace: pace(rest)?,
                     version: version as u64,
                 },
             })
@@ -331,7 +353,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
         let r: Vec<i64> = self.run(&STATUS, show, ticket.to_string()).await?;
         reply(show, "status", r, |r| {
-            let [kind, value, seq, rate, version, epoch] = *r else {
+            let [kind, value, seq, version, epoch, ref rest @ ..] = *r else {
                 return None;
             };
             let (state, seq) = match kind {
@@ -353,7 +375,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
                 state,
                 epoch: epoch as u64,
                 seq,
-                rate: rate as u32,
+                pace: pace(rest)?,
                 version: version as u64,
             })
         })
@@ -375,8 +397,17 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
         })
     }
 
+    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
+        let r: Vec<i64> = self.run(&TOUCH, show, ticket.to_string()).await?;
+        reply(show, "touch", r, |r| match *r {
+            [live] => Some(live == 1),
+            _ => None,
+        })
+    }
+
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome> {
-        let r: Vec<i64> = self.run(&ADMIT, show, fence).await?;
+        let window = self.settings.arrival_window.as_millis() as u64;
+        let r: Vec<i64> = self.run(&ADMIT, show, (fence, window)).await?;
         match r[..] {
             [-1, fence] => Ok(AdmitOutcome::Fenced {
                 fence: fence as u64,
@@ -385,24 +416,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
                 next_in: Duration::from_millis(next_in.max(0) as u64),
             }),
             [-3] => Ok(AdmitOutcome::NotServed),
-            [0, ..] => Ok(AdmitOutcome::Admitted {
-                count: 0,
-                event: None,
-            }),
-            [count, head, version, now, rate, epoch] => Ok(AdmitOutcome::Admitted {
+            [count, head, version, ..] if count >= 0 => Ok(AdmitOutcome::Admitted {
                 count: count as u64,
-                event: Some(ShowEvent {
-                    show: show.clone(),
-                    epoch: epoch as u64,
-                    version: version as u64,
-                    kind: EventKind::Tick,
-                    head: head as u64,
-                    left: None,
-                    rate: rate as u32,
-                    admitted: count as u64,
-                    ttl_ms: self.ttl_ms(),
-                    at_ms: now as u64,
-                }),
+                head: head as u64,
+                version: version as u64,
             }),
             _ => Err(protocol("admit", &r)),
         }
@@ -411,10 +428,32 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     async fn stats(&self, show: &ShowId) -> Result<ShowStats> {
         let r: Vec<i64> = self.run(&STATS, show, NO_ARGS).await?;
         reply(show, "stats", r, |r| {
-            let [queue_length, admitted_valid, rate, joined, cap, open, lost] = *r else {
+            let [
+                queue_length,
+                admitted_valid,
+                rate,
+                joined,
+                cap,
+                open,
+                lost,
+                window,
+                released,
+                ref rest @ ..,
+            ] = *r
+            else {
                 return None;
             };
+            let pace = pace(rest)?;
+            let window = if window < 0 {
+                self.settings.arrival_window.as_secs()
+            } else {
+                window as u64 / 1000
+            };
             Some(ShowStats {
+                outflow_per_second: pace.flow_milli as f64 / 1000.0,
+                paused: pace.paused,
+                arrival_window_seconds: window,
+                released_untaken: released as u64,
                 show_id: show.to_string(),
                 open: open == 1,
                 lost: lost == 1,
@@ -429,7 +468,18 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
 
     async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot> {
         let r: Vec<i64> = self.run(&SNAPSHOT, show, NO_ARGS).await?;
-        let [epoch, version, head, rate, ref left @ ..] = r[..] else {
+        let [
+            epoch,
+            version,
+            head,
+            rate,
+            flow,
+            spread,
+            open,
+            full,
+            ref left @ ..,
+        ] = r[..]
+        else {
             return Err(protocol("snapshot", &r));
         };
         Ok(ShowSnapshot {
@@ -437,7 +487,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
             version: version as u64,
             head: head as u64,
             left: left.iter().map(|&s| s as u64).collect(),
-            rate: rate as u32,
+            pace: pace(&[rate, flow, spread, open, full]).expect("five figures"),
             ttl_ms: self.ttl_ms(),
         })
     }
@@ -452,7 +502,17 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
                 pubsub.subscribe(EVENTS_CHANNEL).await?;
                 Ok::<_, redis::RedisError>(pubsub)
             };
-            match attempt.await {
+            // Pub/sub connections have no response timeout of their own: a node that takes
+            // the connection and never answers would hold the hub here for good.
+            let answered = tokio::time::timeout(PUBSUB_PONG_WITHIN, attempt)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(
+                        std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer to SUBSCRIBE")
+                            .into(),
+                    )
+                });
+            match answered {
                 Ok(pubsub) => {
                     subscribed = Some(pubsub);
                     break;

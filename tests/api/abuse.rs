@@ -485,3 +485,79 @@ async fn the_ticket_cookie_is_http_only_and_lax_and_secure_behind_https() {
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     app.stop().await;
 }
+
+/// A join as from `client`, as our one trusted proxy reports it.
+async fn join_from(app: &TestApp, show: &str, client: &str) -> reqwest::Response {
+    app.client
+        .post(app.url(&format!("/orders/waiting-room/{show}/join")))
+        .header("x-forwarded-for", client)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn ipv6_joins_are_limited_per_64_while_other_prefixes_and_ipv4_join_on() {
+    for backend in [Backend::Memory, Backend::Redis] {
+        let app = spawn_app_with(
+            backend,
+            Config {
+                join_rate_limit: 2,
+                trusted_proxy_hops: 1,
+                ..Config::for_tests()
+            },
+        )
+        .await;
+        app.create("v6").await;
+        app.open("v6").await;
+
+        // Every join from another address of one /64: one client, whose burst (twice the
+        // rate) passes and no more, however many addresses it rotates through.
+        let started = Instant::now();
+        let mut statuses = Vec::new();
+        let mut refused = None;
+        for n in 1..=12 {
+            let r = join_from(&app, "v6", &format!("2001:db8:1:2::{n:x}")).await;
+            statuses.push(r.status());
+            if r.status() == StatusCode::TOO_MANY_REQUESTS && refused.is_none() {
+                refused = Some(r);
+            }
+        }
+        let elapsed = started.elapsed();
+        assert!(
+            statuses[..4].iter().all(|s| *s == StatusCode::ACCEPTED),
+            "{backend:?}: the burst passes: {statuses:?}"
+        );
+        let accepted = statuses
+            .iter()
+            .filter(|s| **s == StatusCode::ACCEPTED)
+            .count();
+        // One more join every 500 ms as the bucket refills, if the requests were that slow.
+        let refills = (elapsed.as_millis() / 500) as usize + 1;
+        assert!(
+            accepted <= 4 + refills,
+            "{backend:?}: {accepted} joins from one /64 passed in {elapsed:?}: {statuses:?}"
+        );
+        let refused = refused.unwrap_or_else(|| {
+            panic!("{backend:?}: rotating addresses in one /64 dodged the limit: {statuses:?}")
+        });
+        assert!(refused.headers().contains_key("retry-after"));
+        assert_eq!(
+            app.stats("v6").await["queueLength"],
+            accepted as u64,
+            "{backend:?}: a refused join queues nothing"
+        );
+
+        // Another /64 and an IPv4 client are other clients, each with its own burst.
+        for client in ["2001:db8:1:3::1", "203.0.113.7"] {
+            for i in 0..4 {
+                assert_eq!(
+                    join_from(&app, "v6", client).await.status(),
+                    StatusCode::ACCEPTED,
+                    "{backend:?}: join {i} from {client}"
+                );
+            }
+        }
+        app.stop().await;
+    }
+}

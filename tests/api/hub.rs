@@ -82,6 +82,7 @@ async fn pushed_states_equal_polled_states_through_random_changes() {
                 let settings = ShowSettings {
                     admit_per_second: Some(1 + rng.below(5) as u32),
                     max_active_buyers: None,
+                    arrival_window: None,
                 };
                 store.configure(&sh, settings).await.unwrap();
             }
@@ -94,7 +95,7 @@ async fn pushed_states_equal_polled_states_through_random_changes() {
                 f.latest = Some(u);
             }
             let status = store.status(&sh, f.ticket).await.unwrap();
-            let polled = status.state.view(f.ticket, status.rate);
+            let polled = status.state.view(f.ticket, &status.pace);
             let pushed = f.latest.as_ref().expect("the first state comes at once");
             if pushed.view.status == waiting_room::model::TicketStatus::Waiting {
                 assert_eq!(pushed.view, polled, "step {step}: pushed and polled differ");

@@ -3,9 +3,11 @@
 mod abuse;
 mod cli;
 mod cluster;
+mod eta;
 mod gate;
 mod helpers;
 mod http;
 mod hub;
 mod push;
+mod silence;
 mod store;

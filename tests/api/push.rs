@@ -78,6 +78,11 @@ async fn sse_first_state_at_once_then_falling_positions_admission_and_expiry() {
                 break;
             }
         }
+        // Opening changes the pace (no longer "closed") before it moves anyone: a push at the
+        // same place. What matters is every move, in order.
+        seen.insert(0, first.clone());
+        seen.dedup_by(|b, a| a.event == b.event && a.data["position"] == b.data["position"]);
+        seen.remove(0);
         let names: Vec<&str> = seen.iter().map(|e| e.event.as_str()).collect();
         assert_eq!(
             names,
@@ -136,7 +141,13 @@ async fn websocket_frames_carry_the_same_json_and_event_names() {
         assert_eq!(first["position"], 2);
         assert_eq!(first["ticketId"], b.as_str());
         app.open("w").await;
-        let moved = next().await;
+        let opened = next().await;
+        assert!(opened.get("paused").is_none(), "open: no longer paused");
+        let moved = if opened["position"] == 2 {
+            next().await
+        } else {
+            opened
+        };
         assert_eq!(
             (moved["event"].as_str(), moved["position"].as_u64()),
             (Some("waiting"), Some(1))
@@ -426,8 +437,8 @@ async fn redis_commands_per_tick_do_not_grow_with_connected_fans() {
     }
     let with_200 = commands_while_following(redis, &mut fans, 3).await;
     // Per second: two lease renewals, the open shows and the admission script with the
-    // commands it runs inside; the hub adds nothing per fan.
-    assert!(with_20 <= 3 * 30, "with 20 fans: {with_20} commands in 3 s");
+    // commands it runs inside, the watchdog's check of each show; the hub adds nothing per fan.
+    assert!(with_20 <= 3 * 40, "with 20 fans: {with_20} commands in 3 s");
     assert!(
         with_200 <= with_20 + 6,
         "20 fans: {with_20}, 200 fans: {with_200}"
@@ -448,7 +459,14 @@ async fn streams_survive_the_pubsub_connection_being_killed() {
         SseReader::connect(&app.client, &app.url(&events_path("k", &tickets[7])), None).await;
     assert_eq!(fan.next(WAIT).await.unwrap().data["position"], 8);
     app.open("k").await;
-    assert_eq!(fan.next(WAIT).await.unwrap().data["position"], 7);
+    let opened = fan.next(WAIT).await.unwrap();
+    assert!(opened.data.get("paused").is_none(), "{opened:?}");
+    let moved = if opened.data["position"] == 8 {
+        fan.next(WAIT).await.unwrap()
+    } else {
+        opened
+    };
+    assert_eq!(moved.data["position"], 7);
     let mut conn = redis.conn().await;
     let killed: i64 = redis::cmd("CLIENT")
         .arg("KILL")

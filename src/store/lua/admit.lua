@@ -11,7 +11,8 @@
 -- Admitted is not bought: with a cap on active buyers, a tick admits only the free places
 -- (cap − admitted who have neither bought nor run out), never more than the rate.
 -- Returns {-1, fence} fenced, {-2, ms to the next second} already served this second,
--- {-3} not served, else {count, head, version, now, rate, epoch}.
+-- {-3} not served, else {count, head, version, now, rate, epoch}: a tick that admitted nobody
+-- is published too, with the pace it measured.
 local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted')
 if not m[1] or m[2] ~= '1' or m[3] == '1' or m[4] then return {-3} end
 local epoch = m[1]
@@ -26,25 +27,51 @@ if second <= last then return {-2, (second + 1) * 1000 - now} end
 redis.call('SET', TICK, second)
 
 redis.call('ZREMRANGEBYSCORE', ADMISSIONS, '-inf', now)
+redis.call('ZREMRANGEBYSCORE', SEEN, '-inf', now - TTL)
 local n_rate = rate()
 local places = n_rate
 local max_active = cap()
 if max_active > 0 then
+  -- An admission nobody takes up (no poll, no live stream, no order within the arrival
+  -- window, ARGV[8] ms unless the show has its own) goes to the next fan.
+  local window = tonumber(redis.call('HGET', META, 'window') or ARGV[8])
+  if window > 0 and window < TTL then
+    local since = now - window
+    for _, t in ipairs(redis.call('ZRANGEBYSCORE', ADMISSIONS, '(' .. now, now + TTL - window)) do
+      local seen = tonumber(redis.call('ZSCORE', SEEN, t) or '0')
+      if seen < since then
+        redis.call('ZREM', ADMISSIONS, t)
+        redis.call('ZREM', SEEN, t)
+        redis.call('DEL', ADMITTED .. t)
+        redis.call('HINCRBY', META, 'released', 1)
+      end
+    end
+  end
   places = math.min(places, math.max(max_active - active(now), 0))
 end
-local e = tonumber(epoch)
-if places == 0 then return {0, head(), version(), now, n_rate, e} end
-local popped = redis.call('ZPOPMIN', Q, places)
+
+-- The pace: places offered this tick, smoothed over recent ticks (about the last five).
+local mean, var = pace()
+local delta = places - mean
+mean = mean + 0.2 * delta
+var = 0.8 * (var + 0.2 * delta * delta)
+redis.call('HSET', FLOW, 'mean', mean, 'var', var, 'full', (max_active > 0 and places == 0) and '1' or '0')
+
+local popped = {}
+if places > 0 then popped = redis.call('ZPOPMIN', Q, places) end
 local n = #popped / 2
-if n == 0 then return {0, head(), version(), now, n_rate, e} end
 for i = 1, #popped, 2 do
   redis.call('SET', ADMITTED .. popped[i], epoch, 'PX', TTL)
   redis.call('ZADD', ADMISSIONS, now + TTL, popped[i])
 end
-local hd = tonumber(popped[#popped])
-redis.call('SET', HEAD, hd)
--- Early leavers at or below the new head no longer shift anyone's position.
-redis.call('ZREMRANGEBYSCORE', LEFT, '-inf', hd)
+local hd = head()
+if n > 0 then
+  hd = tonumber(popped[#popped])
+  redis.call('SET', HEAD, hd)
+  -- Early leavers at or below the new head no longer shift anyone's position.
+  redis.call('ZREMRANGEBYSCORE', LEFT, '-inf', hd)
+end
+-- Every tick is published, one that admitted nobody too: the pace moved, so did the ETAs.
 local ver = redis.call('INCR', VER)
 publish('tick', epoch, ver, hd, nil, n, now)
-return {n, hd, ver, now, n_rate, e}
+return {n, hd, ver, now, n_rate, tonumber(epoch)}

@@ -15,5 +15,9 @@ elseif m[2] == '1' then
   recovered = 1
   publish('reset', epoch, 0, 0, nil, 0, now)
 end
-redis.call('HSET', META, 'open', '1')
+if not is_open() then
+  redis.call('HSET', META, 'open', '1')
+  -- Every waiting fan's queue starts moving: a new pace (and no "closed" any more).
+  publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now)
+end
 return {created, recovered, tonumber(epoch)}

@@ -2,15 +2,17 @@
 -- script touches one Redis Cluster slot. The Rust side passes the keys in the order of
 -- `SHOW_KEYS` in redis.rs and these six arguments first; a script's own arguments start at
 -- ARGV[7].
-local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT =
+local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
+  SEEN =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10],
-  KEYS[11], KEYS[12], KEYS[13]
+  KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
 
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
-local STATE = {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT}
+local STATE = {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW,
+  SEEN}
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -23,6 +25,27 @@ local function cap() return tonumber(redis.call('GET', CAP) or DEFAULT_CAP) end
 -- Admissions still running that have not bought yet (the buyers in the system behind).
 local function active(now) return redis.call('ZCOUNT', ADMISSIONS, '(' .. now, '+inf') end
 local function head() return tonumber(redis.call('GET', HEAD) or '0') end
+local function is_open() return redis.call('HGET', META, 'open') == '1' end
+
+-- The pace: places offered a tick, smoothed (mean and variance), and whether the last tick
+-- offered none because every place was taken. Before any tick: the configured rate.
+local function pace()
+  local f = redis.call('HMGET', FLOW, 'mean', 'var', 'full')
+  local r = rate()
+  local mean = tonumber(f[1]) or r
+  return math.min(mean, r), tonumber(f[2]) or 0, f[3] == '1'
+end
+-- {rate, flow, spread (thousandths), open, full}: what a ticket's ETA is worked out from.
+local function pace_reply()
+  local mean, var, full = pace()
+  return {rate(), math.floor(mean * 1000 + 0.5), math.floor(math.sqrt(var) * 1000 + 0.5),
+    is_open() and 1 or 0, full and 1 or 0}
+end
+-- Appends the pace to a reply.
+local function with_pace(reply)
+  for _, v in ipairs(pace_reply()) do reply[#reply + 1] = v end
+  return reply
+end
 local function version() return tonumber(redis.call('GET', VER) or '0') end
 
 -- The show's epoch (a string of digits) if an operator made it and its state is whole;
@@ -42,9 +65,12 @@ end
 -- One message per change, published inside the script that made it: subscribers see the
 -- changes of a show in the order they happened, each with its epoch and version.
 local function publish(kind, epoch, ver, hd, left, admitted_now, at)
+  local p = pace_reply()
   local msg = string.format(
-    '{"show":"%s","epoch":%s,"version":%d,"kind":"%s","head":%d,"rate":%d,"admitted":%d,"ttl_ms":%d,"at_ms":%d',
-    SHOW, epoch, ver, kind, hd, rate(), admitted_now, TTL, at)
+    '{"show":"%s","epoch":%s,"version":%d,"kind":"%s","head":%d,"rate":%d,"flow_milli":%d,' ..
+    '"spread_milli":%d,"open":%s,"full":%s,"admitted":%d,"ttl_ms":%d,"at_ms":%d',
+    SHOW, epoch, ver, kind, hd, p[1], p[2], p[3], tostring(p[4] == 1), tostring(p[5] == 1),
+    admitted_now, TTL, at)
   if left then msg = msg .. string.format(',"left":%d', left) end
   redis.call('PUBLISH', CHANNEL, msg .. '}')
 end
