@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
 use crate::model::ShowId;
+use crate::pace;
 use crate::store::{AdmitOutcome, QueueStore, Result, wall_ms};
 
 /// How long a lease lasts without renewal. The leader renews every half second, so a dead
@@ -110,6 +111,9 @@ pub async fn run(
         if !(on_the_second || fresh) {
             continue;
         }
+        // The checkouts are asked beside the tick, never in its way: what they answer sets
+        // the rate in force for the next tick.
+        tokio::spawn(pace::follow_checkouts(store.clone()));
         match admit_once(store.as_ref(), fence).await {
             Ok(report) => {
                 for (show, count) in &report.admitted {

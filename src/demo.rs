@@ -23,8 +23,7 @@ pub async fn run(store: Arc<dyn QueueStore>, shutdown: CancellationToken) {
     let setup = async {
         let settings = ShowSettings {
             admit_per_second: Some(DEMO_RATE),
-            max_active_buyers: None,
-            arrival_window: None,
+            ..ShowSettings::default()
         };
         store.configure(&show, settings).await?;
         for _ in 0..DEMO_FANS {

@@ -12,6 +12,7 @@
 //!   embedded (one process); the one place that decides order, admission and the gate's data.
 //! - [`admitter`]: the once-a-second admission loop behind a fenced lease, one per cluster.
 //! - [`watchdog`]: notices a show whose state the store lost, and keeps its gate shut.
+//! - [`pace`]: a show's rate in force following the health of its checkout.
 //! - [`hub`]: per-instance fan-out from the store's events to every local connection, with no
 //!   store call per fan.
 //! - [`http`]: the HTTP faces (fan, operator, orders, SSE, WebSocket, health, metrics, the
@@ -32,6 +33,7 @@ pub mod http;
 pub mod hub;
 pub mod metrics;
 pub mod model;
+pub mod pace;
 pub mod server;
 pub mod store;
 pub mod watchdog;

@@ -321,6 +321,9 @@ pub struct ShowStats {
     pub arrival_window_seconds: u64,
     /// Admissions released because nobody took them up within the arrival window.
     pub released_untaken: u64,
+    /// The rate in force: `admitPerSecond`, or less while the pace follows a struggling
+    /// checkout.
+    pub effective_admit_per_second: u32,
 }
 
 #[cfg(test)]

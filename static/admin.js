@@ -233,7 +233,10 @@
         newShows = true;
       }
       const points = history.get(s.showId) || [];
-      points.push({ at: sample.at, queue: s.queueLength, admitted: s.admittedSinceLast });
+      points.push({
+        at: sample.at, queue: s.queueLength, admitted: s.admittedSinceLast,
+        rate: s.effectiveAdmitPerSecond ?? s.admitPerSecond,
+      });
       while (points.length && sample.at - points[0].at > HISTORY_MS) points.shift();
       history.set(s.showId, points);
       updateCard(s);
@@ -303,8 +306,13 @@
     for (const dd of el.querySelectorAll('[data-figure]')) {
       const key = dd.dataset.figure;
       if (key === 'backEta') {
-        const rate = Math.max(1, s.admitPerSecond || 1);
-        dd.textContent = s.queueLength === undefined ? '–' : etaWords(Math.ceil(s.queueLength / rate));
+        // The wait at the back, at the pace really measured (as the fans' ETAs are).
+        const pace = Math.max(0.02, s.outflowPerSecond ?? s.admitPerSecond ?? 1);
+        dd.textContent = s.queueLength === undefined ? '–' : etaWords(Math.ceil(s.queueLength / pace));
+      } else if (key === 'pausedWords') {
+        dd.textContent = s.paused === 'full' ? 'every place taken' : s.paused === 'closed' ? 'closed' : '';
+      } else if (key === 'outflowPerSecond' && typeof s[key] === 'number') {
+        dd.textContent = s[key].toFixed(1);
       } else if (key in s) {
         dd.textContent = fmt(s[key]);
       }
@@ -424,7 +432,7 @@
     const span = Math.min(HISTORY_MS, Math.max(MIN_SPAN_MS, points.length ? now - points[0].at : 0));
     const x = (at) => LEFT + (RIGHT - LEFT) * (1 - (now - at) / span);
     const queueMax = niceMax(Math.max(0, ...points.map((p) => p.queue)));
-    const admitMax = niceMax(Math.max(0, ...points.map((p) => p.admitted || 0)));
+    const admitMax = niceMax(Math.max(0, ...points.map((p) => Math.max(p.admitted || 0, p.rate || 0))));
     const qy = (v) => QUEUE_BOTTOM - (QUEUE_BOTTOM - QUEUE_TOP) * (v / queueMax);
     const ay = (v) => ADMIT_BOTTOM - (ADMIT_BOTTOM - ADMIT_TOP) * (v / admitMax);
 
@@ -446,6 +454,13 @@
       svg.appendChild(node('rect', {
         class: 'admit-bar', x: x(p.at) - barWidth, y: top, width: barWidth, height: ADMIT_BOTTOM - top,
       }));
+    }
+    // The rate in force over the admissions: where it steps down, the pace followed a
+    // struggling checkout.
+    const rated = points.filter((p) => typeof p.rate === 'number');
+    if (rated.length) {
+      const rateLine = rated.map((p) => `${x(p.at).toFixed(1)},${ay(Math.min(p.rate, admitMax)).toFixed(1)}`).join(' ');
+      svg.appendChild(node('polyline', { class: 'rate-line', points: rateLine }));
     }
     if (points.length) {
       const line = points.map((p) => `${x(p.at).toFixed(1)},${qy(p.queue).toFixed(1)}`).join(' ');

@@ -67,6 +67,12 @@ pub struct ShowConfig {
     /// With a cap: seconds an admission may go untaken (no poll, no live stream, no order)
     /// before its place goes to the next fan; 0 keeps every admission its full lifetime.
     pub arrival_window_seconds: Option<u64>,
+    /// Let the pace follow the checkout: the admitter asks this `http://` URL every tick
+    /// and halves the rate in force while it answers slowly or with an error, raising it
+    /// again slowly once it is healthy. `""` stops following it.
+    pub checkout_health_url: Option<String>,
+    /// The lowest rate the pace may fall to while it follows the checkout (default 1).
+    pub min_admit_per_second: Option<u32>,
 }
 
 impl ShowConfig {
@@ -98,10 +104,26 @@ impl ShowConfig {
                 "arrivalWindowSeconds: 0 (off) or between {shortest} and 86400"
             )));
         }
+        if let Some(url) = self.checkout_health_url.as_deref()
+            && !url.is_empty()
+        {
+            crate::pace::health_uri(url)
+                .map_err(|e| AppError::BadRequest(format!("checkoutHealthUrl: {e}")))?;
+        }
+        if self
+            .min_admit_per_second
+            .is_some_and(|rate| !(1..=MAX_RATE).contains(&rate))
+        {
+            return Err(AppError::BadRequest(format!(
+                "minAdmitPerSecond: must be between 1 and {MAX_RATE}"
+            )));
+        }
         Ok(ShowSettings {
             admit_per_second: self.admit_per_second,
             max_active_buyers: self.max_active_buyers,
             arrival_window: self.arrival_window_seconds.map(Duration::from_secs),
+            checkout_health_url: self.checkout_health_url.clone(),
+            min_admit_per_second: self.min_admit_per_second,
         })
     }
 }
@@ -165,9 +187,13 @@ pub async fn set_config(
     if config.admit_per_second.is_none()
         && config.max_active_buyers.is_none()
         && config.arrival_window_seconds.is_none()
+        && config.checkout_health_url.is_none()
+        && config.min_admit_per_second.is_none()
     {
         return Err(AppError::BadRequest(
-            "send admitPerSecond, maxActiveBuyers and/or arrivalWindowSeconds".into(),
+            "send at least one of admitPerSecond, maxActiveBuyers, arrivalWindowSeconds, \
+             checkoutHealthUrl, minAdmitPerSecond"
+                .into(),
         ));
     }
     Ok(Json(configure(&state, &show, &config).await?.1))
@@ -181,7 +207,7 @@ async fn configure(
     config: &ShowConfig,
 ) -> Result<(bool, ShowStats), AppError> {
     let settings = config.settings()?;
-    let configured = state.store.configure(show, settings).await?;
+    let configured = state.store.configure(show, settings.clone()).await?;
     state.watchdog.remember(show, configured.epoch);
     if configured.created {
         tracing::info!(%show, "show created");

@@ -16,8 +16,8 @@ use tokio_stream::wrappers::BroadcastStream;
 use uuid::Uuid;
 
 use super::{
-    AdmitOutcome, Configured, EventKind, Joined, OrderOutcome, QueueStore, Result, ShowEvent,
-    ShowMeta, ShowSettings, ShowSnapshot, Status, StoreError, StoreSettings, new_epoch,
+    AdmitOutcome, Configured, EventKind, Joined, OrderOutcome, PaceControl, QueueStore, Result,
+    ShowEvent, ShowMeta, ShowSettings, ShowSnapshot, Status, StoreError, StoreSettings, new_epoch,
     order_fingerprint, pace_of, wall_ms,
 };
 use crate::model::{NewOrder, Order, Pace, ShowId, ShowStats, TicketState};
@@ -81,6 +81,10 @@ struct Show {
     released: u64,
     /// Admitted ticket → when its fan last showed it was there (ms).
     seen: HashMap<Uuid, u64>,
+    /// Following the checkout: its health URL, the lowest rate, the rate in force.
+    health_url: Option<String>,
+    floor: u32,
+    pace: Option<u32>,
 }
 
 impl Show {
@@ -108,6 +112,9 @@ impl Show {
             window: None,
             released: 0,
             seen: HashMap::new(),
+            health_url: None,
+            floor: 1,
+            pace: None,
         }
     }
 
@@ -150,7 +157,13 @@ impl Show {
             .is_some_and(|&until| until > now_ms)
     }
 
+    /// The rate in force: the configured one, or less while the pace follows the checkout.
     fn rate(&self, settings: &StoreSettings) -> u32 {
+        let configured = self.configured_rate(settings);
+        self.pace.map_or(configured, |p| p.min(configured))
+    }
+
+    fn configured_rate(&self, settings: &StoreSettings) -> u32 {
         self.rate.unwrap_or(settings.default_rate)
     }
 
@@ -277,6 +290,17 @@ impl QueueStore for MemoryStore {
         }
         if let Some(window) = settings.arrival_window {
             s.window = Some(window);
+        }
+        match settings.checkout_health_url.as_deref() {
+            Some("") => {
+                s.health_url = None;
+                s.pace = None;
+            }
+            Some(url) => s.health_url = Some(url.to_owned()),
+            None => {}
+        }
+        if let Some(floor) = settings.min_admit_per_second {
+            s.floor = floor;
         }
         let mut event = None;
         if let Some(rate) = settings.admit_per_second {
@@ -531,15 +555,42 @@ impl QueueStore for MemoryStore {
             paused: pace.paused,
             arrival_window_seconds: s.window.unwrap_or(self.settings.arrival_window).as_secs(),
             released_untaken: s.released,
+            effective_admit_per_second: s.rate(&self.settings),
             show_id: show.to_string(),
             open: s.open,
             lost: false,
             queue_length: s.queue.len() as u64,
             admitted_valid: s.active(now),
-            admit_per_second: s.rate(&self.settings),
+            admit_per_second: s.configured_rate(&self.settings),
             max_active_buyers: s.cap(&self.settings),
             joined: s.seq,
         })
+    }
+
+    async fn pace_control(&self, show: &ShowId) -> Result<PaceControl> {
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        Ok(PaceControl {
+            health_url: s.health_url.clone(),
+            floor: s.floor,
+            configured: s.configured_rate(&self.settings),
+            current: s.rate(&self.settings),
+        })
+    }
+
+    async fn set_pace(&self, show: &ShowId, rate: u32) -> Result<bool> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        if s.rate(&self.settings) == rate {
+            return Ok(false);
+        }
+        s.pace = Some(rate);
+        s.version += 1;
+        let event = s.event(show, EventKind::Rate, &self.settings, now);
+        drop(inner);
+        self.publish(event);
+        Ok(true)
     }
 
     async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot> {

@@ -90,11 +90,28 @@ pub struct StoreSettings {
 }
 
 /// What an operator sets on a show; `None` keeps what it has (or the server's default).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShowSettings {
     pub admit_per_second: Option<u32>,
     pub max_active_buyers: Option<u32>,
     pub arrival_window: Option<Duration>,
+    /// Follow the checkout's health at this URL (`Some("")` stops following it).
+    pub checkout_health_url: Option<String>,
+    /// The lowest rate the pace may fall to while it follows the checkout.
+    pub min_admit_per_second: Option<u32>,
+}
+
+/// What the admitter needs to let a show's pace follow its checkout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaceControl {
+    /// Where the checkout says how it is; `None`: the pace is the configured rate.
+    pub health_url: Option<String>,
+    /// The lowest rate in force.
+    pub floor: u32,
+    /// The operator's rate, the most in force.
+    pub configured: u32,
+    /// The rate in force now.
+    pub current: u32,
 }
 
 /// What the store knows of a show's existence.
@@ -293,6 +310,11 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome>;
     /// What an operator sees of a show.
     async fn stats(&self, show: &ShowId) -> Result<ShowStats>;
+    /// Whether and how the show's pace follows its checkout.
+    async fn pace_control(&self, show: &ShowId) -> Result<PaceControl>;
+    /// Puts `rate` in force (the checkout struggles, or recovered); published when it
+    /// changed. True when it changed.
+    async fn set_pace(&self, show: &ShowId, rate: u32) -> Result<bool>;
     /// The state the hub derives positions from.
     async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot>;
     /// The stream of every show's events. It ends when the connection behind it drops; the

@@ -20,9 +20,9 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::{
-    AdmitOutcome, Configured, Joined, OrderOutcome, QueueStore, Result, ShowEvent, ShowMeta,
-    ShowSettings, ShowSnapshot, Status, StoreError, StoreSettings, TOMBSTONE_TTL, new_epoch,
-    order_fingerprint, pace_of, wall_ms,
+    AdmitOutcome, Configured, Joined, OrderOutcome, PaceControl, QueueStore, Result, ShowEvent,
+    ShowMeta, ShowSettings, ShowSnapshot, Status, StoreError, StoreSettings, TOMBSTONE_TTL,
+    new_epoch, order_fingerprint, pace_of, wall_ms,
 };
 use crate::model::{NewOrder, Order, Pace, ShowId, ShowStats, TicketState};
 
@@ -61,6 +61,7 @@ static SNAPSHOT: LazyLock<Script> = show_script!("snapshot.lua");
 static STATS: LazyLock<Script> = show_script!("stats.lua");
 static ORDER: LazyLock<Script> = show_script!("order.lua");
 static TOUCH: LazyLock<Script> = show_script!("touch.lua");
+static PACE: LazyLock<Script> = show_script!("pace.lua");
 static LEASE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/lease.lua")));
 static LIMIT_SCRIPT: LazyLock<Script> =
@@ -248,11 +249,18 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
             .arrival_window
             .map(|w| w.as_millis().to_string())
             .unwrap_or_default();
+        let health = match settings.checkout_health_url.as_deref() {
+            None => String::new(),
+            Some("") => "-".to_owned(),
+            Some(url) => url.to_owned(),
+        };
         let args = (
             new_epoch(),
             opt(settings.admit_per_second),
             opt(settings.max_active_buyers),
             window,
+            health,
+            opt(settings.min_admit_per_second),
         );
         let r: Vec<i64> = self.run(&CONFIGURE, show, args).await?;
         let [created, epoch] = r[..] else {
@@ -438,6 +446,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
                 lost,
                 window,
                 released,
+                configured,
                 ref rest @ ..,
             ] = *r
             else {
@@ -454,15 +463,45 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
                 paused: pace.paused,
                 arrival_window_seconds: window,
                 released_untaken: released as u64,
+                effective_admit_per_second: rate as u32,
                 show_id: show.to_string(),
                 open: open == 1,
                 lost: lost == 1,
                 queue_length: queue_length as u64,
                 admitted_valid: admitted_valid as u64,
-                admit_per_second: rate as u32,
+                admit_per_second: configured as u32,
                 max_active_buyers: cap as u32,
                 joined: joined as u64,
             })
+        })
+    }
+
+    async fn pace_control(&self, show: &ShowId) -> Result<PaceControl> {
+        let r: Vec<String> = self.run(&PACE, show, NO_ARGS).await?;
+        match r.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            ["-404"] => Err(StoreError::NoSuchShow(show.clone())),
+            ["-503"] => Err(StoreError::ShowLost(show.clone())),
+            [url, floor, configured, current] => {
+                let n = |v: &str| {
+                    v.parse::<u32>()
+                        .map_err(|_| StoreError::Protocol(format!("pace: {r:?}")))
+                };
+                Ok(PaceControl {
+                    health_url: (!url.is_empty()).then(|| url.to_owned()),
+                    floor: n(floor)?,
+                    configured: n(configured)?,
+                    current: n(current)?,
+                })
+            }
+            _ => Err(StoreError::Protocol(format!("pace: {r:?}"))),
+        }
+    }
+
+    async fn set_pace(&self, show: &ShowId, rate: u32) -> Result<bool> {
+        let r: Vec<i64> = self.run(&PACE, show, rate).await?;
+        reply(show, "set_pace", r, |r| match *r {
+            [changed] => Some(changed == 1),
+            _ => None,
         })
     }
 

@@ -26,6 +26,7 @@ macro_rules! both_stores {
 both_stores!(
     a_tick_that_admits_nobody_is_pushed_and_says_the_queue_is_full,
     an_admission_nobody_takes_up_goes_to_the_next_fan,
+    the_pace_follows_the_checkout_down_and_slowly_back_up,
 );
 
 fn config(rate: u32, ttl: Duration) -> Config {
@@ -191,5 +192,123 @@ async fn an_arrival_window_must_hold_several_signs_of_life() {
             .unwrap();
         assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{bad}");
     }
+    app.stop().await;
+}
+
+/// A checkout's health endpoint the test controls: healthy or failing.
+async fn checkout(healthy: std::sync::Arc<std::sync::atomic::AtomicBool>) -> std::net::SocketAddr {
+    use axum::routing::get;
+    use std::sync::atomic::Ordering;
+    let app = axum::Router::new().route(
+        "/health",
+        get(move || {
+            let healthy = healthy.clone();
+            async move {
+                if healthy.load(Ordering::SeqCst) {
+                    StatusCode::OK
+                } else {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// Polls the show's figures until `done` holds, or panics after `within`.
+async fn stats_until(
+    app: &TestApp,
+    show: &str,
+    within: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let stats = app.stats(show).await;
+        if done(&stats) {
+            return stats;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not in {within:?}: {stats}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn the_pace_follows_the_checkout_down_and_slowly_back_up(backend: Backend) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let healthy = std::sync::Arc::new(AtomicBool::new(true));
+    let health = checkout(healthy.clone()).await;
+    let app = spawn_app_with(backend, config(1, Duration::from_secs(60))).await;
+    app.create("p").await;
+    let url = format!("http://{health}/health");
+    let stats = settings(
+        &app,
+        "p",
+        json!({"admitPerSecond": 40, "minAdmitPerSecond": 4, "checkoutHealthUrl": url}),
+    )
+    .await;
+    assert_eq!(stats["effectiveAdmitPerSecond"], 40);
+    // Plenty of fans, so the queue never runs dry; one of them follows live.
+    for _ in 0..400 {
+        app.join_ok("p").await;
+    }
+    let last = ticket_id(&app.join_ok("p").await);
+    let mut fan = SseReader::connect(&app.client, &app.url(&events_path("p", &last)), None).await;
+    fan.next(Duration::from_secs(2)).await.unwrap();
+    app.open("p").await;
+    // The checkout struggles: the rate in force halves each tick down to the floor.
+    healthy.store(false, Ordering::SeqCst);
+    let low = stats_until(&app, "p", Duration::from_secs(6), |s| {
+        s["effectiveAdmitPerSecond"] == 4
+    })
+    .await;
+    assert_eq!(low["admitPerSecond"], 40, "the operator's rate is kept");
+    // The fan was pushed the slower pace: a longer wait than at 40 a second.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let e = fan
+            .next(Duration::from_secs(3))
+            .await
+            .expect("pushed while the pace fell");
+        let position = e.data["position"].as_u64().expect("still waiting");
+        if e.data["etaSeconds"].as_u64().unwrap() > 2 * position.div_ceil(40) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the slower pace was not pushed"
+        );
+    }
+    // Healthy again: back up by a tenth of the rate a tick, not at once.
+    healthy.store(true, Ordering::SeqCst);
+    let mut climb: Vec<u64> = vec![4];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while climb.last() != Some(&40) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never recovered: {climb:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let rate = app.stats("p").await["effectiveAdmitPerSecond"]
+            .as_u64()
+            .unwrap();
+        if climb.last() != Some(&rate) {
+            climb.push(rate);
+        }
+    }
+    assert!(
+        climb.windows(2).all(|w| w[1] > w[0] && w[1] - w[0] <= 4),
+        "{climb:?}"
+    );
+    // Clearing the URL stops following: the rate in force is the configured rate.
+    settings(&app, "p", json!({"checkoutHealthUrl": ""})).await;
+    healthy.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    assert_eq!(app.stats("p").await["effectiveAdmitPerSecond"], 40);
     app.stop().await;
 }

@@ -304,7 +304,7 @@ async fn operator_calls_need_the_token(backend: Backend) {
     assert_eq!(stats.status(), StatusCode::OK);
     assert_eq!(
         stats.json::<Value>().await.unwrap(),
-        json!({"showId": "s", "open": false, "lost": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0, "outflowPerSecond": 20.0, "paused": "closed", "arrivalWindowSeconds": 60, "releasedUntaken": 0})
+        json!({"showId": "s", "open": false, "lost": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "effectiveAdmitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0, "outflowPerSecond": 20.0, "paused": "closed", "arrivalWindowSeconds": 60, "releasedUntaken": 0})
     );
     app.stop().await;
 }

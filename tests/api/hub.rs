@@ -82,7 +82,7 @@ async fn pushed_states_equal_polled_states_through_random_changes() {
                 let settings = ShowSettings {
                     admit_per_second: Some(1 + rng.below(5) as u32),
                     max_active_buyers: None,
-                    arrival_window: None,
+                    ..ShowSettings::default()
                 };
                 store.configure(&sh, settings).await.unwrap();
             }

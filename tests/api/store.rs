@@ -52,7 +52,7 @@ fn rate(admit_per_second: u32) -> ShowSettings {
     ShowSettings {
         admit_per_second: Some(admit_per_second),
         max_active_buyers: None,
-        arrival_window: None,
+        ..ShowSettings::default()
     }
 }
 
@@ -60,7 +60,7 @@ fn cap(max_active_buyers: u32) -> ShowSettings {
     ShowSettings {
         admit_per_second: None,
         max_active_buyers: Some(max_active_buyers),
-        arrival_window: None,
+        ..ShowSettings::default()
     }
 }
 

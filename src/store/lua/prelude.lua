@@ -19,7 +19,15 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function rate() return tonumber(redis.call('GET', RATE) or DEFAULT_RATE) end
+-- The configured rate, and the rate in force: lower while the pace follows a struggling
+-- checkout (meta field `pace`, set by the admitter).
+local function configured_rate() return tonumber(redis.call('GET', RATE) or DEFAULT_RATE) end
+local function rate()
+  local r = configured_rate()
+  local p = tonumber(redis.call('HGET', META, 'pace') or '')
+  if p and p < r then return p end
+  return r
+end
 -- Most fans admitted and not yet done buying at once; 0: no cap.
 local function cap() return tonumber(redis.call('GET', CAP) or DEFAULT_CAP) end
 -- Admissions still running that have not bought yet (the buyers in the system behind).
