@@ -8,6 +8,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::protocol::ErrorBody;
 use crate::store::StoreError;
 
 /// How long a client refused a stream is told to wait before asking again.
@@ -91,11 +92,11 @@ impl IntoResponse for AppError {
             // The client learns that we are unavailable, not how.
             tracing::error!(error = %e, "store call failed");
         }
-        let body = json!({
-            "status": status.as_u16(),
-            "error": status.canonical_reason().unwrap_or("error"),
-            "message": self.to_string(),
-        });
+        let body = ErrorBody {
+            status: status.as_u16(),
+            error: status.canonical_reason().unwrap_or("error").to_owned(),
+            message: self.to_string(),
+        };
         let mut response = (status, Json(body)).into_response();
         match &self {
             AppError::TooManyRequests(wait) => set_retry_after(&mut response, *wait),

@@ -7,6 +7,7 @@
 //! The map of the crate:
 //!
 //! - [`config`]: every setting, as a flag with an environment variable.
+//! - [`protocol`]: the wire contract, spelled once: routes, push event names, frames, errors.
 //! - [`model`]: show ids, the ticket JSON, orders, with validation at the edge.
 //! - [`store`]: the queue store trait and its two backends, Redis (shared, Lua scripts) and
 //!   embedded (one process); the one place that decides order, admission and the gate's data.
@@ -34,6 +35,7 @@ pub mod hub;
 pub mod metrics;
 pub mod model;
 pub mod pace;
+pub mod protocol;
 pub mod server;
 pub mod store;
 pub mod watchdog;

@@ -5,6 +5,7 @@ mod fan;
 mod health;
 mod limits;
 pub(crate) mod listener;
+mod openapi;
 mod operator;
 mod orders;
 pub mod origin;
@@ -30,6 +31,7 @@ use crate::error::AppError;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::model::{ShowId, ShowStats};
+use crate::protocol::{ErrorBody, routes};
 use crate::store::{Joined, QueueStore};
 use crate::watchdog::Watchdog;
 
@@ -136,29 +138,28 @@ pub(crate) fn client_prefix(ip: IpAddr) -> IpAddr {
 
 /// The whole API.
 pub fn router(state: AppState) -> Router {
-    let room = "/orders/waiting-room/{show_id}";
-    let ticket = "/orders/waiting-room/{show_id}/tickets/{ticket_id}";
     Router::new()
-        .route(room, put(operator::create).delete(operator::delete))
-        .route(&format!("{room}/open"), post(operator::open))
-        .route(&format!("{room}/close"), post(operator::close))
-        .route(&format!("{room}/stats"), get(operator::stats))
-        .route(&format!("{room}/config"), put(operator::set_config))
-        .route(&format!("{room}/join"), post(fan::join))
-        .route(ticket, get(fan::status).delete(fan::leave))
-        .route(&format!("{ticket}/events"), get(sse::events))
-        .route(&format!("{ticket}/ws"), get(ws::upgrade))
-        .route("/orders", post(orders::place))
-        .route("/orders/{id}", get(orders::get))
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .route("/metrics", get(health::metrics))
-        .route("/", get(page::index))
-        .route("/wait/{show_id}", get(page::wait))
-        .route("/wait/{show_id}/join", post(page::join))
-        .route("/admin", get(admin::console))
-        .route("/admin/stats/events", get(admin::stats_events))
-        .nest_service("/static", page::static_files())
+        .route(routes::SHOW, put(operator::create).delete(operator::delete))
+        .route(routes::OPEN, post(operator::open))
+        .route(routes::CLOSE, post(operator::close))
+        .route(routes::STATS, get(operator::stats))
+        .route(routes::CONFIG, put(operator::set_config))
+        .route(routes::JOIN, post(fan::join))
+        .route(routes::TICKET, get(fan::status).delete(fan::leave))
+        .route(routes::EVENTS, get(sse::events))
+        .route(routes::WS, get(ws::upgrade))
+        .route(routes::ORDERS, post(orders::place))
+        .route(routes::ORDER, get(orders::get))
+        .route(routes::HEALTHZ, get(health::healthz))
+        .route(routes::READYZ, get(health::readyz))
+        .route(routes::METRICS, get(health::metrics))
+        .route(routes::OPENAPI, get(openapi::document))
+        .route(routes::INDEX, get(page::index))
+        .route(routes::WAIT_PAGE, get(page::wait))
+        .route(routes::WAIT_JOIN, post(page::join))
+        .route(routes::ADMIN, get(admin::console))
+        .route(routes::ADMIN_STATS_EVENTS, get(admin::stats_events))
+        .nest_service(routes::STATIC, page::static_files())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -174,7 +175,11 @@ async fn method_not_allowed() -> (StatusCode, Json<serde_json::Value>) {
     (
         StatusCode::METHOD_NOT_ALLOWED,
         Json(
-            json!({"status": 405, "error": "Method Not Allowed", "message": "method not allowed on this resource"}),
+            json!(ErrorBody {
+                status: 405,
+                error: "Method Not Allowed".into(),
+                message: "method not allowed on this resource".into(),
+            }),
         ),
     )
 }

@@ -12,28 +12,18 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::{Sink, SinkExt, Stream, StreamExt};
-use serde::Serialize;
 
 use super::{AppPath, AppState, ticket_path};
 use crate::error::AppError;
 use crate::hub::Update;
 use crate::metrics::{Metrics, Transport};
-use crate::model::TicketView;
+use crate::protocol::Frame;
 
 /// Server pings go out this often (spec: ≤ 15 s).
 pub const PING_EVERY: Duration = Duration::from_secs(10);
 
 /// The most a fan's frames may hold; a fan has nothing to say beyond a close.
 const READ_BUFFER: usize = 4 * 1024;
-
-/// One frame: the ticket JSON plus its event name and the show version.
-#[derive(Serialize)]
-struct Frame<'a> {
-    event: &'a str,
-    id: u64,
-    #[serde(flatten)]
-    view: &'a TicketView,
-}
 
 /// Upgrades after checking the ids and the client's stream count, so bad input and a
 /// greedy client still get a plain 4xx.
@@ -85,7 +75,7 @@ pub async fn serve<W, R, U>(
         tokio::select! {
             update = updates.next() => {
                 let Some(update) = update else { break };
-                let frame = Frame { event: update.event.as_str(), id: update.version, view: &update.view };
+                let frame = Frame { event: update.event, id: update.version, view: update.view.clone() };
                 let text = serde_json::to_string(&frame).expect("a frame always serialises");
                 if sink.send(Message::Text(text.into())).await.is_err() {
                     return;

@@ -10,32 +10,12 @@ use super::FanGuard;
 use std::sync::Arc;
 
 use crate::model::{Pace, ShowId, TicketState, TicketView};
+pub use crate::protocol::EventName;
 use crate::store::{QueueStore, StoreError};
 
 /// How often a live stream of an admitted ticket says its fan is still there: well inside the
 /// shortest arrival window ([`crate::store::MIN_ARRIVAL_WINDOW`]).
 pub const TOUCH_EVERY: Duration = Duration::from_secs(4);
-
-/// The event names of the push contract.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventName {
-    Waiting,
-    Admitted,
-    Expired,
-    Unknown,
-}
-
-impl EventName {
-    /// The name on the wire (`event:` in SSE, `"event"` in WebSocket frames).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventName::Waiting => "waiting",
-            EventName::Admitted => "admitted",
-            EventName::Expired => "expired",
-            EventName::Unknown => "unknown",
-        }
-    }
-}
 
 /// One state pushed to one fan.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -66,9 +66,10 @@ pub const MIN_ARRIVAL_WINDOW: Duration = Duration::from_secs(10);
 /// for a loss.
 pub const TOMBSTONE_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// A new epoch: random, below 2^53 so that Lua numbers and JSON readers hold it exactly.
+/// A new epoch: random, from 1 to below 10^13, so that Lua numbers and its JSON encoder (14
+/// significant digits) hold it exactly.
 pub fn new_epoch() -> u64 {
-    rand::random::<u64>() >> 11 | 1
+    rand::random_range(1..10_000_000_000_000)
 }
 
 /// Result alias for store calls.

@@ -31,7 +31,6 @@ pub const EVENTS_CHANNEL: &str = "wr:events";
 const OPEN_SHOWS: &str = "wr:open";
 /// Every show an operator made (the open ones too).
 const SHOWS: &str = "wr:shows";
-const NO_ARGS: &[&str] = &[];
 const LEASE: &str = "wr:{admitter}:lease";
 const FENCE_COUNTER: &str = "wr:{admitter}:fence";
 
@@ -69,7 +68,63 @@ static LIMIT_SCRIPT: LazyLock<Script> =
 static RELEASE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/release.lua")));
 
-/// A show's keys, in the order `prelude.lua` names them (`wr:{<show>}:<name>`).
+/// Every argument of a per-show script, by name, as `prelude.lua` reads them (JSON in
+/// `ARGV[1]`): the show's keys and settings, then each script's own, absent when not given.
+/// Epochs travel as text: Lua numbers would not hold every one exactly.
+#[derive(Debug, Default, serde::Serialize)]
+struct ScriptArgs {
+    /// Names `KEYS` in order.
+    keys: [&'static str; SHOW_KEYS.len()],
+    show: String,
+    default_rate: u32,
+    ttl_ms: u64,
+    admitted_prefix: String,
+    channel: &'static str,
+    default_cap: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ticket: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fence: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    window_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    new_epoch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    known_epoch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cap: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    floor: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pace: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tombstone_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hold: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fingerprint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    order: Option<String>,
+}
+
+impl ScriptArgs {
+    fn ticket(ticket: Uuid) -> Self {
+        ScriptArgs {
+            ticket: Some(ticket.to_string()),
+            ..Default::default()
+        }
+    }
+
+    fn none() -> Self {
+        ScriptArgs::default()
+    }
+}
+
+/// A show's keys, in the order `ScriptArgs::keys` names them (`wr:{<show>}:<name>`).
 const SHOW_KEYS: [&str; 15] = [
     "queue",
     "seq",
@@ -140,21 +195,25 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
         &self,
         script: &Script,
         show: &ShowId,
-        extra: impl redis::ToRedisArgs,
+        own: ScriptArgs,
     ) -> Result<T> {
         let tag = format!("wr:{{{show}}}");
         let mut invocation = script.prepare_invoke();
         for key in SHOW_KEYS {
             invocation.key(format!("{tag}:{key}"));
         }
-        invocation
-            .arg(show.as_str())
-            .arg(self.settings.default_rate)
-            .arg(self.ttl_ms())
-            .arg(format!("{tag}:admitted:"))
-            .arg(EVENTS_CHANNEL)
-            .arg(self.settings.max_active_buyers)
-            .arg(extra);
+        let args = ScriptArgs {
+            keys: SHOW_KEYS,
+            show: show.as_str().to_owned(),
+            default_rate: self.settings.default_rate,
+            ttl_ms: self.ttl_ms(),
+            admitted_prefix: format!("{tag}:admitted:"),
+            channel: EVENTS_CHANNEL,
+            default_cap: self.settings.max_active_buyers,
+            ..own
+        };
+        let json = serde_json::to_string(&args).map_err(|e| StoreError::Protocol(e.to_string()))?;
+        invocation.arg(json);
         let mut conn = self.conn.clone();
         Ok(invocation.invoke_async(&mut conn).await?)
     }
@@ -244,24 +303,15 @@ fn order_key(id: Uuid) -> String {
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStore<C> {
     async fn configure(&self, show: &ShowId, settings: ShowSettings) -> Result<Configured> {
-        let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
-        let window = settings
-            .arrival_window
-            .map(|w| w.as_millis().to_string())
-            .unwrap_or_default();
-        let health = match settings.checkout_health_url.as_deref() {
-            None => String::new(),
-            Some("") => "-".to_owned(),
-            Some(url) => url.to_owned(),
+        let args = ScriptArgs {
+            new_epoch: Some(new_epoch().to_string()),
+            rate: settings.admit_per_second,
+            cap: settings.max_active_buyers,
+            window_ms: settings.arrival_window.map(|w| w.as_millis() as u64),
+            health_url: settings.checkout_health_url,
+            floor: settings.min_admit_per_second,
+            ..Default::default()
         };
-        let args = (
-            new_epoch(),
-            opt(settings.admit_per_second),
-            opt(settings.max_active_buyers),
-            window,
-            health,
-            opt(settings.min_admit_per_second),
-        );
         let r: Vec<i64> = self.run(&CONFIGURE, show, args).await?;
         let [created, epoch] = r[..] else {
             return Err(protocol("configure", &r));
@@ -276,7 +326,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn open(&self, show: &ShowId) -> Result<Configured> {
-        let r: Vec<i64> = self.run(&OPEN, show, new_epoch()).await?;
+        let args = ScriptArgs {
+            new_epoch: Some(new_epoch().to_string()),
+            ..Default::default()
+        };
+        let r: Vec<i64> = self.run(&OPEN, show, args).await?;
         let [created, recovered, epoch] = r[..] else {
             return Err(protocol("open", &r));
         };
@@ -291,7 +345,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn close(&self, show: &ShowId) -> Result<()> {
-        let r: Vec<i64> = self.run(&CLOSE, show, NO_ARGS).await?;
+        let r: Vec<i64> = self.run(&CLOSE, show, ScriptArgs::none()).await?;
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
         reply(show, "close", r, |r| (r == [1]).then_some(()))
@@ -299,7 +353,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
 
     async fn delete(&self, show: &ShowId) -> Result<bool> {
         let tombstone = TOMBSTONE_TTL.as_millis() as u64;
-        let r: Vec<i64> = self.run(&DELETE, show, tombstone).await?;
+        let args = ScriptArgs {
+            tombstone_ms: Some(tombstone),
+            ..Default::default()
+        };
+        let r: Vec<i64> = self.run(&DELETE, show, args).await?;
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
         let _: i64 = conn.srem(SHOWS, show.as_str()).await?;
@@ -307,7 +365,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn show(&self, show: &ShowId) -> Result<Option<ShowMeta>> {
-        let r: Vec<i64> = self.run(&META, show, NO_ARGS).await?;
+        let r: Vec<i64> = self.run(&META, show, ScriptArgs::none()).await?;
         meta(&r).ok_or_else(|| protocol("meta", &r))
     }
 
@@ -320,7 +378,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn check_show(&self, show: &ShowId, known_epoch: u64) -> Result<Option<ShowMeta>> {
-        let r: Vec<i64> = self.run(&CHECK, show, (known_epoch, new_epoch())).await?;
+        let args = ScriptArgs {
+            known_epoch: Some(known_epoch.to_string()),
+            new_epoch: Some(new_epoch().to_string()),
+            ..Default::default()
+        };
+        let r: Vec<i64> = self.run(&CHECK, show, args).await?;
         let found = meta(&r).ok_or_else(|| protocol("check", &r))?;
         // Keep the indexes whole: a lost show stays listed, an open one stays served.
         let mut conn = self.conn.clone();
@@ -337,7 +400,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
 
     async fn join(&self, show: &ShowId) -> Result<Joined> {
         let ticket = Uuid::new_v4();
-        let r: Vec<i64> = self.run(&JOIN, show, ticket.to_string()).await?;
+        let r: Vec<i64> = self.run(&JOIN, show, ScriptArgs::ticket(ticket)).await?;
         reply(show, "join", r, |r| {
             let [seq, position, version, epoch, ref rest @ ..] = *r else {
                 return None;
@@ -359,7 +422,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
-        let r: Vec<i64> = self.run(&STATUS, show, ticket.to_string()).await?;
+        let r: Vec<i64> = self.run(&STATUS, show, ScriptArgs::ticket(ticket)).await?;
         reply(show, "status", r, |r| {
             let [kind, value, seq, version, epoch, ref rest @ ..] = *r else {
                 return None;
@@ -390,7 +453,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
-        let r: Vec<i64> = self.run(&LEAVE, show, ticket.to_string()).await?;
+        let r: Vec<i64> = self.run(&LEAVE, show, ScriptArgs::ticket(ticket)).await?;
         reply(show, "leave", r, |r| match *r {
             [live] => Some(live == 1),
             _ => None,
@@ -398,7 +461,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn is_admitted(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
-        let r: Vec<i64> = self.run(&IS_ADMITTED, show, ticket.to_string()).await?;
+        let r: Vec<i64> = self.run(&IS_ADMITTED, show, ScriptArgs::ticket(ticket)).await?;
         reply(show, "is_admitted", r, |r| match *r {
             [yes] => Some(yes == 1),
             _ => None,
@@ -406,7 +469,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
-        let r: Vec<i64> = self.run(&TOUCH, show, ticket.to_string()).await?;
+        let r: Vec<i64> = self.run(&TOUCH, show, ScriptArgs::ticket(ticket)).await?;
         reply(show, "touch", r, |r| match *r {
             [live] => Some(live == 1),
             _ => None,
@@ -415,7 +478,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
 
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome> {
         let window = self.settings.arrival_window.as_millis() as u64;
-        let r: Vec<i64> = self.run(&ADMIT, show, (fence, window)).await?;
+        let args = ScriptArgs {
+            fence: Some(fence),
+            window_ms: Some(window),
+            ..Default::default()
+        };
+        let r: Vec<i64> = self.run(&ADMIT, show, args).await?;
         match r[..] {
             [-1, fence] => Ok(AdmitOutcome::Fenced {
                 fence: fence as u64,
@@ -434,7 +502,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn stats(&self, show: &ShowId) -> Result<ShowStats> {
-        let r: Vec<i64> = self.run(&STATS, show, NO_ARGS).await?;
+        let r: Vec<i64> = self.run(&STATS, show, ScriptArgs::none()).await?;
         reply(show, "stats", r, |r| {
             let [
                 queue_length,
@@ -477,7 +545,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn pace_control(&self, show: &ShowId) -> Result<PaceControl> {
-        let r: Vec<String> = self.run(&PACE, show, NO_ARGS).await?;
+        let r: Vec<String> = self.run(&PACE, show, ScriptArgs::none()).await?;
         match r.iter().map(String::as_str).collect::<Vec<_>>()[..] {
             ["-404"] => Err(StoreError::NoSuchShow(show.clone())),
             ["-503"] => Err(StoreError::ShowLost(show.clone())),
@@ -498,7 +566,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn set_pace(&self, show: &ShowId, rate: u32) -> Result<bool> {
-        let r: Vec<i64> = self.run(&PACE, show, rate).await?;
+        let args = ScriptArgs {
+            pace: Some(rate),
+            ..Default::default()
+        };
+        let r: Vec<i64> = self.run(&PACE, show, args).await?;
         reply(show, "set_pace", r, |r| match *r {
             [changed] => Some(changed == 1),
             _ => None,
@@ -506,7 +578,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
     }
 
     async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot> {
-        let r: Vec<i64> = self.run(&SNAPSHOT, show, NO_ARGS).await?;
+        let r: Vec<i64> = self.run(&SNAPSHOT, show, ScriptArgs::none()).await?;
         let [
             epoch,
             version,
@@ -630,12 +702,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> QueueStore for RedisStor
         // between leaves an order nobody references, never a hold pointing at nothing. The
         // order's key lives outside the show's slot (`GET /orders/{id}` knows no show).
         let _: () = conn.set(order_key(created.id), &json).await?;
-        let args = (
-            &order.hold_id,
-            ticket.map(|t| t.to_string()).unwrap_or_default(),
-            order_fingerprint(order),
-            created.id.to_string(),
-        );
+        let args = ScriptArgs {
+            hold: Some(order.hold_id.clone()),
+            ticket: ticket.map(|t| t.to_string()),
+            fingerprint: Some(order_fingerprint(order)),
+            order: Some(created.id.to_string()),
+            ..Default::default()
+        };
         let r: Vec<String> = self.run(&ORDER, &order.show_id, args).await?;
         let outcome = match r.iter().map(String::as_str).collect::<Vec<_>>()[..] {
             ["created", _] => return Ok(OrderOutcome::Created(created)),

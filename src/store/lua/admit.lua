@@ -2,7 +2,7 @@
 -- TTL, as one step, so a polling fan sees its ticket queued or admitted, never neither.
 --
 -- Two guards make "N per second" hold whatever the admitters do:
--- * the fencing token (ARGV[7]) must be at least the newest this show has seen, so a paused
+-- * the fencing token (A.fence) must be at least the newest this show has seen, so a paused
 --   or partitioned old leader is refused once a newer one has served the show;
 -- * at most one tick per show per second of Redis' own clock, so even two leaders racing
 --   across a lease hand-over cannot admit twice in one second.
@@ -16,7 +16,7 @@
 local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted')
 if not m[1] or m[2] ~= '1' or m[3] == '1' or m[4] then return {-3} end
 local epoch = m[1]
-local token = tonumber(ARGV[7])
+local token = tonumber(A.fence)
 local fence = tonumber(redis.call('GET', FENCE) or '0')
 if token < fence then return {-1, fence} end
 local now = now_ms()
@@ -33,8 +33,8 @@ local places = n_rate
 local max_active = cap()
 if max_active > 0 then
   -- An admission nobody takes up (no poll, no live stream, no order within the arrival
-  -- window, ARGV[8] ms unless the show has its own) goes to the next fan.
-  local window = tonumber(redis.call('HGET', META, 'window') or ARGV[8])
+  -- window, A.window_ms unless the show has its own) goes to the next fan.
+  local window = tonumber(redis.call('HGET', META, 'window') or A.window_ms)
   if window > 0 and window < TTL then
     local since = now - window
     for _, t in ipairs(redis.call('ZRANGEBYSCORE', ADMISSIONS, '(' .. now, now + TTL - window)) do

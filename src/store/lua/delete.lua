@@ -1,4 +1,4 @@
--- Removes a show and its state, leaving a tombstone (ARGV[7] = its lifetime in ms) so that
+-- Removes a show and its state, leaving a tombstone (A.tombstone_ms = its lifetime in ms) so that
 -- no instance takes the vanished state for a loss. Fans following it are told it is gone.
 -- Returns {1} if there was a show, else {0}.
 local m = redis.call('HMGET', META, 'epoch', 'deleted')
@@ -6,6 +6,6 @@ if not m[1] or m[2] then return {0} end
 redis.call('DEL', unpack(STATE))
 redis.call('DEL', META)
 redis.call('HSET', META, 'deleted', '1')
-redis.call('PEXPIRE', META, ARGV[7])
+redis.call('PEXPIRE', META, A.tombstone_ms)
 publish('reset', 0, 0, 0, nil, 0, now_ms())
 return {1}

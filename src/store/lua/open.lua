@@ -1,16 +1,16 @@
 -- Opens the on-sale, creating the show if nobody did. A lost show starts again from nothing
--- under a new epoch (ARGV[7]), and the hubs are told so that every old position is void.
+-- under a new epoch (A.new_epoch), and the hubs are told so that every old position is void.
 -- Returns {created, recovered, epoch}.
 local m = redis.call('HMGET', META, 'epoch', 'lost', 'deleted')
 local now = now_ms()
 local created, recovered = 0, 0
 local epoch = m[1]
 if not epoch or m[3] then
-  epoch = ARGV[7]
+  epoch = A.new_epoch
   create(epoch, now)
   created = 1
 elseif m[2] == '1' then
-  epoch = ARGV[7]
+  epoch = A.new_epoch
   create(epoch, now)
   recovered = 1
   publish('reset', epoch, 0, 0, nil, 0, now)

@@ -1,5 +1,5 @@
--- An order through the gate, in one step. ARGV[7] = holdId, ARGV[8] = ticket or '',
--- ARGV[9] = the request's fingerprint (email|amount), ARGV[10] = the new order's id.
+-- An order through the gate, in one step. A.hold = holdId, A.ticket = the admission presented
+-- (absent: none), A.fingerprint = the request's (email|amount), A.order = the new order's id.
 -- A hold belongs to its show: the same request again (same admission, email, amount) answers
 -- its order; anything else is a conflict. While the on-sale is open the ticket must be a
 -- running admission of this epoch that has not bought yet; buying spends it and frees its
@@ -9,9 +9,9 @@ local epoch, refused = live_show()
 if refused then return {tostring(refused[1])} end
 local open = redis.call('HGET', META, 'open') == '1'
 local ticket = ''
-if open then ticket = ARGV[8] end
-local fingerprint = ticket .. '|' .. ARGV[9]
-local held = redis.call('HGET', HOLDS, ARGV[7])
+if open and A.ticket then ticket = A.ticket end
+local fingerprint = ticket .. '|' .. A.fingerprint
+local held = redis.call('HGET', HOLDS, A.hold)
 if held then
   local id, was = string.match(held, '^([^|]*)|(.*)$')
   if was == fingerprint then return {'repeated', id} end
@@ -19,8 +19,8 @@ if held then
 end
 if open then
   if ticket == '' or not admitted(ticket, epoch) then return {'forbidden'} end
-  if redis.call('HSETNX', SPENT, ticket, ARGV[7]) == 0 then return {'conflict', 'admission'} end
+  if redis.call('HSETNX', SPENT, ticket, A.hold) == 0 then return {'conflict', 'admission'} end
   redis.call('ZREM', ADMISSIONS, ticket)
 end
-redis.call('HSET', HOLDS, ARGV[7], ARGV[10] .. '|' .. fingerprint)
-return {'created', ARGV[10]}
+redis.call('HSET', HOLDS, A.hold, A.order .. '|' .. fingerprint)
+return {'created', A.order}

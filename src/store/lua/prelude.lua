@@ -1,13 +1,16 @@
 -- Shared head of every per-show script. Every key of a show carries the same hash tag, so a
--- script touches one Redis Cluster slot. The Rust side passes the keys in the order of
--- `SHOW_KEYS` in redis.rs and these six arguments first; a script's own arguments start at
--- ARGV[7].
+-- script touches one Redis Cluster slot. Keys and arguments come by name, from one Rust type
+-- (`ScriptArgs` in redis.rs), as JSON in ARGV[1]: `keys` names each of KEYS in turn, the rest
+-- are the show's settings and the script's own arguments (absent when not given).
+local A = cjson.decode(ARGV[1])
+local K = {}
+for i, name in ipairs(A.keys) do K[name] = KEYS[i] end
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
   SEEN =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10],
-  KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+  K.queue, K.seq, K.head, K.left, K.version, K.rate, K.admissions, K.fence, K.tick, K.cap,
+  K.meta, K.holds, K.spent, K.flow, K.seen
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP =
-  ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
+  A.show, A.default_rate, A.ttl_ms, A.admitted_prefix, A.channel, A.default_cap
 
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
@@ -71,16 +74,15 @@ local function admitted(ticket, epoch)
 end
 
 -- One message per change, published inside the script that made it: subscribers see the
--- changes of a show in the order they happened, each with its epoch and version.
+-- changes of a show in the order they happened, each with its epoch and version. Its fields
+-- are `ShowEvent`'s (protocol.rs), which a test decodes from what is published here.
 local function publish(kind, epoch, ver, hd, left, admitted_now, at)
   local p = pace_reply()
-  local msg = string.format(
-    '{"show":"%s","epoch":%s,"version":%d,"kind":"%s","head":%d,"rate":%d,"flow_milli":%d,' ..
-    '"spread_milli":%d,"open":%s,"full":%s,"admitted":%d,"ttl_ms":%d,"at_ms":%d',
-    SHOW, epoch, ver, kind, hd, p[1], p[2], p[3], tostring(p[4] == 1), tostring(p[5] == 1),
-    admitted_now, TTL, at)
-  if left then msg = msg .. string.format(',"left":%d', left) end
-  redis.call('PUBLISH', CHANNEL, msg .. '}')
+  redis.call('PUBLISH', CHANNEL, cjson.encode({
+    show = SHOW, epoch = tonumber(epoch), version = ver, kind = kind, head = hd, left = left,
+    rate = p[1], flow_milli = p[2], spread_milli = p[3], open = p[4] == 1, full = p[5] == 1,
+    admitted = admitted_now, ttl_ms = TTL, at_ms = at,
+  }))
 end
 
 -- Creates the show's meta under `epoch` after wiping whatever state an earlier incarnation

@@ -1,0 +1,180 @@
+//! The wire contract, spelled once: every route, the push event names, the WebSocket frame,
+//! the error body, and the ticket JSON (its types live in [`crate::model`] and are re-exported
+//! here). The server's router, its handlers, the clients and the tests take them from here;
+//! the Lua scripts publish [`ShowEvent`](crate::store::ShowEvent) with the field names of that
+//! type, which the store suite decodes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::model::{Paused, TicketStatus, TicketView};
+
+/// Every route of the HTTP API, as axum matches it, and the paths a client calls.
+pub mod routes {
+    /// A show: `PUT` (make it, operator), `DELETE` (remove it, operator).
+    pub const SHOW: &str = "/orders/waiting-room/{show_id}";
+    pub const OPEN: &str = "/orders/waiting-room/{show_id}/open";
+    pub const CLOSE: &str = "/orders/waiting-room/{show_id}/close";
+    pub const STATS: &str = "/orders/waiting-room/{show_id}/stats";
+    pub const CONFIG: &str = "/orders/waiting-room/{show_id}/config";
+    pub const JOIN: &str = "/orders/waiting-room/{show_id}/join";
+    /// A ticket: `GET` (poll), `DELETE` (leave).
+    pub const TICKET: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}";
+    pub const EVENTS: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}/events";
+    pub const WS: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}/ws";
+    pub const ORDERS: &str = "/orders";
+    pub const ORDER: &str = "/orders/{id}";
+    pub const HEALTHZ: &str = "/healthz";
+    pub const READYZ: &str = "/readyz";
+    pub const METRICS: &str = "/metrics";
+    pub const OPENAPI: &str = "/openapi.json";
+    pub const INDEX: &str = "/";
+    pub const WAIT_PAGE: &str = "/wait/{show_id}";
+    pub const WAIT_JOIN: &str = "/wait/{show_id}/join";
+    pub const ADMIN: &str = "/admin";
+    pub const ADMIN_STATS_EVENTS: &str = "/admin/stats/events";
+    pub const STATIC: &str = "/static";
+
+    /// Every route above with its methods, as the router serves them.
+    pub const ALL: &[(&str, &[&str])] = &[
+        (SHOW, &["PUT", "DELETE"]),
+        (OPEN, &["POST"]),
+        (CLOSE, &["POST"]),
+        (STATS, &["GET"]),
+        (CONFIG, &["PUT"]),
+        (JOIN, &["POST"]),
+        (TICKET, &["GET", "DELETE"]),
+        (EVENTS, &["GET"]),
+        (WS, &["GET"]),
+        (ORDERS, &["POST"]),
+        (ORDER, &["GET"]),
+        (HEALTHZ, &["GET"]),
+        (READYZ, &["GET"]),
+        (METRICS, &["GET"]),
+        (OPENAPI, &["GET"]),
+        (INDEX, &["GET"]),
+        (WAIT_PAGE, &["GET"]),
+        (WAIT_JOIN, &["POST"]),
+        (ADMIN, &["GET"]),
+        (ADMIN_STATS_EVENTS, &["GET"]),
+    ];
+
+    /// `template` with its `{show_id}`, `{ticket_id}` and `{id}` filled in.
+    pub fn path(template: &str, show: &str, ticket: &str) -> String {
+        template
+            .replace("{show_id}", show)
+            .replace("{ticket_id}", ticket)
+            .replace("{id}", ticket)
+    }
+
+    /// The path of a show's route (`JOIN`, `OPEN`, …).
+    pub fn show(template: &str, show: &str) -> String {
+        path(template, show, "")
+    }
+
+    /// The path of a ticket's route (`TICKET`, `EVENTS`, `WS`).
+    pub fn ticket(template: &str, show: &str, ticket: &str) -> String {
+        path(template, show, ticket)
+    }
+}
+
+/// The header that carries an admission to the gate.
+pub const ADMISSION_HEADER: &str = "X-Admission-Ticket";
+
+/// The event names of the push contract (`event:` in SSE, `"event"` in WebSocket frames).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventName {
+    Waiting,
+    Admitted,
+    Expired,
+    Unknown,
+}
+
+impl EventName {
+    pub const ALL: [EventName; 4] = [
+        EventName::Waiting,
+        EventName::Admitted,
+        EventName::Expired,
+        EventName::Unknown,
+    ];
+
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventName::Waiting => "waiting",
+            EventName::Admitted => "admitted",
+            EventName::Expired => "expired",
+            EventName::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for EventName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is none of the contract's.
+#[derive(Debug, thiserror::Error)]
+#[error("not an event name of the push contract: {0}")]
+pub struct UnknownEventName(String);
+
+impl FromStr for EventName {
+    type Err = UnknownEventName;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EventName::ALL
+            .into_iter()
+            .find(|e| e.as_str() == s)
+            .ok_or_else(|| UnknownEventName(s.to_owned()))
+    }
+}
+
+/// One WebSocket text frame: the ticket JSON of the poll endpoint, plus the event name and
+/// the show version it holds at (SSE's `event:` and `id:`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    pub event: EventName,
+    pub id: u64,
+    #[serde(flatten)]
+    pub view: TicketView,
+}
+
+/// Every error's JSON body (the seed's `{"ticketId","status":"UNKNOWN"}` aside).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub status: u16,
+    pub error: String,
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_names_read_back_as_written() {
+        for name in EventName::ALL {
+            assert_eq!(name.as_str().parse::<EventName>().unwrap(), name);
+            assert_eq!(serde_json::to_value(name).unwrap(), name.as_str());
+        }
+        assert!("Waiting".parse::<EventName>().is_err());
+    }
+
+    #[test]
+    fn paths_fill_their_templates() {
+        assert_eq!(
+            routes::ticket(routes::EVENTS, "s", "t"),
+            "/orders/waiting-room/s/tickets/t/events"
+        );
+        assert_eq!(
+            routes::show(routes::JOIN, "s"),
+            "/orders/waiting-room/s/join"
+        );
+        assert_eq!(routes::path(routes::ORDER, "", "42"), "/orders/42");
+    }
+}
