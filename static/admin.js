@@ -22,6 +22,10 @@
     watchError: $('watch-error'), shows: $('shows'), noShows: $('no-shows'), template: $('show-card'),
   };
 
+  // Every path comes from the server's contract (protocol.rs), through the page.
+  const routes = document.getElementById('routes').dataset;
+  const route = (name, show) => routes[`route${name}`].replace('{show_id}', encodeURIComponent(show || ''));
+
   const storage = {
     get(key) { try { return sessionStorage.getItem(key); } catch { return null; } },
     set(key, value) { try { sessionStorage.setItem(key, value); } catch { /* tab-only anyway */ } },
@@ -138,7 +142,7 @@
     const query = encodeURIComponent([...streamShows].sort().join(','));
     let res;
     try {
-      res = await fetch(`/admin/stats/events?shows=${query}`, {
+      res = await fetch(`${route('Feed')}?shows=${query}`, {
         headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' },
         cache: 'no-store',
         signal: controller.signal,
@@ -264,7 +268,7 @@
     el.dataset.show = show;
     el.querySelector('.show-title').textContent = show;
     const page = el.querySelector('.show-page');
-    page.href = `/wait/${encodeURIComponent(show)}`;
+    page.href = route('Page', show);
     el.querySelector('[data-action="open"]').addEventListener('click', () => openOrClose(show, 'open'));
     el.querySelector('[data-action="close"]').addEventListener('click', () => openOrClose(show, 'close'));
     el.querySelector('.rate-form').addEventListener('submit', (e) => {
@@ -336,7 +340,7 @@
     const button = card(show).el.querySelector(`[data-action="${action}"]`);
     button.disabled = true;
     try {
-      const res = await call('POST', `/orders/waiting-room/${encodeURIComponent(show)}/${action}`);
+      const res = await call('POST', route(action === 'open' ? 'Open' : 'Close', show));
       if (res.status !== 204) throw new Error(await problem(res));
       updateCard({ showId: show, open: action === 'open', lost: false });
       message(show, action === 'open'
@@ -356,7 +360,7 @@
       return;
     }
     try {
-      const res = await call('PUT', `/orders/waiting-room/${encodeURIComponent(show)}/config`, { admitPerSecond: rate });
+      const res = await call('PUT', route('Config', show), { admitPerSecond: rate });
       if (res.status !== 200) throw new Error(await problem(res));
       const input = card(show).el.querySelector('.rate-form input');
       delete input.dataset.dirty;

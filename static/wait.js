@@ -14,7 +14,12 @@
   const root = document.getElementById('wait');
   if (!root) return;
   const show = root.dataset.show;
-  const api = `/orders/waiting-room/${encodeURIComponent(show)}`;
+  // Every path and event name comes from the server's contract (protocol.rs), through the
+  // page's data attributes: this script spells none of them.
+  const route = (name, ticket) => root.dataset[`route${name}`]
+    .replace('{show_id}', encodeURIComponent(show))
+    .replace('{ticket_id}', encodeURIComponent(ticket || ''));
+  const EVENT_NAMES = root.dataset.events.split(' ');
   const storageKey = `waiting-room:ticket:${show}`;
   const params = new URLSearchParams(location.search);
   const TRANSPORTS = ['sse', 'ws', 'poll'];
@@ -272,8 +277,7 @@
   function follow(kind) {
     stopFollowing();
     setConn('connecting');
-    const url = `${api}/tickets/${encodeURIComponent(record.ticketId)}`;
-    follower = ({ sse: followSse, ws: followWs, poll: followPoll })[kind](url);
+    follower = ({ sse: followSse, ws: followWs, poll: followPoll })[kind](record.ticketId);
     root.dataset.transport = kind;
   }
 
@@ -287,14 +291,14 @@
     if (next) follow(next);
   }
 
-  function followSse(url) {
-    const source = new EventSource(`${url}/events`);
+  function followSse(ticket) {
+    const source = new EventSource(route('Events', ticket));
     let heard = false;
     let failures = 0;
     let stopped = false;
     const stop = () => { stopped = true; source.close(); };
     source.onopen = () => { failures = 0; setConn('live'); };
-    for (const name of ['waiting', 'admitted', 'expired', 'unknown']) {
+    for (const name of EVENT_NAMES) {
       source.addEventListener(name, (e) => {
         heard = true;
         let view;
@@ -317,7 +321,7 @@
     return { stop };
   }
 
-  function followWs(url) {
+  function followWs(ticket) {
     const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
     let socket = null;
     let stopped = false;
@@ -325,7 +329,7 @@
     let failures = 0;
     let retry = 0;
     const connect = () => {
-      socket = new WebSocket(`${scheme}//${location.host}${url}/ws`);
+      socket = new WebSocket(`${scheme}//${location.host}${route('Ws', ticket)}`);
       socket.onopen = () => { failures = 0; setConn('live'); };
       socket.onmessage = (e) => {
         heard = true;
@@ -354,7 +358,8 @@
     return { stop };
   }
 
-  function followPoll(url) {
+  function followPoll(ticket) {
+    const url = route('Ticket', ticket);
     let delay = POLL_FIRST_MS;
     let stopped = false;
     let timer = 0;
@@ -389,7 +394,7 @@
     stopFollowing();
     setState('joining');
     try {
-      const res = await fetch(`${api}/join`, { method: 'POST', headers: { Accept: 'application/json' } });
+      const res = await fetch(route('Join'), { method: 'POST', headers: { Accept: 'application/json' } });
       const body = await res.json().catch(() => ({}));
       if (res.status === 202 && isUuid(body.ticketId)) {
         record = { ticketId: body.ticketId, firstPosition: body.position || 0, joinedAt: Date.now() };
@@ -430,7 +435,7 @@
     const id = record.ticketId;
     stopFollowing();
     try {
-      await fetch(`${api}/tickets/${encodeURIComponent(id)}`, { method: 'DELETE' });
+      await fetch(route('Ticket', id), { method: 'DELETE' });
     } catch { /* the ticket is forgotten here either way; the queue drops it at admission */ }
     record = null;
     save();
@@ -453,12 +458,12 @@
     els.placeOrder.disabled = true;
     els.placeOrder.textContent = 'Placing order…';
     try {
-      const res = await fetch('/orders', {
+      const res = await fetch(route('Orders'), {
         method: 'POST',
         headers: {
           'Content-Type': 'application/json',
           Accept: 'application/json',
-          'X-Admission-Ticket': record ? record.ticketId : '',
+          [root.dataset.admissionHeader]: record ? record.ticketId : '',
         },
         body: JSON.stringify({
           showId: show,

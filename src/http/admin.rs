@@ -27,6 +27,7 @@ use super::page::{asset_version, html};
 use super::{AppState, Operator, show_id};
 use crate::error::AppError;
 use crate::model::{ShowId, ShowStats};
+use crate::protocol::routes;
 use crate::store::{EventKind, ShowEvent, StoreError, wall_ms};
 
 /// The console samples every show this often; its chart has one point per sample.
@@ -46,6 +47,16 @@ const RESUBSCRIBE_EVERY: u32 = 5;
 #[template(path = "admin.html")]
 struct AdminPage {
     asset: &'static str,
+    routes: ConsoleRoutes,
+}
+
+/// The contract's paths, handed to the console's script so that it spells none of them.
+struct ConsoleRoutes {
+    open: &'static str,
+    close: &'static str,
+    config: &'static str,
+    feed: &'static str,
+    page: &'static str,
 }
 
 /// `GET /admin`: the console's page. It is public on purpose: it carries no data, and the
@@ -55,6 +66,13 @@ pub async fn console() -> Response {
         StatusCode::OK,
         &AdminPage {
             asset: asset_version(),
+            routes: ConsoleRoutes {
+                open: routes::OPEN,
+                close: routes::CLOSE,
+                config: routes::CONFIG,
+                feed: routes::ADMIN_STATS_EVENTS,
+                page: routes::WAIT_PAGE,
+            },
         },
     )
 }

@@ -8,10 +8,10 @@ use axum::response::{IntoResponse, Response};
 use super::{AppJson, AppPath, AppState};
 use crate::error::AppError;
 use crate::model::{Order, OrderRequest};
+use crate::protocol::routes;
 use crate::store::OrderOutcome;
 
-/// The header naming the fan's admitted ticket.
-pub const ADMISSION_HEADER: &str = "X-Admission-Ticket";
+pub use crate::protocol::ADMISSION_HEADER;
 
 /// `POST /orders`: 201 + Location when created; 200 with the order when the very same
 /// request was placed before; 409 when the hold was ordered with something else or the
@@ -33,7 +33,7 @@ pub async fn place(
     let show = &order.show_id;
     match state.store.place_order(&order, ticket).await? {
         OrderOutcome::Created(order) => {
-            let location = format!("/orders/{}", order.id);
+            let location = routes::path(routes::ORDER, "", &order.id.to_string());
             tracing::info!(order = %order.id, show = %order.show_id, "order placed");
             Ok((
                 StatusCode::CREATED,
@@ -52,7 +52,8 @@ pub async fn place(
             order.hold_id
         ))),
         OrderOutcome::Forbidden => Err(AppError::Forbidden(format!(
-            "on-sale in progress: join /orders/waiting-room/{show}/join first"
+            "on-sale in progress: join {} first",
+            routes::show(routes::JOIN, show.as_str())
         ))),
     }
 }

@@ -25,6 +25,7 @@ use super::origin::check_form_post;
 use super::{AppState, show_id};
 use crate::error::AppError;
 use crate::model::{Paused, ShowId, TicketState};
+use crate::protocol::{ADMISSION_HEADER, EventName, routes};
 use crate::words::{thousands, wait_words};
 
 /// The cookie that remembers a fan's ticket for one show's page. Its `Path` is the show's
@@ -184,11 +185,38 @@ pub async fn index(State(state): State<AppState>) -> Response {
     }
 }
 
+/// The contract's paths and names, handed to the page's script through data attributes so
+/// that the script spells none of them.
+pub(crate) struct PageRoutes {
+    join: &'static str,
+    ticket: &'static str,
+    events: &'static str,
+    ws: &'static str,
+    orders: &'static str,
+    event_names: String,
+    admission_header: &'static str,
+}
+
+impl PageRoutes {
+    fn new() -> Self {
+        PageRoutes {
+            join: routes::JOIN,
+            ticket: routes::TICKET,
+            events: routes::EVENTS,
+            ws: routes::WS,
+            orders: routes::ORDERS,
+            event_names: EventName::ALL.map(EventName::as_str).join(" "),
+            admission_header: ADMISSION_HEADER,
+        }
+    }
+}
+
 /// What the waiting page knows before any script runs.
 #[derive(Template)]
 #[template(path = "wait.html")]
 struct WaitPage {
     asset: &'static str,
+    routes: PageRoutes,
     show: String,
     open: bool,
     /// `new`, `waiting`, `admitted` or `unknown`: which part of the page shows first.
@@ -256,6 +284,7 @@ async fn render_wait(
     let open = meta.open;
     let mut page = WaitPage {
         asset: asset_version(),
+        routes: PageRoutes::new(),
         show: show.to_string(),
         open,
         state: "new",

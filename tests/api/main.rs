@@ -3,6 +3,7 @@
 mod abuse;
 mod cli;
 mod cluster;
+mod contract;
 mod eta;
 mod gate;
 mod helpers;
