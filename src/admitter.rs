@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::model::ShowId;
 use crate::pace;
-use crate::store::{AdmitOutcome, QueueStore, Result, wall_ms};
+use crate::store::{AdmitOutcome, QueueStore, Result};
 
 /// How long a lease lasts without renewal. The leader renews every half second, so a dead
 /// leader is replaced within this plus half a second.
@@ -77,6 +78,7 @@ pub async fn run(
     store: Arc<dyn QueueStore>,
     instance: String,
     metrics: Arc<Metrics>,
+    clock: Clock,
     shutdown: CancellationToken,
 ) {
     let mut token: Option<u64> = None;
@@ -85,10 +87,9 @@ pub async fn run(
     loop {
         // Wake at .05 and .55 of each wall-clock second: admissions land early in a second of
         // the store's clock, far from its edges, so scheduling jitter never skips a second.
-        let now = wall_ms();
-        let next = (now / 500 + 1) * 500 + 50;
+        let next = (clock.now_ms() / 500 + 1) * 500 + 50;
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(next - now)) => {}
+            _ = clock.sleep_until_ms(next) => {}
             _ = shutdown.cancelled() => break,
         }
         let on_the_second = next % 1000 < 500;
@@ -146,7 +147,7 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{MemoryStore, StoreSettings};
+    use crate::store::{MemoryStore, Queue, Shows, StoreSettings};
 
     /// A store admitting one fan a second, with one open show and `fans` fans queued.
     async fn store_with_fans(fans: usize) -> (MemoryStore, ShowId) {
@@ -253,5 +254,54 @@ mod tests {
             );
             assert_eq!(next_in(&store, &show).await, remaining, "nothing admitted");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_admitter_takes_the_lease_and_admits_its_rate_every_second_of_its_clock() {
+        let (store, show) = store_with_fans(10).await;
+        let store: Arc<dyn QueueStore> = Arc::new(store);
+        let metrics = Arc::new(Metrics::default());
+        let shutdown = CancellationToken::new();
+        let admitter = tokio::spawn(run(
+            store.clone(),
+            "a".into(),
+            metrics.clone(),
+            Clock::tokio(),
+            shutdown.clone(),
+        ));
+        // Three seconds of paused time: a tick on taking over, then one each second.
+        tokio::time::sleep(Duration::from_millis(3_020)).await;
+        let admitted = store.stats(&show).await.unwrap().admitted_valid;
+        assert!(
+            (3..=4).contains(&admitted),
+            "{admitted} admitted in 3 s at 1 a second"
+        );
+        assert!(
+            metrics
+                .render(&[])
+                .contains("waiting_room_admitter_leader 1")
+        );
+        // A second admitter on the same store waits its turn.
+        let other = tokio::spawn(run(
+            store.clone(),
+            "b".into(),
+            Arc::new(Metrics::default()),
+            Clock::tokio(),
+            shutdown.clone(),
+        ));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let later = store.stats(&show).await.unwrap().admitted_valid;
+        assert!(
+            (admitted + 1..=admitted + 3).contains(&later),
+            "one leader: {later}"
+        );
+        shutdown.cancel();
+        admitter.await.unwrap();
+        other.await.unwrap();
+        assert!(
+            metrics
+                .render(&[])
+                .contains("waiting_room_admitter_leader 0")
+        );
     }
 }

@@ -6,11 +6,13 @@
 //!
 //! The map of the crate:
 //!
+//! - [`clock`]: the one clock the admitter, hub and console read, pausable in tests.
 //! - [`config`]: every setting, as a flag with an environment variable.
 //! - [`protocol`]: the wire contract, spelled once: routes, push event names, frames, errors.
 //! - [`model`]: show ids, the ticket JSON, orders, with validation at the edge.
-//! - [`store`]: the queue store trait and its two backends, Redis (shared, Lua scripts) and
-//!   embedded (one process); the one place that decides order, admission and the gate's data.
+//! - [`store`]: the queue store, a small trait per concern, and its two backends, Redis
+//!   (shared, Lua scripts) and embedded (one process); the one place that decides order,
+//!   admission and the gate's data.
 //! - [`admitter`]: the once-a-second admission loop behind a fenced lease, one per cluster.
 //! - [`watchdog`]: notices a show whose state the store lost, and keeps its gate shut.
 //! - [`pace`]: a show's rate in force following the health of its checkout.
@@ -27,6 +29,7 @@
 
 pub mod admitter;
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod error;

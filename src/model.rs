@@ -88,7 +88,7 @@ pub struct Pace {
 }
 
 /// Why a queue stands still.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Paused {
     /// The on-sale is not open (yet, or any more).
@@ -172,7 +172,7 @@ impl TicketState {
 }
 
 /// The status word of the ticket JSON.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TicketStatus {
     Waiting,
@@ -181,13 +181,15 @@ pub enum TicketStatus {
 }
 
 /// The seed's ticket JSON, null fields omitted.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TicketView {
     pub ticket_id: Uuid,
     pub status: TicketStatus,
+    /// While waiting: the place in the queue, rank + 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<u64>,
+    /// While waiting: the expected wait, the position over the pace really measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eta_seconds: Option<u64>,
     /// With `etaMaxSeconds`: the likely range of the wait, when the pace is uncertain.
@@ -198,17 +200,21 @@ pub struct TicketView {
     /// Why the queue stands still: `closed` or `full`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<Paused>,
+    /// While admitted: the seconds left to order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_in_seconds: Option<u64>,
 }
 
 /// What `POST /orders` carries, before validation.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OrderRequest {
     pub show_id: String,
+    /// The checkout's hold: 1 to 128 characters; a retry with the very same request is
+    /// answered with the same order.
     pub hold_id: String,
     pub customer_email: String,
+    /// Greater than 0, at most 1000000, at most two decimal places.
     pub amount: Decimal,
 }
 
@@ -267,7 +273,7 @@ fn plausible_email(s: &str) -> bool {
 }
 
 /// A placed order, as stored and as answered.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Order {
     pub id: Uuid,
@@ -276,6 +282,7 @@ pub struct Order {
     pub customer_email: String,
     #[serde(with = "rust_decimal::serde::float")]
     pub amount: Decimal,
+    /// `CONFIRMED`.
     pub status: String,
     /// Milliseconds since the Unix epoch.
     pub created_at: u64,
@@ -297,7 +304,7 @@ impl Order {
 }
 
 /// What an operator sees of one show.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ShowStats {
     pub show_id: String,

@@ -84,7 +84,7 @@ pub mod routes {
 pub const ADMISSION_HEADER: &str = "X-Admission-Ticket";
 
 /// The event names of the push contract (`event:` in SSE, `"event"` in WebSocket frames).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EventName {
     Waiting,
@@ -136,19 +136,23 @@ impl FromStr for EventName {
 
 /// One WebSocket text frame: the ticket JSON of the poll endpoint, plus the event name and
 /// the show version it holds at (SSE's `event:` and `id:`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Frame {
     pub event: EventName,
+    /// The show version this state holds at.
     pub id: u64,
     #[serde(flatten)]
     pub view: TicketView,
 }
 
 /// Every error's JSON body (the seed's `{"ticketId","status":"UNKNOWN"}` aside).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
+    /// The HTTP status, again.
     pub status: u16,
+    /// Its reason phrase (`Not Found`).
     pub error: String,
+    /// What was wrong, for a person: names the bad field, or the URL to go to.
     pub message: String,
 }
 

@@ -8,6 +8,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::listener::{self, ConnectionLimits};
 use crate::http::{AppState, StreamLimits};
@@ -125,6 +126,7 @@ impl Application {
             state.store.clone(),
             self.instance,
             state.metrics.clone(),
+            Clock::Wall,
             stop.clone(),
         ));
         if self.demo {

@@ -25,10 +25,11 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::page::{asset_version, html};
 use super::{AppState, Operator, show_id};
+use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::model::{ShowId, ShowStats};
 use crate::protocol::routes;
-use crate::store::{EventKind, ShowEvent, StoreError, wall_ms};
+use crate::store::{EventKind, ShowEvent, StoreError};
 
 /// The console samples every show this often; its chart has one point per sample.
 pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);

@@ -174,13 +174,11 @@ async fn not_found() -> AppError {
 async fn method_not_allowed() -> (StatusCode, Json<serde_json::Value>) {
     (
         StatusCode::METHOD_NOT_ALLOWED,
-        Json(
-            json!(ErrorBody {
-                status: 405,
-                error: "Method Not Allowed".into(),
-                message: "method not allowed on this resource".into(),
-            }),
-        ),
+        Json(json!(ErrorBody {
+            status: 405,
+            error: "Method Not Allowed".into(),
+            message: "method not allowed on this resource".into(),
+        })),
     )
 }
 

@@ -58,7 +58,7 @@ pub async fn stats(
 
 /// A show's settings, as `PUT …/{showId}` and `PUT …/{showId}/config` take them; each field
 /// is optional.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShowConfig {
     pub admit_per_second: Option<u32>,

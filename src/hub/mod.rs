@@ -34,9 +34,10 @@ use uuid::Uuid;
 pub use self::follow::{EventName, Update};
 use self::follow::{Follow, next_update};
 use self::show::{Applied, Fan, Mirror, ShowFans};
+use crate::clock::wall_ms;
 use crate::metrics::Metrics;
 use crate::model::{ShowId, TicketState};
-use crate::store::{EventKind, QueueStore, Result, ShowEvent, ShowSnapshot, Status, wall_ms};
+use crate::store::{EventKind, QueueStore, Result, ShowEvent, ShowSnapshot, Status};
 
 /// The most streams one ticket holds on one instance; a newer one replaces the oldest.
 pub const STREAMS_PER_TICKET: usize = 3;

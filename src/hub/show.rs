@@ -1,5 +1,6 @@
 //! One show as the hub sees it: the positional state mirrored from the store, and the fans
-//! following it here. The arithmetic that makes pushed positions equal polled ranks lives here.
+//! following it here. Pushed positions equal polled ranks because both come from
+//! [`position`]; here the fans are walked in queue order, counting the leavers on the way.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,7 +9,7 @@ use uuid::Uuid;
 
 use super::Update;
 use crate::model::{Pace, TicketState};
-use crate::store::{EventKind, ShowEvent, ShowSnapshot};
+use crate::store::{EventKind, ShowEvent, ShowSnapshot, position};
 
 /// Fans of one show on this instance, and the show state their positions derive from.
 pub(super) struct ShowFans {
@@ -125,6 +126,8 @@ impl ShowFans {
         let Some(m) = &self.state else {
             return Vec::new();
         };
+        // One walk over fans and leavers together, both in sequence order: `gone` is the
+        // number of leavers below the fan at hand.
         let mut leavers = m.left.range(m.head + 1..).copied().peekable();
         let mut gone = 0u64;
         let mut finished = Vec::new();
@@ -147,7 +150,7 @@ impl ShowFans {
                     TicketState::Unknown
                 } else {
                     TicketState::Waiting {
-                        position: seq - m.head - gone,
+                        position: position(seq, m.head, gone),
                     }
                 }
             };

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 use waiting_room::hub::{Hub, Update};
 use waiting_room::metrics::Metrics;
-use waiting_room::store::{MemoryStore, QueueStore, ShowSettings};
+use waiting_room::store::{MemoryStore, Queue, QueueStore, ShowSettings, Shows};
 
 use crate::helpers::{settings, show};
 

@@ -9,6 +9,7 @@ mod gate;
 mod helpers;
 mod http;
 mod hub;
+mod openapi;
 mod push;
 mod silence;
 mod store;

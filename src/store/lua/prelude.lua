@@ -1,6 +1,6 @@
 -- Shared head of every per-show script. Every key of a show carries the same hash tag, so a
 -- script touches one Redis Cluster slot. Keys and arguments come by name, from one Rust type
--- (`ScriptArgs` in redis.rs), as JSON in ARGV[1]: `keys` names each of KEYS in turn, the rest
+-- (`ScriptArgs` in redis/mod.rs), as JSON in ARGV[1]: `keys` names each of KEYS in turn, the rest
 -- are the show's settings and the script's own arguments (absent when not given).
 local A = cjson.decode(ARGV[1])
 local K = {}

@@ -1,0 +1,76 @@
+//! One clock for the admitter, the hub and the console: milliseconds since the Unix epoch,
+//! which tests can pause.
+//!
+//! A server runs on the wall clock ([`Clock::Wall`]): the admitter wakes on wall-clock
+//! seconds because the store serves each show once per second of Redis' clock, which NTP
+//! keeps close to ours. Tests run on [`Clock::tokio`]: wall time at its creation, advanced by
+//! tokio's clock, so `tokio::time::pause()` and `advance()` move it too and a test of the
+//! admitter needs no real seconds.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Where the time comes from.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Clock {
+    /// The system's wall clock.
+    #[default]
+    Wall,
+    /// The wall clock at `anchor`, advanced by tokio's clock since.
+    Tokio {
+        anchor_ms: u64,
+        anchor: tokio::time::Instant,
+    },
+}
+
+impl Clock {
+    /// A clock that starts at the wall clock now and follows tokio's (pausable) time.
+    pub fn tokio() -> Clock {
+        Clock::Tokio {
+            anchor_ms: wall_ms(),
+            anchor: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn now_ms(&self) -> u64 {
+        match self {
+            Clock::Wall => wall_ms(),
+            Clock::Tokio { anchor_ms, anchor } => anchor_ms + anchor.elapsed().as_millis() as u64,
+        }
+    }
+
+    /// Sleeps until this clock reads `at_ms` (at once if it already does).
+    pub async fn sleep_until_ms(&self, at_ms: u64) {
+        let wait = at_ms.saturating_sub(self.now_ms());
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+    }
+}
+
+/// Milliseconds since the Unix epoch by the system's wall clock.
+pub fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tokio_clock_stands_still_until_time_is_advanced() {
+        let clock = Clock::tokio();
+        let start = clock.now_ms();
+        assert_eq!(clock.now_ms(), start);
+        tokio::time::advance(Duration::from_millis(1500)).await;
+        assert_eq!(clock.now_ms(), start + 1500);
+        clock.sleep_until_ms(start + 2000).await;
+        assert_eq!(clock.now_ms(), start + 2000);
+    }
+
+    #[test]
+    fn the_wall_clock_is_after_2020() {
+        assert!(Clock::Wall.now_ms() > 1_577_836_800_000);
+    }
+}

@@ -1,0 +1,102 @@
+//! The feed a hub mirrors: a show's positional state read at once, then every change of every
+//! show as it happens.
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+
+use super::Result;
+use crate::model::{Pace, Paused, ShowId};
+
+/// What a hub needs to push every fan its position without asking the store per fan.
+#[async_trait]
+pub trait Feed: Send + Sync {
+    /// The state the hub derives positions from.
+    async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot>;
+    /// The stream of every show's events. It ends when the connection behind it drops; the
+    /// caller subscribes again and resynchronises from snapshots.
+    async fn subscribe(&self) -> Result<BoxStream<'static, ShowEvent>>;
+}
+
+/// Why a show's state moved; carried by every published [`ShowEvent`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    Tick,
+    Leave,
+    Rate,
+    /// The show's state was created anew (re-opened after a loss, or deleted): every
+    /// position of the old epoch is void.
+    Reset,
+}
+
+/// One message per change of a show, published to every instance's hub.
+///
+/// It carries the whole small state (head, pace), so a hub that holds the `left` set can
+/// derive every position and ETA from it alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShowEvent {
+    pub show: ShowId,
+    pub epoch: u64,
+    pub version: u64,
+    pub kind: EventKind,
+    pub head: u64,
+    /// The sequence that left, for [`EventKind::Leave`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left: Option<u64>,
+    pub rate: u32,
+    /// Places offered a second, smoothed, in thousandths (see [`Pace`]).
+    pub flow_milli: u64,
+    pub spread_milli: u64,
+    pub open: bool,
+    /// The last tick offered no place: every place behind the gate is taken.
+    pub full: bool,
+    /// Tickets admitted by this tick.
+    #[serde(default)]
+    pub admitted: u64,
+    /// Admission lifetime of the tickets this tick admitted.
+    pub ttl_ms: u64,
+    /// The store's clock when it happened (ms since the epoch).
+    pub at_ms: u64,
+}
+
+impl ShowEvent {
+    /// The pace this event carries.
+    pub fn pace(&self) -> Pace {
+        pace_of(
+            self.rate,
+            self.flow_milli,
+            self.spread_milli,
+            self.open,
+            self.full,
+        )
+    }
+}
+
+/// A [`Pace`] from the figures the stores keep.
+pub fn pace_of(rate: u32, flow_milli: u64, spread_milli: u64, open: bool, full: bool) -> Pace {
+    Pace {
+        rate,
+        flow_milli,
+        spread_milli,
+        paused: if !open {
+            Some(Paused::Closed)
+        } else if full {
+            Some(Paused::Full)
+        } else {
+            None
+        },
+    }
+}
+
+/// Everything a hub needs to compute positions of a show, read atomically.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShowSnapshot {
+    /// 0 when the show does not exist (deleted, or never made).
+    pub epoch: u64,
+    pub version: u64,
+    pub head: u64,
+    pub left: Vec<u64>,
+    pub pace: Pace,
+    pub ttl_ms: u64,
+}

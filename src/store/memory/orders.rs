@@ -1,0 +1,53 @@
+//! Orders through the gate in the embedded store, as `order.lua` places them.
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::MemoryStore;
+use crate::model::{NewOrder, Order};
+use crate::store::{OrderBook, OrderOutcome, Result, StoreError, order_fingerprint};
+
+#[async_trait]
+impl OrderBook for MemoryStore {
+    async fn place_order(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(&order.show_id)?;
+        // As `order.lua`: a hold answers the very same request again, and only that.
+        let ticket = if s.open { ticket } else { None };
+        let fingerprint = format!(
+            "{}|{}",
+            ticket.map(|t| t.to_string()).unwrap_or_default(),
+            order_fingerprint(order)
+        );
+        if let Some((id, was)) = s.holds.get(&order.hold_id) {
+            if *was != fingerprint {
+                return Ok(OrderOutcome::Conflict("hold"));
+            }
+            let id = *id;
+            let found = inner.orders.get(&id).cloned();
+            return found
+                .map(OrderOutcome::Repeated)
+                .ok_or_else(|| StoreError::Protocol(format!("hold points at missing order {id}")));
+        }
+        if s.open {
+            let Some(ticket) = ticket.filter(|&t| s.admitted_now(t, now)) else {
+                return Ok(OrderOutcome::Forbidden);
+            };
+            if !s.spent.insert(ticket) {
+                return Ok(OrderOutcome::Conflict("admission"));
+            }
+            // Done buying: the place goes to the next fan in line.
+            s.buying.remove(&ticket);
+        }
+        let created = Order::confirmed(order, now);
+        s.holds
+            .insert(order.hold_id.clone(), (created.id, fingerprint));
+        inner.orders.insert(created.id, created.clone());
+        Ok(OrderOutcome::Created(created))
+    }
+
+    async fn get_order(&self, id: Uuid) -> Result<Option<Order>> {
+        Ok(self.lock().orders.get(&id).cloned())
+    }
+}

@@ -1,0 +1,163 @@
+//! The queue and its admissions in the embedded store.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::MemoryStore;
+use crate::model::{ShowId, TicketState};
+use crate::store::{AdmitOutcome, EventKind, Joined, Queue, Result, Status};
+
+#[async_trait]
+impl Queue for MemoryStore {
+    async fn join(&self, show: &ShowId) -> Result<Joined> {
+        let ticket = Uuid::new_v4();
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        s.seq += 1;
+        let seq = s.seq;
+        s.queue.insert(seq, ticket);
+        s.seq_of.insert(ticket, seq);
+        let (state, _) = s.state(ticket, now);
+        Ok(Joined {
+            ticket,
+            seq,
+            status: Status {
+                state,
+                epoch: s.epoch,
+                seq: Some(seq),
+                pace: s.pace(&self.settings),
+                version: s.version,
+            },
+        })
+    }
+
+    async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        let (state, seq) = s.state(ticket, now);
+        if let TicketState::Admitted { .. } = state {
+            // A poll of an admitted ticket is a sign of life (the arrival window).
+            s.seen.insert(ticket, now);
+        }
+        Ok(Status {
+            state,
+            epoch: s.epoch,
+            seq,
+            pace: s.pace(&self.settings),
+            version: s.version,
+        })
+    }
+
+    async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        if let Some(seq) = s.seq_of.remove(&ticket) {
+            s.queue.remove(&seq);
+            s.left.insert(seq);
+            s.version += 1;
+            let mut event = s.event(show, EventKind::Leave, &self.settings, now);
+            event.left = Some(seq);
+            drop(inner);
+            self.publish(event);
+            return Ok(true);
+        }
+        // Giving an admission back frees capacity; nobody's position moves.
+        s.buying.remove(&ticket);
+        Ok(s.admitted.remove(&ticket).is_some_and(|until| until > now))
+    }
+
+    async fn is_admitted(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
+        let now = self.now_ms();
+        Ok(self.lock().show(show)?.admitted_now(ticket, now))
+    }
+
+    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        if !s.admitted_now(ticket, now) {
+            return Ok(false);
+        }
+        s.seen.insert(ticket, now);
+        Ok(true)
+    }
+
+    async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome> {
+        let now = self.now_ms();
+        let ttl_ms = self.settings.admission_ttl.as_millis() as u64;
+        let mut inner = self.lock();
+        let Some(s) = inner.shows.get_mut(show).filter(|s| s.open) else {
+            return Ok(AdmitOutcome::NotServed);
+        };
+        if fence < s.fence {
+            return Ok(AdmitOutcome::Fenced { fence: s.fence });
+        }
+        s.fence = fence;
+        let second = now / 1000;
+        if s.last_second.is_some_and(|last| second <= last) {
+            return Ok(AdmitOutcome::AlreadyThisSecond {
+                next_in: Duration::from_millis((second + 1) * 1000 - now),
+            });
+        }
+        s.last_second = Some(second);
+        s.admitted.retain(|_, until| *until > now);
+        let admitted = &s.admitted;
+        s.buying.retain(|t| admitted.contains_key(t));
+        s.seen.retain(|t, _| admitted.contains_key(t));
+        let mut places = s.rate(&self.settings) as usize;
+        let cap = s.cap(&self.settings);
+        if cap > 0 {
+            // As in `admit.lua`: admissions nobody took up within the window go on.
+            let window = s.window.unwrap_or(self.settings.arrival_window).as_millis() as u64;
+            if window > 0 && window < ttl_ms {
+                let since = now - window;
+                let untaken: Vec<Uuid> = s
+                    .buying
+                    .iter()
+                    .filter(|t| s.admitted[*t] + window <= now + ttl_ms)
+                    .filter(|t| s.seen.get(*t).is_none_or(|&seen| seen < since))
+                    .copied()
+                    .collect();
+                for t in untaken {
+                    s.buying.remove(&t);
+                    s.admitted.remove(&t);
+                    s.seen.remove(&t);
+                    s.released += 1;
+                }
+            }
+            places = places.min(cap.saturating_sub(s.active(now) as u32) as usize);
+        }
+        s.measure(places, &self.settings);
+        s.full = cap > 0 && places == 0;
+        let mut count = 0;
+        while count < places {
+            let Some((seq, ticket)) = s.queue.pop_first() else {
+                break;
+            };
+            s.seq_of.remove(&ticket);
+            s.admitted.insert(ticket, now + ttl_ms);
+            s.buying.insert(ticket);
+            s.head = seq;
+            count += 1;
+        }
+        let head = s.head;
+        s.left = s.left.split_off(&(head + 1));
+        // Every tick is published, one that admitted nobody too: the pace moved.
+        s.version += 1;
+        let mut event = s.event(show, EventKind::Tick, &self.settings, now);
+        event.admitted = count as u64;
+        let version = s.version;
+        drop(inner);
+        self.publish(event);
+        Ok(AdmitOutcome::Admitted {
+            count: count as u64,
+            head,
+            version,
+        })
+    }
+}

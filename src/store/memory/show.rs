@@ -1,0 +1,201 @@
+//! One show's state in the embedded store, and the arithmetic the Lua scripts do on theirs
+//! (`prelude.lua`, `admit.lua`), done the same way here.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use crate::model::{Pace, ShowId, TicketState};
+use crate::store::{EventKind, ShowEvent, ShowMeta, StoreSettings, new_epoch, pace_of, position};
+
+/// One show an operator made. This store never loses state, so a show is never lost here.
+pub(super) struct Show {
+    pub(super) epoch: u64,
+    pub(super) open: bool,
+    /// The last sequence handed out.
+    pub(super) seq: u64,
+    /// The highest sequence ever admitted.
+    pub(super) head: u64,
+    pub(super) version: u64,
+    /// The operator's rate and buyer cap, when the show has its own.
+    pub(super) rate: Option<u32>,
+    pub(super) cap: Option<u32>,
+    /// The newest fencing token an admission step came with.
+    pub(super) fence: u64,
+    /// The second (of `now_ms`) last served.
+    pub(super) last_second: Option<u64>,
+    /// The waiting tickets by sequence, and back.
+    pub(super) queue: BTreeMap<u64, Uuid>,
+    pub(super) seq_of: HashMap<Uuid, u64>,
+    /// Sequences above `head` that left early.
+    pub(super) left: BTreeSet<u64>,
+    /// Admitted ticket → when its admission runs out (ms).
+    pub(super) admitted: HashMap<Uuid, u64>,
+    /// Admitted tickets that have not ordered yet: the active buyers (as `admissions` in Redis).
+    pub(super) buying: HashSet<Uuid>,
+    /// holdId → (order, fingerprint of the request that placed it).
+    pub(super) holds: HashMap<String, (Uuid, String)>,
+    /// Admissions that bought.
+    pub(super) spent: HashSet<Uuid>,
+    /// The smoothed places offered a tick (`None`: no history, the rate), and their variance.
+    pub(super) flow_mean: Option<f64>,
+    pub(super) flow_var: f64,
+    /// The last tick offered no place: every place was taken.
+    pub(super) full: bool,
+    /// The show's own arrival window.
+    pub(super) window: Option<Duration>,
+    /// Admissions released untaken.
+    pub(super) released: u64,
+    /// Admitted ticket → when its fan last showed it was there (ms).
+    pub(super) seen: HashMap<Uuid, u64>,
+    /// Following the checkout: its health URL, the lowest rate, the rate in force.
+    pub(super) health_url: Option<String>,
+    pub(super) floor: u32,
+    pub(super) pace: Option<u32>,
+}
+
+impl Show {
+    /// A show nobody joined yet, closed, under a new epoch.
+    pub(super) fn new() -> Show {
+        Show {
+            epoch: new_epoch(),
+            open: false,
+            seq: 0,
+            head: 0,
+            version: 0,
+            rate: None,
+            cap: None,
+            fence: 0,
+            last_second: None,
+            queue: BTreeMap::new(),
+            seq_of: HashMap::new(),
+            left: BTreeSet::new(),
+            admitted: HashMap::new(),
+            buying: HashSet::new(),
+            holds: HashMap::new(),
+            spent: HashSet::new(),
+            flow_mean: None,
+            flow_var: 0.0,
+            full: false,
+            window: None,
+            released: 0,
+            seen: HashMap::new(),
+            health_url: None,
+            floor: 1,
+            pace: None,
+        }
+    }
+
+    /// The pace, as `pace()` in `prelude.lua` works it out.
+    pub(super) fn pace(&self, settings: &StoreSettings) -> Pace {
+        let rate = self.rate(settings);
+        let mean = self
+            .flow_mean
+            .unwrap_or(f64::from(rate))
+            .min(f64::from(rate));
+        pace_of(
+            rate,
+            (mean * 1000.0).round() as u64,
+            (self.flow_var.sqrt() * 1000.0).round() as u64,
+            self.open,
+            self.full,
+        )
+    }
+
+    /// One tick offered `places`: the smoothed pace moves (as in `admit.lua`).
+    pub(super) fn measure(&mut self, places: usize, settings: &StoreSettings) {
+        let rate = f64::from(self.rate(settings));
+        let mean = self.flow_mean.unwrap_or(rate).min(rate);
+        let delta = places as f64 - mean;
+        self.flow_mean = Some(mean + 0.2 * delta);
+        self.flow_var = 0.8 * (self.flow_var + 0.2 * delta * delta);
+    }
+
+    /// What [`Shows::show`](crate::store::Shows::show) answers.
+    pub(super) fn meta(&self) -> ShowMeta {
+        ShowMeta {
+            epoch: self.epoch,
+            open: self.open,
+            lost: false,
+        }
+    }
+
+    /// Whether `ticket` holds an admission that has not run out.
+    pub(super) fn admitted_now(&self, ticket: Uuid, now_ms: u64) -> bool {
+        self.admitted
+            .get(&ticket)
+            .is_some_and(|&until| until > now_ms)
+    }
+
+    /// The rate in force: the configured one, or less while the pace follows the checkout.
+    pub(super) fn rate(&self, settings: &StoreSettings) -> u32 {
+        let configured = self.configured_rate(settings);
+        self.pace.map_or(configured, |p| p.min(configured))
+    }
+
+    /// The operator's rate (or the server's default).
+    pub(super) fn configured_rate(&self, settings: &StoreSettings) -> u32 {
+        self.rate.unwrap_or(settings.default_rate)
+    }
+
+    /// The buyer cap in force; 0: none.
+    pub(super) fn cap(&self, settings: &StoreSettings) -> u32 {
+        self.cap.unwrap_or(settings.max_active_buyers)
+    }
+
+    /// Admitted, not expired, not yet bought.
+    pub(super) fn active(&self, now_ms: u64) -> u64 {
+        self.buying
+            .iter()
+            .filter(|t| self.admitted.get(t).is_some_and(|&until| until > now_ms))
+            .count() as u64
+    }
+
+    /// Where `ticket` stands, and its sequence while it waits.
+    pub(super) fn state(&self, ticket: Uuid, now_ms: u64) -> (TicketState, Option<u64>) {
+        if let Some(&seq) = self.seq_of.get(&ticket) {
+            // rank + 1 without walking the queue: everything up to `head` is gone, and so are
+            // the early leavers between `head` and `seq`.
+            let gone = self.left.range(self.head + 1..seq).count() as u64;
+            let position = position(seq, self.head, gone);
+            return (TicketState::Waiting { position }, Some(seq));
+        }
+        match self.admitted.get(&ticket) {
+            Some(&until) if until > now_ms => (
+                TicketState::Admitted {
+                    expires_in_ms: until - now_ms,
+                },
+                None,
+            ),
+            _ => (TicketState::Unknown, None),
+        }
+    }
+
+    /// The event that publishes the show's state now, as `prelude.lua` builds it.
+    pub(super) fn event(
+        &self,
+        show: &ShowId,
+        kind: EventKind,
+        settings: &StoreSettings,
+        now_ms: u64,
+    ) -> ShowEvent {
+        let pace = self.pace(settings);
+        ShowEvent {
+            show: show.clone(),
+            epoch: self.epoch,
+            version: self.version,
+            kind,
+            head: self.head,
+            left: None,
+            rate: pace.rate,
+            flow_milli: pace.flow_milli,
+            spread_milli: pace.spread_milli,
+            open: self.open,
+            full: self.full,
+            admitted: 0,
+            ttl_ms: settings.admission_ttl.as_millis() as u64,
+            at_ms: now_ms,
+        }
+    }
+}

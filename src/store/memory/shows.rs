@@ -1,0 +1,194 @@
+//! Shows and their pace in the embedded store.
+
+use async_trait::async_trait;
+
+use super::MemoryStore;
+use super::show::Show;
+use crate::model::{ShowId, ShowStats};
+use crate::store::{
+    Configured, EventKind, PaceControl, Pacing, Result, ShowEvent, ShowMeta, ShowSettings, Shows,
+};
+
+impl MemoryStore {
+    /// Opens or closes `s`; the event to publish when that changed its pace.
+    fn set_open(&self, show: &ShowId, s: &mut Show, open: bool) -> Option<ShowEvent> {
+        if s.open == open {
+            return None;
+        }
+        s.open = open;
+        s.version += 1;
+        Some(s.event(show, EventKind::Rate, &self.settings, self.now_ms()))
+    }
+}
+
+#[async_trait]
+impl Shows for MemoryStore {
+    async fn configure(&self, show: &ShowId, settings: ShowSettings) -> Result<Configured> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let mut created = false;
+        let s = inner.shows.entry(show.clone()).or_insert_with(|| {
+            created = true;
+            Show::new()
+        });
+        if let Some(cap) = settings.max_active_buyers {
+            s.cap = Some(cap);
+        }
+        if let Some(window) = settings.arrival_window {
+            s.window = Some(window);
+        }
+        match settings.checkout_health_url.as_deref() {
+            Some("") => {
+                s.health_url = None;
+                s.pace = None;
+            }
+            Some(url) => s.health_url = Some(url.to_owned()),
+            None => {}
+        }
+        if let Some(floor) = settings.min_admit_per_second {
+            s.floor = floor;
+        }
+        let mut event = None;
+        if let Some(rate) = settings.admit_per_second {
+            s.rate = Some(rate);
+            if s.cap(&self.settings) == 0 {
+                s.flow_mean = Some(f64::from(rate));
+                s.flow_var = 0.0;
+            }
+            s.version += 1;
+            event = Some(s.event(show, EventKind::Rate, &self.settings, now));
+        }
+        let configured = Configured {
+            created,
+            recovered: false,
+            epoch: s.epoch,
+        };
+        drop(inner);
+        if let Some(event) = event {
+            self.publish(event);
+        }
+        Ok(configured)
+    }
+
+    async fn open(&self, show: &ShowId) -> Result<Configured> {
+        let mut inner = self.lock();
+        let mut created = false;
+        let s = inner.shows.entry(show.clone()).or_insert_with(|| {
+            created = true;
+            Show::new()
+        });
+        let configured = Configured {
+            created,
+            recovered: false,
+            epoch: s.epoch,
+        };
+        let event = self.set_open(show, s, true);
+        drop(inner);
+        if let Some(event) = event {
+            self.publish(event);
+        }
+        Ok(configured)
+    }
+
+    async fn close(&self, show: &ShowId) -> Result<()> {
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        let event = self.set_open(show, s, false);
+        drop(inner);
+        if let Some(event) = event {
+            self.publish(event);
+        }
+        Ok(())
+    }
+
+    async fn delete(&self, show: &ShowId) -> Result<bool> {
+        let now = self.now_ms();
+        let Some(gone) = self.lock().shows.remove(show) else {
+            return Ok(false);
+        };
+        // Fans following it learn that every position of it is void.
+        let mut event = gone.event(show, EventKind::Reset, &self.settings, now);
+        event.epoch = 0;
+        event.version = 0;
+        self.publish(event);
+        Ok(true)
+    }
+
+    async fn show(&self, show: &ShowId) -> Result<Option<ShowMeta>> {
+        Ok(self.lock().shows.get(show).map(Show::meta))
+    }
+
+    async fn shows(&self) -> Result<Vec<ShowId>> {
+        let mut shows: Vec<_> = self.lock().shows.keys().cloned().collect();
+        shows.sort();
+        Ok(shows)
+    }
+
+    async fn open_shows(&self) -> Result<Vec<ShowId>> {
+        let inner = self.lock();
+        let mut shows: Vec<_> = inner
+            .shows
+            .iter()
+            .filter(|(_, s)| s.open)
+            .map(|(id, _)| id.clone())
+            .collect();
+        shows.sort();
+        Ok(shows)
+    }
+
+    async fn check_show(&self, show: &ShowId, _known_epoch: u64) -> Result<Option<ShowMeta>> {
+        // This store forgets only with the process, and the process forgets with it.
+        self.show(show).await
+    }
+
+    async fn stats(&self, show: &ShowId) -> Result<ShowStats> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        let pace = s.pace(&self.settings);
+        Ok(ShowStats {
+            outflow_per_second: pace.flow_milli as f64 / 1000.0,
+            paused: pace.paused,
+            arrival_window_seconds: s.window.unwrap_or(self.settings.arrival_window).as_secs(),
+            released_untaken: s.released,
+            effective_admit_per_second: s.rate(&self.settings),
+            show_id: show.to_string(),
+            open: s.open,
+            lost: false,
+            queue_length: s.queue.len() as u64,
+            admitted_valid: s.active(now),
+            admit_per_second: s.configured_rate(&self.settings),
+            max_active_buyers: s.cap(&self.settings),
+            joined: s.seq,
+        })
+    }
+}
+
+#[async_trait]
+impl Pacing for MemoryStore {
+    async fn pace_control(&self, show: &ShowId) -> Result<PaceControl> {
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        Ok(PaceControl {
+            health_url: s.health_url.clone(),
+            floor: s.floor,
+            configured: s.configured_rate(&self.settings),
+            current: s.rate(&self.settings),
+        })
+    }
+
+    async fn set_pace(&self, show: &ShowId, rate: u32) -> Result<bool> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        if s.rate(&self.settings) == rate {
+            return Ok(false);
+        }
+        s.pace = Some(rate);
+        s.version += 1;
+        let event = s.event(show, EventKind::Rate, &self.settings, now);
+        drop(inner);
+        self.publish(event);
+        Ok(true)
+    }
+}

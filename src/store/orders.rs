@@ -1,0 +1,37 @@
+//! The order book: orders placed through the gate, one per hold.
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::Result;
+use crate::model::{NewOrder, Order};
+
+/// Orders, and the gate they pass on the way in.
+#[async_trait]
+pub trait OrderBook: Send + Sync {
+    /// Places an order through the gate, in one step: while the show is open, `ticket` must
+    /// be an admission of it that has not bought yet (it then stops counting as an active
+    /// buyer). A hold belongs to its show; the same request again answers its order.
+    async fn place_order(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome>;
+    /// An order by id.
+    async fn get_order(&self, id: Uuid) -> Result<Option<Order>>;
+}
+
+/// What the store did with an order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OrderOutcome {
+    /// A new order.
+    Created(Order),
+    /// The very same request was placed before: its order.
+    Repeated(Order),
+    /// The hold was ordered with something else, or the admission already bought.
+    Conflict(&'static str),
+    /// The gate refused: the show is open and the ticket is not a valid admission of it.
+    Forbidden,
+}
+
+/// What makes two order requests "the same request" for a hold: the admission that placed
+/// it (when the show was gated), the email and the amount, normalised.
+pub fn order_fingerprint(order: &NewOrder) -> String {
+    format!("{}|{}", order.customer_email, order.amount.normalize())
+}

@@ -1,0 +1,68 @@
+//! The queue: fans join it, ask where they stand, leave it; the admitter takes them from its
+//! head; the gate asks whether a ticket was let in.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::Result;
+use crate::model::{Pace, ShowId, TicketState};
+
+/// A show's queue of tickets and its admissions.
+#[async_trait]
+pub trait Queue: Send + Sync {
+    /// Takes the next sequence and enqueues a new ticket, atomically.
+    async fn join(&self, show: &ShowId) -> Result<Joined>;
+    /// Where a ticket stands now.
+    async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status>;
+    /// Takes a ticket out: out of the queue if waiting, its admission back if admitted.
+    /// False when the ticket is unknown.
+    async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;
+    /// Whether the ticket holds a valid admission of the show's current epoch.
+    async fn is_admitted(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;
+    /// A sign of life from an admitted fan following its ticket live: it keeps its admission
+    /// past the arrival window. False when the ticket holds no admission.
+    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;
+    /// One admission step for one show: pops the show's rate of tickets and admits them,
+    /// unless `fence` is stale or the show was already served this second.
+    async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome>;
+}
+
+/// A ticket's state plus what a stream needs to follow it from there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub state: TicketState,
+    /// The show's epoch this answer belongs to.
+    pub epoch: u64,
+    /// The ticket's arrival sequence while it waits.
+    pub seq: Option<u64>,
+    /// How fast the show's queue moves, for the ETA.
+    pub pace: Pace,
+    /// The show's version this answer was read at.
+    pub version: u64,
+}
+
+/// A fresh ticket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Joined {
+    pub ticket: Uuid,
+    pub seq: u64,
+    pub status: Status,
+}
+
+/// What one admission step did for one show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdmitOutcome {
+    /// Admitted `count` tickets (maybe 0); the tick was published at `version`, with the
+    /// queue's `head` after it.
+    Admitted { count: u64, head: u64, version: u64 },
+    /// This show already had its admission in the current second of the store's clock
+    /// (another admitter was first, or our clock runs ahead); that second ends in `next_in`.
+    AlreadyThisSecond { next_in: Duration },
+    /// The fencing token is older than `fence`, the newest this show has seen: a newer
+    /// leader exists, or the lease's counter fell behind.
+    Fenced { fence: u64 },
+    /// The show is not served: closed, deleted or lost since the list of open shows was read.
+    NotServed,
+}

@@ -1,0 +1,125 @@
+//! The feed a hub mirrors, from Redis: a snapshot script, and a pub/sub subscription kept
+//! honest by PINGs.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use redis::Script;
+use redis::aio::{ConnectionLike, PubSubSink};
+use tokio_util::sync::CancellationToken;
+
+use super::{EVENTS_CHANNEL, RedisStore, ScriptArgs, pace, protocol, show_script};
+use crate::model::ShowId;
+use crate::store::{Feed, Result, ShowEvent, ShowSnapshot, StoreError};
+
+static SNAPSHOT: LazyLock<Script> = show_script!("snapshot.lua");
+
+/// How often a subscription is PINGed, and how long its PONG may take.
+pub const PUBSUB_PING_EVERY: Duration = Duration::from_secs(5);
+pub const PUBSUB_PONG_WITHIN: Duration = Duration::from_secs(3);
+
+/// PINGs a subscription until its stream is dropped; cancels `dead` when one goes
+/// unanswered.
+async fn keep_alive(mut sink: PubSubSink, dead: CancellationToken, dropped: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(PUBSUB_PING_EVERY) => {}
+            _ = dropped.cancelled() => return,
+        }
+        let pong = tokio::time::timeout(PUBSUB_PONG_WITHIN, sink.ping::<redis::Value>()).await;
+        if !matches!(pong, Ok(Ok(_))) {
+            tracing::warn!("the event subscription did not answer a PING; resubscribing");
+            dead.cancel();
+            return;
+        }
+    }
+}
+
+#[async_trait]
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
+    async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot> {
+        let r: Vec<i64> = self.run(&SNAPSHOT, show, ScriptArgs::none()).await?;
+        let [
+            epoch,
+            version,
+            head,
+            rate,
+            flow,
+            spread,
+            open,
+            full,
+            ref left @ ..,
+        ] = r[..]
+        else {
+            return Err(protocol("snapshot", &r));
+        };
+        Ok(ShowSnapshot {
+            epoch: epoch as u64,
+            version: version as u64,
+            head: head as u64,
+            left: left.iter().map(|&s| s as u64).collect(),
+            pace: pace(&[rate, flow, spread, open, full]).expect("five figures"),
+            ttl_ms: self.ttl_ms(),
+        })
+    }
+
+    async fn subscribe(&self) -> Result<BoxStream<'static, ShowEvent>> {
+        // A dedicated connection: a subscribed connection can do nothing else. When it drops,
+        // the stream ends and the hub subscribes again, to the next node if this one is gone.
+        let mut last_error = None;
+        let mut subscribed = None;
+        for client in &self.subscribers {
+            let attempt = async {
+                let mut pubsub = client.get_async_pubsub().await?;
+                pubsub.subscribe(EVENTS_CHANNEL).await?;
+                Ok::<_, redis::RedisError>(pubsub)
+            };
+            // Pub/sub connections have no response timeout of their own: a node that takes
+            // the connection and never answers would hold the hub here for good.
+            let answered = tokio::time::timeout(PUBSUB_PONG_WITHIN, attempt)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(
+                        std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer to SUBSCRIBE")
+                            .into(),
+                    )
+                });
+            match answered {
+                Ok(pubsub) => {
+                    subscribed = Some(pubsub);
+                    break;
+                }
+                Err(e) => last_error = Some(e),
+            }
+        }
+        let Some(pubsub) = subscribed else {
+            return Err(last_error
+                .map(StoreError::from)
+                .unwrap_or_else(|| StoreError::Protocol("no node to subscribe to".into())));
+        };
+        // A subscription can go silent without the socket closing (a node failed over, a
+        // middlebox dropped the flow): PING it, and end the stream when no PONG comes back,
+        // so the hub subscribes again and resynchronises.
+        let (sink, messages) = pubsub.split();
+        let dead = CancellationToken::new();
+        let dropped = CancellationToken::new();
+        tokio::spawn(keep_alive(sink, dead.clone(), dropped.clone()));
+        let dropped = dropped.drop_guard();
+        Ok(messages
+            .take_until(dead.cancelled_owned())
+            .filter_map(move |msg| {
+                let _stops_the_pings_when_dropped = &dropped;
+                async move {
+                    let parsed = serde_json::from_slice::<ShowEvent>(msg.get_payload_bytes());
+                    if let Err(e) = &parsed {
+                        tracing::warn!(error = %e, "ignoring a malformed event on {EVENTS_CHANNEL}");
+                    }
+                    parsed.ok()
+                }
+            })
+            .boxed())
+    }
+}

@@ -1,0 +1,256 @@
+//! The Redis store: the seed's keys, each show's under one hash tag, changed only by the Lua
+//! scripts in `../lua/` (run by SHA), over one reconnecting multiplexed connection.
+//!
+//! The same code runs on one Redis (`ConnectionManager`) and on a Redis Cluster
+//! (`ClusterConnection`): every script touches the keys of one show, which share a slot, and
+//! every other call touches one key. Events are published with plain `PUBLISH`, which a
+//! cluster broadcasts to every node, so the hub subscribes to any one node.
+//!
+//! This file holds the connection and the one way a per-show script is run ([`ScriptArgs`],
+//! `run`, and the readers of its replies); each concern of the store is implemented in a
+//! file of its own, next to the scripts it runs: `shows.rs`, `queue.rs`, `feed.rs` (pub/sub),
+//! `lease.rs`, `limits.rs`, `orders.rs`.
+
+mod feed;
+mod lease;
+mod limits;
+mod orders;
+mod queue;
+mod shows;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Client, Script};
+use uuid::Uuid;
+
+use super::{Health, Result, StoreError, StoreSettings, pace_of};
+use crate::model::{Pace, ShowId};
+
+/// The pub/sub channel every show's events go out on; every hub subscribes once.
+pub const EVENTS_CHANNEL: &str = "wr:events";
+const OPEN_SHOWS: &str = "wr:open";
+/// Every show an operator made (the open ones too).
+const SHOWS: &str = "wr:shows";
+
+/// A per-show script: `prelude.lua` (keys and arguments by name, shared helpers), then the
+/// script's own file in `lua/`.
+macro_rules! show_script {
+    ($file:literal) => {
+        ::std::sync::LazyLock::new(|| {
+            ::redis::Script::new(concat!(
+                include_str!("../lua/prelude.lua"),
+                include_str!(concat!("../lua/", $file))
+            ))
+        })
+    };
+}
+// The concerns' files below name it by path (`super::show_script`).
+use show_script;
+
+/// Every argument of a per-show script, by name, as `prelude.lua` reads them (JSON in
+/// `ARGV[1]`): the show's keys and settings, then each script's own, absent when not given.
+/// Epochs travel as text: Lua numbers would not hold every one exactly.
+#[derive(Debug, Default, serde::Serialize)]
+struct ScriptArgs {
+    /// Names `KEYS` in order.
+    keys: [&'static str; SHOW_KEYS.len()],
+    show: String,
+    default_rate: u32,
+    ttl_ms: u64,
+    admitted_prefix: String,
+    channel: &'static str,
+    default_cap: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ticket: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fence: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    window_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    new_epoch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    known_epoch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cap: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    floor: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pace: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tombstone_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hold: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fingerprint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    order: Option<String>,
+}
+
+impl ScriptArgs {
+    fn ticket(ticket: Uuid) -> Self {
+        ScriptArgs {
+            ticket: Some(ticket.to_string()),
+            ..Default::default()
+        }
+    }
+
+    fn none() -> Self {
+        ScriptArgs::default()
+    }
+}
+
+/// A show's keys, in the order `ScriptArgs::keys` names them (`wr:{<show>}:<name>`).
+const SHOW_KEYS: [&str; 15] = [
+    "queue",
+    "seq",
+    "head",
+    "left",
+    "version",
+    "rate",
+    "admissions",
+    "fence",
+    "tick",
+    "cap",
+    "meta",
+    "holds",
+    "spent",
+    "flow",
+    "seen",
+];
+
+/// The Redis-backed store, over one Redis or a Redis Cluster.
+#[derive(Clone)]
+pub struct RedisStore<C = ConnectionManager> {
+    /// Where to subscribe to events, tried in turn: the server, or every cluster seed node.
+    subscribers: Vec<Client>,
+    conn: C,
+    settings: StoreSettings,
+}
+
+impl RedisStore<ConnectionManager> {
+    /// Connects to `url` (`redis://host:port/db`); fails if Redis does not answer.
+    pub async fn connect(url: &str, settings: StoreSettings) -> Result<Self> {
+        let client = Client::open(url)?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(Duration::from_secs(2)))
+            .set_number_of_retries(3);
+        let conn = ConnectionManager::new_with_config(client.clone(), config).await?;
+        Ok(RedisStore {
+            subscribers: vec![client],
+            conn,
+            settings,
+        })
+    }
+}
+
+impl RedisStore<ClusterConnection> {
+    /// Connects to a Redis Cluster through any of its `nodes` (`redis://host:port` each).
+    pub async fn connect_cluster(nodes: &[String], settings: StoreSettings) -> Result<Self> {
+        let cluster = ClusterClient::builder(nodes.to_vec())
+            .connection_timeout(Duration::from_secs(2))
+            .response_timeout(Duration::from_secs(2))
+            .build()?;
+        let conn = cluster.get_async_connection().await?;
+        let subscribers = nodes
+            .iter()
+            .map(|n| Client::open(n.as_str()))
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(RedisStore {
+            subscribers,
+            conn,
+            settings,
+        })
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
+    /// Runs a per-show script with the shared key and argument layout of `prelude.lua`.
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        show: &ShowId,
+        own: ScriptArgs,
+    ) -> Result<T> {
+        let tag = format!("wr:{{{show}}}");
+        let mut invocation = script.prepare_invoke();
+        for key in SHOW_KEYS {
+            invocation.key(format!("{tag}:{key}"));
+        }
+        let args = ScriptArgs {
+            keys: SHOW_KEYS,
+            show: show.as_str().to_owned(),
+            default_rate: self.settings.default_rate,
+            ttl_ms: self.ttl_ms(),
+            admitted_prefix: format!("{tag}:admitted:"),
+            channel: EVENTS_CHANNEL,
+            default_cap: self.settings.max_active_buyers,
+            ..own
+        };
+        let json = serde_json::to_string(&args).map_err(|e| StoreError::Protocol(e.to_string()))?;
+        invocation.arg(json);
+        let mut conn = self.conn.clone();
+        Ok(invocation.invoke_async(&mut conn).await?)
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        self.settings.admission_ttl.as_millis() as u64
+    }
+}
+
+fn protocol(what: &str, got: &[i64]) -> StoreError {
+    StoreError::Protocol(format!("{what}: {got:?}"))
+}
+
+/// A script's refusal of a show: {-404} nobody made it, {-503} it was lost.
+fn refused(show: &ShowId, got: &[i64]) -> Option<StoreError> {
+    match got {
+        [-404] => Some(StoreError::NoSuchShow(show.clone())),
+        [-503] => Some(StoreError::ShowLost(show.clone())),
+        _ => None,
+    }
+}
+
+/// Runs `parse` on a script's integer reply unless the script refused the show.
+fn reply<T>(
+    show: &ShowId,
+    what: &str,
+    got: Vec<i64>,
+    parse: impl FnOnce(&[i64]) -> Option<T>,
+) -> Result<T> {
+    if let Some(e) = refused(show, &got) {
+        return Err(e);
+    }
+    parse(&got).ok_or_else(|| protocol(what, &got))
+}
+
+/// The five pace figures every script appends with `with_pace`.
+fn pace(got: &[i64]) -> Option<Pace> {
+    let [rate, flow, spread, open, full] = *got else {
+        return None;
+    };
+    Some(pace_of(
+        rate as u32,
+        flow.max(0) as u64,
+        spread.max(0) as u64,
+        open == 1,
+        full == 1,
+    ))
+}
+
+#[async_trait]
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Health for RedisStore<C> {
+    async fn ping(&self) -> Result<()> {
+        let mut conn = self.conn.clone();
+        let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,69 @@
+//! Orders through the gate in Redis: the order under its own key, the hold and the step
+//! through the gate in the show's `order.lua`.
+
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+use redis::aio::ConnectionLike;
+use redis::{AsyncCommands, Script};
+use uuid::Uuid;
+
+use super::{RedisStore, ScriptArgs, show_script};
+use crate::model::{NewOrder, Order};
+use crate::store::{OrderBook, OrderOutcome, Result, StoreError, order_fingerprint, wall_ms};
+
+static ORDER: LazyLock<Script> = show_script!("order.lua");
+
+/// An order's key, outside every show's slot: `GET /orders/{id}` knows no show.
+fn order_key(id: Uuid) -> String {
+    format!("wr:order:{id}")
+}
+
+#[async_trait]
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> OrderBook for RedisStore<C> {
+    async fn place_order(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome> {
+        let mut conn = self.conn.clone();
+        let created = Order::confirmed(order, wall_ms());
+        let json =
+            serde_json::to_string(&created).map_err(|e| StoreError::Protocol(e.to_string()))?;
+        // The order first, then the step through the gate that claims the hold: a crash in
+        // between leaves an order nobody references, never a hold pointing at nothing. The
+        // order's key lives outside the show's slot (`GET /orders/{id}` knows no show).
+        let _: () = conn.set(order_key(created.id), &json).await?;
+        let args = ScriptArgs {
+            hold: Some(order.hold_id.clone()),
+            ticket: ticket.map(|t| t.to_string()),
+            fingerprint: Some(order_fingerprint(order)),
+            order: Some(created.id.to_string()),
+            ..Default::default()
+        };
+        let r: Vec<String> = self.run(&ORDER, &order.show_id, args).await?;
+        let outcome = match r.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            ["created", _] => return Ok(OrderOutcome::Created(created)),
+            ["repeated", id] => match id.parse() {
+                Ok(id) => self.get_order(id).await.and_then(|found| {
+                    found.map(OrderOutcome::Repeated).ok_or_else(|| {
+                        StoreError::Protocol(format!("hold points at missing order {id}"))
+                    })
+                }),
+                Err(_) => Err(StoreError::Protocol(format!("hold points at {id}"))),
+            },
+            ["conflict", "hold"] => Ok(OrderOutcome::Conflict("hold")),
+            ["conflict", _] => Ok(OrderOutcome::Conflict("admission")),
+            ["forbidden"] => Ok(OrderOutcome::Forbidden),
+            ["-404"] => Err(StoreError::NoSuchShow(order.show_id.clone())),
+            ["-503"] => Err(StoreError::ShowLost(order.show_id.clone())),
+            _ => Err(StoreError::Protocol(format!("order: {r:?}"))),
+        };
+        // Not placed: the order written ahead is nobody's.
+        let _: i64 = conn.del(order_key(created.id)).await?;
+        outcome
+    }
+
+    async fn get_order(&self, id: Uuid) -> Result<Option<Order>> {
+        let mut conn = self.conn.clone();
+        let json: Option<String> = conn.get(order_key(id)).await?;
+        json.map(|j| serde_json::from_str(&j).map_err(|e| StoreError::Protocol(e.to_string())))
+            .transpose()
+    }
+}

@@ -1,0 +1,128 @@
+//! The queue and its admissions in Redis, one script a call.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::Script;
+use redis::aio::ConnectionLike;
+use uuid::Uuid;
+
+use super::{RedisStore, ScriptArgs, pace, protocol, reply, show_script};
+use crate::model::{ShowId, TicketState};
+use crate::store::{AdmitOutcome, Joined, Queue, Result, Status};
+
+static JOIN: LazyLock<Script> = show_script!("join.lua");
+static STATUS: LazyLock<Script> = show_script!("status.lua");
+static LEAVE: LazyLock<Script> = show_script!("leave.lua");
+static IS_ADMITTED: LazyLock<Script> = show_script!("is_admitted.lua");
+static TOUCH: LazyLock<Script> = show_script!("touch.lua");
+static ADMIT: LazyLock<Script> = show_script!("admit.lua");
+
+#[async_trait]
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> {
+    async fn join(&self, show: &ShowId) -> Result<Joined> {
+        let ticket = Uuid::new_v4();
+        let r: Vec<i64> = self.run(&JOIN, show, ScriptArgs::ticket(ticket)).await?;
+        reply(show, "join", r, |r| {
+            let [seq, position, version, epoch, ref rest @ ..] = *r else {
+                return None;
+            };
+            Some(Joined {
+                ticket,
+                seq: seq as u64,
+                status: Status {
+                    state: TicketState::Waiting {
+                        position: position as u64,
+                    },
+                    epoch: epoch as u64,
+                    seq: Some(seq as u64),
+                    pace: pace(rest)?,
+                    version: version as u64,
+                },
+            })
+        })
+    }
+
+    async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
+        let r: Vec<i64> = self.run(&STATUS, show, ScriptArgs::ticket(ticket)).await?;
+        reply(show, "status", r, |r| {
+            let [kind, value, seq, version, epoch, ref rest @ ..] = *r else {
+                return None;
+            };
+            let (state, seq) = match kind {
+                1 => (
+                    TicketState::Waiting {
+                        position: value as u64,
+                    },
+                    Some(seq as u64),
+                ),
+                2 => (
+                    TicketState::Admitted {
+                        expires_in_ms: value as u64,
+                    },
+                    None,
+                ),
+                _ => (TicketState::Unknown, None),
+            };
+            Some(Status {
+                state,
+                epoch: epoch as u64,
+                seq,
+                pace: pace(rest)?,
+                version: version as u64,
+            })
+        })
+    }
+
+    async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
+        let r: Vec<i64> = self.run(&LEAVE, show, ScriptArgs::ticket(ticket)).await?;
+        reply(show, "leave", r, |r| match *r {
+            [live] => Some(live == 1),
+            _ => None,
+        })
+    }
+
+    async fn is_admitted(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
+        let r: Vec<i64> = self
+            .run(&IS_ADMITTED, show, ScriptArgs::ticket(ticket))
+            .await?;
+        reply(show, "is_admitted", r, |r| match *r {
+            [yes] => Some(yes == 1),
+            _ => None,
+        })
+    }
+
+    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
+        let r: Vec<i64> = self.run(&TOUCH, show, ScriptArgs::ticket(ticket)).await?;
+        reply(show, "touch", r, |r| match *r {
+            [live] => Some(live == 1),
+            _ => None,
+        })
+    }
+
+    async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome> {
+        let window = self.settings.arrival_window.as_millis() as u64;
+        let args = ScriptArgs {
+            fence: Some(fence),
+            window_ms: Some(window),
+            ..Default::default()
+        };
+        let r: Vec<i64> = self.run(&ADMIT, show, args).await?;
+        match r[..] {
+            [-1, fence] => Ok(AdmitOutcome::Fenced {
+                fence: fence as u64,
+            }),
+            [-2, next_in] => Ok(AdmitOutcome::AlreadyThisSecond {
+                next_in: Duration::from_millis(next_in.max(0) as u64),
+            }),
+            [-3] => Ok(AdmitOutcome::NotServed),
+            [count, head, version, ..] if count >= 0 => Ok(AdmitOutcome::Admitted {
+                count: count as u64,
+                head: head as u64,
+                version: version as u64,
+            }),
+            _ => Err(protocol("admit", &r)),
+        }
+    }
+}

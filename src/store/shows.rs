@@ -1,0 +1,91 @@
+//! Shows: what operators make, open, close and delete, and what they see of them; and the
+//! pace, the rate in force while a show follows its checkout.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::Result;
+use crate::model::{ShowId, ShowStats};
+
+/// A show's life as operators and the watchdog see it.
+#[async_trait]
+pub trait Shows: Send + Sync {
+    /// Creates the show if nobody did yet, and applies `settings`; a new rate is published.
+    async fn configure(&self, show: &ShowId, settings: ShowSettings) -> Result<Configured>;
+    /// Creates the show if needed and opens its on-sale: the admitter serves it and the gate
+    /// closes. A lost show starts again from nothing, under a new epoch.
+    async fn open(&self, show: &ShowId) -> Result<Configured>;
+    /// Ends the on-sale: no admissions, no gate.
+    async fn close(&self, show: &ShowId) -> Result<()>;
+    /// Removes the show and all its state; false if there was none.
+    async fn delete(&self, show: &ShowId) -> Result<bool>;
+    /// The show, if an operator made it (a lost show included).
+    async fn show(&self, show: &ShowId) -> Result<Option<ShowMeta>>;
+    /// Every show an operator made, open or not, in id order.
+    async fn shows(&self) -> Result<Vec<ShowId>>;
+    /// Every open show.
+    async fn open_shows(&self) -> Result<Vec<ShowId>>;
+    /// The watchdog's question about a show this instance knew at `known_epoch`: its state
+    /// now. If the store has forgotten it without an operator deleting it, it is marked
+    /// lost first (under a new epoch), so every instance refuses it alike.
+    async fn check_show(&self, show: &ShowId, known_epoch: u64) -> Result<Option<ShowMeta>>;
+    /// What an operator sees of a show.
+    async fn stats(&self, show: &ShowId) -> Result<ShowStats>;
+}
+
+/// The rate in force of a show whose pace follows its checkout (see `crate::pace`).
+#[async_trait]
+pub trait Pacing: Send + Sync {
+    /// Whether and how the show's pace follows its checkout.
+    async fn pace_control(&self, show: &ShowId) -> Result<PaceControl>;
+    /// Puts `rate` in force (the checkout struggles, or recovered); published when it
+    /// changed. True when it changed.
+    async fn set_pace(&self, show: &ShowId, rate: u32) -> Result<bool>;
+}
+
+/// What an operator sets on a show; `None` keeps what it has (or the server's default).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShowSettings {
+    pub admit_per_second: Option<u32>,
+    pub max_active_buyers: Option<u32>,
+    pub arrival_window: Option<Duration>,
+    /// Follow the checkout's health at this URL (`Some("")` stops following it).
+    pub checkout_health_url: Option<String>,
+    /// The lowest rate the pace may fall to while it follows the checkout.
+    pub min_admit_per_second: Option<u32>,
+}
+
+/// What the admitter needs to let a show's pace follow its checkout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaceControl {
+    /// Where the checkout says how it is; `None`: the pace is the configured rate.
+    pub health_url: Option<String>,
+    /// The lowest rate in force.
+    pub floor: u32,
+    /// The operator's rate, the most in force.
+    pub configured: u32,
+    /// The rate in force now.
+    pub current: u32,
+}
+
+/// What the store knows of a show's existence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShowMeta {
+    /// Changes whenever the show's state is created anew.
+    pub epoch: u64,
+    /// The on-sale is open: the admitter serves it and the gate is shut.
+    pub open: bool,
+    /// The store lost the show's state; it serves nothing until re-opened.
+    pub lost: bool,
+}
+
+/// What [`Shows::configure`] and [`Shows::open`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Configured {
+    /// The show did not exist before.
+    pub created: bool,
+    /// The show had been lost and now starts again from nothing (a new epoch).
+    pub recovered: bool,
+    pub epoch: u64,
+}
