@@ -1,0 +1,217 @@
+//! The words of the domain: show ids, tickets as fans see them, orders.
+//!
+//! Everything here is plain data with validation at the edge, so the store, the hub and the
+//! HTTP layer agree on one shape and one JSON.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+mod order;
+mod pace;
+
+pub use self::order::{NewOrder, Order, OrderRequest};
+pub use self::pace::{Eta, Pace, Paused};
+
+/// A show id as the outside may name it: `[A-Za-z0-9._-]{1,64}`.
+///
+/// Holding one proves the id was checked, so Redis keys built from it cannot collide with
+/// other key families (no `{`, `}` or `:` can sneak into a hash tag).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct ShowId(String);
+
+impl ShowId {
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Why a show id was refused.
+#[derive(Debug, thiserror::Error)]
+#[error("show id must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' or '-'")]
+pub struct InvalidShowId;
+
+impl FromStr for ShowId {
+    type Err = InvalidShowId;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let valid = (1..=64).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        if valid {
+            Ok(ShowId(s.to_owned()))
+        } else {
+            Err(InvalidShowId)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ShowId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl fmt::Display for ShowId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where a ticket stands, as the store knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TicketState {
+    /// In the queue: `position` is rank + 1.
+    Waiting { position: u64 },
+    /// Let through; the admission runs out after `expires_in_ms`.
+    Admitted { expires_in_ms: u64 },
+    /// Never joined, left, or the admission ran out.
+    Unknown,
+}
+
+impl TicketState {
+    /// The ticket JSON a fan is shown, with the ETA at the show's `pace`.
+    pub fn view(self, ticket: Uuid, pace: &Pace) -> TicketView {
+        let mut view = TicketView {
+            ticket_id: ticket,
+            status: TicketStatus::Unknown,
+            position: None,
+            eta_seconds: None,
+            eta_min_seconds: None,
+            eta_max_seconds: None,
+            paused: None,
+            expires_in_seconds: None,
+        };
+        match self {
+            TicketState::Waiting { position } => {
+                let eta = pace.eta(position);
+                view.status = TicketStatus::Waiting;
+                view.position = Some(position);
+                view.eta_seconds = Some(eta.seconds);
+                view.eta_min_seconds = eta.range.map(|r| r.0);
+                view.eta_max_seconds = eta.range.map(|r| r.1);
+                view.paused = pace.paused;
+            }
+            TicketState::Admitted { expires_in_ms } => {
+                view.status = TicketStatus::Admitted;
+                // Redis' own TTL rounding, so the two stores answer alike.
+                view.expires_in_seconds = Some((expires_in_ms + 500) / 1000);
+            }
+            TicketState::Unknown => {}
+        }
+        view
+    }
+}
+
+/// The status word of the ticket JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TicketStatus {
+    Waiting,
+    Admitted,
+    Unknown,
+}
+
+/// The seed's ticket JSON, null fields omitted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TicketView {
+    pub ticket_id: Uuid,
+    pub status: TicketStatus,
+    /// While waiting: the place in the queue, rank + 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<u64>,
+    /// While waiting: the expected wait, the position over the pace really measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eta_seconds: Option<u64>,
+    /// With `etaMaxSeconds`: the likely range of the wait, when the pace is uncertain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_min_seconds: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_max_seconds: Option<u64>,
+    /// Why the queue stands still: `closed` or `full`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<Paused>,
+    /// While admitted: the seconds left to order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_in_seconds: Option<u64>,
+}
+
+/// What an operator sees of one show.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShowStats {
+    pub show_id: String,
+    pub open: bool,
+    /// The store lost this show's state: it serves nothing until an operator re-opens it.
+    pub lost: bool,
+    pub queue_length: u64,
+    /// Admitted, not expired, not yet done buying: the buyers in the system behind.
+    pub admitted_valid: u64,
+    pub admit_per_second: u32,
+    /// Cap on `admitted_valid` (0: none); admission fills only free places.
+    pub max_active_buyers: u32,
+    /// Tickets ever handed out for this show (the arrival counter).
+    pub joined: u64,
+    /// Places offered a second, smoothed over recent ticks: the pace every ETA uses.
+    pub outflow_per_second: f64,
+    /// Why the queue stands still, if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<Paused>,
+    /// With a cap: how long an admission may go untaken before its place goes on.
+    pub arrival_window_seconds: u64,
+    /// Admissions released because nobody took them up within the arrival window.
+    pub released_untaken: u64,
+    /// The rate in force: `admitPerSecond`, or less while the pace follows a struggling
+    /// checkout.
+    pub effective_admit_per_second: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn show_ids_follow_the_spec_alphabet() {
+        for ok in ["show-42", "a", "A.b_c-9", &"x".repeat(64)] {
+            assert!(ok.parse::<ShowId>().is_ok(), "{ok} should be valid");
+        }
+        for bad in ["", "a b", "a:b", "{x}", "é", &"x".repeat(65), "a/b"] {
+            assert!(bad.parse::<ShowId>().is_err(), "{bad} should be refused");
+        }
+    }
+
+    #[test]
+    fn ticket_json_omits_null_fields() {
+        let id = Uuid::nil();
+        let waiting =
+            serde_json::to_value(TicketState::Waiting { position: 3 }.view(id, &Pace::at_rate(2)))
+                .unwrap();
+        assert_eq!(
+            waiting,
+            serde_json::json!({"ticketId": id, "status": "WAITING", "position": 3, "etaSeconds": 2})
+        );
+        let admitted = serde_json::to_value(
+            TicketState::Admitted {
+                expires_in_ms: 298_400,
+            }
+            .view(id, &Pace::at_rate(2)),
+        )
+        .unwrap();
+        assert_eq!(
+            admitted,
+            serde_json::json!({"ticketId": id, "status": "ADMITTED", "expiresInSeconds": 298})
+        );
+        let unknown =
+            serde_json::to_value(TicketState::Unknown.view(id, &Pace::at_rate(2))).unwrap();
+        assert_eq!(
+            unknown,
+            serde_json::json!({"ticketId": id, "status": "UNKNOWN"})
+        );
+    }
+}
