@@ -23,7 +23,7 @@ enum Command {
     /// Join a show (or follow --ticket) and print each update until admitted.
     Fan(FanArgs),
     /// A bounded load run against loopback servers: many fans, a CSV and a plot.
-    Load(LoadArgs),
+    Load(Box<LoadArgs>),
 }
 
 #[tokio::main]
@@ -39,6 +39,6 @@ async fn main() -> anyhow::Result<()> {
         None | Some(Command::Serve) => waiting_room::server::run(cli.config).await,
         // The fan's exit code tells scripts how it ended (see `FanError::exit_code`).
         Some(Command::Fan(args)) => std::process::exit(waiting_room::client::fan::main(args).await),
-        Some(Command::Load(args)) => waiting_room::client::load::main(args).await,
+        Some(Command::Load(args)) => waiting_room::client::load::main(*args).await,
     }
 }

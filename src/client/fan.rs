@@ -1,10 +1,11 @@
 //! `waiting-room fan`: one fan following their place in the queue, the way a person would.
 //!
 //! It joins the show (or follows `--ticket`), follows the ticket over SSE or a WebSocket,
-//! prints one line per update, and exits 0 once admitted. When a connection fails it moves
-//! to the next `--url` at once; when every server has failed in a row it backs off
-//! (exponentially, with jitter) before going round again, and gives up after
-//! `--give-up-after` without a single push. Over SSE it resumes with `Last-Event-ID`.
+//! prints a line whenever what a fan reads changes (its place, its wait, why the queue stands
+//! still), and exits 0 once admitted. When a connection fails it moves to the next `--url` at
+//! once; when every server has failed in a row it backs off (exponentially, with jitter)
+//! before going round again, and gives up after `--give-up-after` without a single push.
+//! Over SSE it resumes with `Last-Event-ID`.
 
 use std::fmt::Display;
 use std::io::Write;
@@ -16,8 +17,8 @@ use uuid::Uuid;
 use super::backoff::Backoff;
 use super::follow::{self, FollowError, Joined, Push, PushKind, PushStream, Transport};
 use super::text::{clock, span};
-use crate::model::ShowId;
-use crate::words::{eta_words, thousands};
+use crate::model::{Paused, ShowId, TicketView};
+use crate::words::{thousands, wait_words};
 
 /// First and longest wait between rounds of attempts.
 const BACKOFF_BASE: Duration = Duration::from_millis(250);
@@ -153,11 +154,18 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
                     "following",
                     format_args!("{} over {}{resumed}", shown(&url), transport.name()),
                 );
+                // A push that changes nothing the fan reads (a new pace whose wait rounds
+                // to the same words, a zero-admission tick) prints nothing.
+                let mut said = String::new();
                 let why = loop {
                     match stream.next().await {
                         Some(Ok(push)) => {
                             servers.worked();
-                            line(out, word(push.kind), describe(&push));
+                            let text = describe(&push);
+                            if push.kind != PushKind::Waiting || text != said {
+                                line(out, word(push.kind), &text);
+                                said = text;
+                            }
                             if let Some(end) = finished(push, &args.show, &url, connections) {
                                 stream.close().await;
                                 return end;
@@ -250,11 +258,7 @@ fn word(kind: PushKind) -> &'static str {
 fn describe(push: &Push) -> String {
     let t = &push.ticket;
     match push.kind {
-        PushKind::Waiting => match (t.position, t.eta_seconds) {
-            (Some(p), Some(eta)) => format!("position {} · {}", thousands(p), eta_words(eta)),
-            (Some(p), None) => format!("position {}", thousands(p)),
-            _ => "in the queue".into(),
-        },
+        PushKind::Waiting => waiting(t),
         PushKind::Admitted => {
             let valid = t
                 .expires_in_seconds
@@ -267,6 +271,36 @@ fn describe(push: &Push) -> String {
         }
         PushKind::Expired => "the admission ran out".into(),
         PushKind::Unknown => format!("ticket {} is not in the queue", t.ticket_id),
+    }
+}
+
+/// Where a waiting fan stands: `position 1,204 · about 20–30 minutes`, and why the queue
+/// stands still when it does (as the waiting page says it).
+fn waiting(t: &TicketView) -> String {
+    let range = t.eta_min_seconds.zip(t.eta_max_seconds);
+    let wait = t.eta_seconds.map(|s| wait_words(s, range));
+    let parts = match t.paused {
+        // Before the opening the wait counts from it, not from now.
+        Some(Paused::Closed) => [
+            Some("not open yet".to_owned()),
+            wait.map(|w| format!("{w} once it opens")),
+        ],
+        Some(Paused::Full) => [
+            wait,
+            Some("paused: every place at the checkout is taken".to_owned()),
+        ],
+        None => [wait, None],
+    };
+    let parts: Vec<String> = t
+        .position
+        .map(|p| format!("position {}", thousands(p)))
+        .into_iter()
+        .chain(parts.into_iter().flatten())
+        .collect();
+    if parts.is_empty() {
+        "in the queue".into()
+    } else {
+        parts.join(" · ")
     }
 }
 
@@ -369,7 +403,7 @@ impl<'a> Servers<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{TicketStatus, TicketView};
+    use serde_json::json;
 
     fn urls(n: usize) -> Vec<Url> {
         (0..n)
@@ -418,23 +452,22 @@ mod tests {
 
     #[test]
     fn status_lines_read_like_sentences() {
-        let ticket = |status, position, eta, expires| TicketView {
-            ticket_id: Uuid::nil(),
-            status,
-            position,
-            eta_seconds: eta,
-            expires_in_seconds: expires,
+        // From JSON, as the server sends it: fields the model gains later need no change here.
+        let ticket = |json: serde_json::Value| -> TicketView {
+            let mut json = json;
+            json["ticketId"] = Uuid::nil().to_string().into();
+            serde_json::from_value(json).unwrap()
         };
         let waiting = Push {
             kind: PushKind::Waiting,
             id: None,
-            ticket: ticket(TicketStatus::Waiting, Some(1204), Some(61), None),
+            ticket: ticket(json!({"status": "WAITING", "position": 1204, "etaSeconds": 61})),
         };
         assert_eq!(describe(&waiting), "position 1,204 · about a minute");
         let admitted = Push {
             kind: PushKind::Admitted,
             id: None,
-            ticket: ticket(TicketStatus::Admitted, None, None, Some(298)),
+            ticket: ticket(json!({"status": "ADMITTED", "expiresInSeconds": 298})),
         };
         assert!(describe(&admitted).starts_with("your turn · valid for 4 min 58 s"));
         let mut out = Vec::new();
@@ -444,5 +477,36 @@ mod tests {
             text.ends_with("  waiting   position 1,204 · about a minute\n"),
             "{text:?}"
         );
+    }
+
+    #[test]
+    fn an_uncertain_wait_is_a_range_and_a_standstill_says_why() {
+        let waiting = |json: serde_json::Value| {
+            let mut json = json;
+            json["ticketId"] = Uuid::nil().to_string().into();
+            json["status"] = "WAITING".into();
+            waiting(&serde_json::from_value(json).unwrap())
+        };
+        assert_eq!(
+            waiting(
+                json!({"position": 95, "etaSeconds": 1500, "etaMinSeconds": 1200, "etaMaxSeconds": 1800})
+            ),
+            "position 95 · about 20–30 minutes"
+        );
+        assert_eq!(
+            waiting(
+                json!({"position": 95, "etaSeconds": 1500, "etaMinSeconds": 1200, "etaMaxSeconds": 1800, "paused": "full"})
+            ),
+            "position 95 · about 20–30 minutes · paused: every place at the checkout is taken"
+        );
+        assert_eq!(
+            waiting(json!({"position": 31, "etaSeconds": 2, "paused": "closed"})),
+            "position 31 · not open yet · less than a minute once it opens"
+        );
+        assert_eq!(
+            waiting(json!({"position": 3, "paused": "closed"})),
+            "position 3 · not open yet"
+        );
+        assert_eq!(waiting(json!({})), "in the queue");
     }
 }

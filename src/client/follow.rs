@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use uuid::Uuid;
 
 use super::sse::SseParser;
-use crate::model::{ShowId, TicketStatus, TicketView};
+use crate::model::{ShowId, TicketView};
 
 /// A connection that has heard nothing for this long is dead: the server sends a keep-alive
 /// comment or a ping every 10 s (at most 15 s, by the push contract).
@@ -394,23 +394,23 @@ fn final_answer(status: StatusCode, body: &[u8], ticket: Uuid) -> Result<PushStr
         && let Ok(view) = serde_json::from_slice::<serde_json::Value>(body)
         && view.get("status").and_then(|s| s.as_str()) == Some("UNKNOWN")
     {
-        let ticket = TicketView {
-            ticket_id: ticket,
-            status: TicketStatus::Unknown,
-            position: None,
-            eta_seconds: None,
-            expires_in_seconds: None,
-        };
         return Ok(PushStream {
             inner: Inner::Done(Some(Push {
                 kind: PushKind::Unknown,
                 id: None,
-                ticket,
+                ticket: unknown_view(ticket),
             })),
             connected_at: Instant::now(),
         });
     }
     Err(refusal(status, body, "the push endpoint"))
+}
+
+/// The ticket JSON of an `UNKNOWN` ticket. Read from JSON rather than built field by field, so
+/// that fields the server's model gains later (all optional) need no change here.
+fn unknown_view(ticket: Uuid) -> TicketView {
+    serde_json::from_value(serde_json::json!({ "ticketId": ticket, "status": "UNKNOWN" }))
+        .expect("an UNKNOWN ticket is valid ticket JSON")
 }
 
 /// Frames here are a few hundred bytes; tungstenite's default 128 KiB read buffer per
@@ -483,6 +483,7 @@ async fn connect_tcp(base: &Url, local: Option<IpAddr>) -> Result<TcpStream, Fol
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Paused;
 
     #[test]
     fn urls_keep_a_base_path() {
@@ -514,6 +515,29 @@ mod tests {
         let other = format!(r#"{{"event":"promo","ticketId":"{t}","status":"WAITING"}}"#);
         assert!(parse_frame(&other).unwrap().is_none());
         assert!(parse_frame("not json").is_err());
+        assert_eq!(
+            push.ticket.eta_min_seconds, None,
+            "a certain pace has no range"
+        );
+        assert_eq!(push.ticket.paused, None);
+    }
+
+    #[test]
+    fn the_eta_range_and_pause_are_read_when_present() {
+        let t = Uuid::new_v4();
+        let push = parse_frame(&format!(
+            r#"{{"event":"waiting","id":5,"ticketId":"{t}","status":"WAITING","position":95,"etaSeconds":600,"etaMinSeconds":300,"etaMaxSeconds":900,"paused":"full"}}"#
+        ))
+        .unwrap()
+        .unwrap();
+        let ticket = &push.ticket;
+        assert_eq!(ticket.eta_seconds, Some(600));
+        assert_eq!(
+            (ticket.eta_min_seconds, ticket.eta_max_seconds),
+            (Some(300), Some(900))
+        );
+        assert_eq!(ticket.paused, Some(Paused::Full));
+        assert_eq!(unknown_view(t).ticket_id, t);
     }
 
     #[test]

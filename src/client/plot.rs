@@ -1,4 +1,5 @@
-//! The load run's timeline as a CSV and an SVG plot.
+//! The load run's timeline as a CSV and an SVG plot, and its first ETAs against the real
+//! waits as another.
 //!
 //! SVG, because plotters' bitmap backend needs system fonts to draw any text, and the SVG
 //! backend leaves text to whoever views the file.
@@ -173,6 +174,121 @@ fn panel<DB: DrawingBackend>(
     Ok(())
 }
 
+/// One fan on the ETA plot.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EtaPoint {
+    /// The first ETA it was told, in seconds.
+    pub eta: f64,
+    /// How long it really waited from then.
+    pub wait: f64,
+    /// The range it was told with that ETA, if any.
+    pub range: Option<(f64, f64)>,
+}
+
+/// First ETA told (x) against the real wait (y), one dot per admitted fan. On the diagonal
+/// the ETA was exact; below it the fan was admitted early, above it late; the two grey lines
+/// are ±10 %. A range told with the ETA is a horizontal bar through the dot. Fans whose wait
+/// is at most `min_wait` (not counted in the error) are grey.
+pub fn draw_eta_svg(
+    path: &Path,
+    title: &str,
+    points: &[EtaPoint],
+    min_wait: f64,
+) -> anyhow::Result<()> {
+    let top = points
+        .iter()
+        .flat_map(|p| [p.eta, p.wait, p.range.map_or(0.0, |r| r.1)])
+        .fold(1.0, f64::max)
+        * 1.05;
+    let root = SVGBackend::new(path, (800, 760)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let root = root.titled(title, ("sans-serif", 20)).map_err(plot_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..top, 0f64..top)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("first ETA told (s)")
+        .y_desc("real wait (s)")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .draw()
+        .map_err(plot_err)?;
+    let grey = RGBColor(150, 150, 150);
+    for (factor, label) in [(0.9, "±10 %"), (1.1, "")] {
+        // From the origin to where y = factor·x leaves the square.
+        let end = if factor > 1.0 {
+            (top / factor, top)
+        } else {
+            (top, top * factor)
+        };
+        let series = chart
+            .draw_series(LineSeries::new([(0.0, 0.0), end], grey.stroke_width(1)))
+            .map_err(plot_err)?;
+        if !label.is_empty() {
+            series.label(label).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(1))
+            });
+        }
+    }
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, 0.0), (top, top)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(plot_err)?
+        .label("told = real (below: admitted early, above: late)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(1)));
+    let ranged = RGBColor(120, 170, 230);
+    let bars = chart
+        .draw_series(points.iter().filter_map(|p| {
+            let (lo, hi) = p.range?;
+            Some(PathElement::new(
+                vec![(lo, p.wait), (hi, p.wait)],
+                ranged.stroke_width(1),
+            ))
+        }))
+        .map_err(plot_err)?;
+    if points.iter().any(|p| p.range.is_some()) {
+        bars.label("range told").legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 20, y)], ranged.stroke_width(1))
+        });
+    }
+    chart
+        .draw_series(
+            points
+                .iter()
+                .filter(|p| p.wait <= min_wait)
+                .map(|p| Circle::new((p.eta, p.wait), 3, grey.filled())),
+        )
+        .map_err(plot_err)?
+        .label(format!("fan waiting at most {min_wait} s (not counted)"))
+        .legend(move |(x, y)| Circle::new((x + 10, y), 3, grey.filled()));
+    chart
+        .draw_series(
+            points
+                .iter()
+                .filter(|p| p.wait > min_wait)
+                .map(|p| Circle::new((p.eta, p.wait), 3, BLUE.filled())),
+        )
+        .map_err(plot_err)?
+        .label(format!("fan waiting over {min_wait} s (counted)"))
+        .legend(|(x, y)| Circle::new((x + 10, y), 3, BLUE.filled()));
+    // Lower right: fans admitted far earlier than told, the rarest dots.
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_err)?;
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
 /// plotters' errors borrow the backend's error type; keep only the text.
 fn plot_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> anyhow::Error {
     anyhow::anyhow!("cannot draw the plot: {e}")
@@ -205,6 +321,45 @@ mod tests {
         assert_eq!(lines.len(), 6);
         assert!(lines[0].starts_with("seconds,connections"));
         assert_eq!(lines[2], "2.000,20,20,50,2,0,10.0,25.0");
+    }
+
+    #[test]
+    fn the_eta_plot_has_its_diagonal_dots_and_ranges() {
+        let path = std::env::temp_dir().join(format!("wr-eta-{}.svg", uuid::Uuid::new_v4()));
+        let points = [
+            EtaPoint {
+                eta: 12.0,
+                wait: 11.4,
+                range: None,
+            },
+            EtaPoint {
+                eta: 2.0,
+                wait: 1.5,
+                range: None,
+            },
+            EtaPoint {
+                eta: 30.0,
+                wait: 40.0,
+                range: Some((20.0, 45.0)),
+            },
+        ];
+        draw_eta_svg(&path, "eta run", &points, 10.0).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert!(svg.starts_with("<svg"));
+        for label in ["eta run", "told = real", "first ETA told (s)", "range told"] {
+            assert!(svg.contains(label), "missing {label}");
+        }
+        // Three dots, and three more in the legend's markers at most.
+        assert!(svg.matches("<circle").count() >= 3, "{svg}");
+        // Nothing to draw still draws the axes.
+        draw_eta_svg(&path, "empty", &[], 10.0).unwrap();
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("real wait")
+        );
+        std::fs::remove_file(&path).ok();
     }
 
     #[test]

@@ -15,8 +15,10 @@ use waiting_room::config::Config;
 use crate::helpers::*;
 
 /// Arrange 30 fans ahead at 20 a second in a show that is created but not open, start the
-/// fan, open the show once it has joined: it must be told 31, then 11 after the first tick,
-/// then admitted after the second.
+/// fan, open the show once it has joined: it must be told 31 and that the show is not open
+/// yet, then 31 again once it opens (the same place, but the queue now moves), 11 after the
+/// first tick, and admitted after the second. Rate changes while closed push new ETAs that
+/// read the same ("less than a minute" at 11 or 20 a second): those print nothing.
 async fn fan_is_pushed_its_place_then_admitted(transport: Transport) {
     let app = spawn_app().await;
     let show_name = format!("fan-{}", transport.name());
@@ -35,7 +37,15 @@ async fn fan_is_pushed_its_place_then_admitted(transport: Transport) {
     })
     .await;
     out.wait_for("waiting", Duration::from_secs(5)).await;
+    // ETA 3 s, then 2 s again: two pushes, the same words.
+    for rate in [11, 20] {
+        app.configure(&show_name, json!({ "admitPerSecond": rate }))
+            .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(out.lines().len(), 3, "{}", out.text());
 
+    between_ticks().await;
     app.open(&show_name).await;
     let admission = tokio::time::timeout(Duration::from_secs(10), fan)
         .await
@@ -46,7 +56,14 @@ async fn fan_is_pushed_its_place_then_admitted(transport: Transport) {
     let lines = out.lines();
     assert_eq!(
         words(&lines),
-        ["joined", "following", "waiting", "waiting", "admitted"],
+        [
+            "joined",
+            "following",
+            "waiting",
+            "waiting",
+            "waiting",
+            "admitted"
+        ],
         "{lines:#?}"
     );
     assert!(lines[0].contains("position 31"), "{}", lines[0]);
@@ -55,11 +72,27 @@ async fn fan_is_pushed_its_place_then_admitted(transport: Transport) {
         "{}",
         lines[1]
     );
-    assert_eq!(waiting_positions(&lines), [31, 11]);
+    assert_eq!(waiting_positions(&lines), [31, 31, 11]);
     assert!(
-        lines[4].contains(&admission.ticket.to_string()),
+        lines[2].ends_with("position 31 · not open yet · less than a minute once it opens"),
+        "{}",
+        lines[2]
+    );
+    // Open: the same place, told without the pause.
+    assert!(
+        lines[3].ends_with("position 31 · less than a minute"),
+        "{}",
+        lines[3]
+    );
+    assert!(
+        lines[4].ends_with("position 11 · less than a minute"),
         "{}",
         lines[4]
+    );
+    assert!(
+        lines[5].contains(&admission.ticket.to_string()),
+        "{}",
+        lines[5]
     );
     assert_eq!(admission.server, app.base());
     assert_eq!(admission.connections, 1);

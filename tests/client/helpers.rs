@@ -97,6 +97,19 @@ impl TestApp {
         assert_eq!(r.status(), StatusCode::NO_CONTENT);
     }
 
+    /// `PUT …/config` with `body` (the show's settings), as an operator does.
+    pub async fn configure(&self, show: &str, body: Value) {
+        let r = self
+            .client
+            .put(self.url(&format!("/orders/waiting-room/{show}/config")))
+            .bearer_auth(TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "config of {show}");
+    }
+
     pub async fn join(&self, show: &str) -> Value {
         let r = self
             .client
@@ -142,6 +155,37 @@ impl TestApp {
         }
     }
 
+    /// Waits until this instance's admitter holds its lease. It admits at once on taking
+    /// the lease, off the once-a-second cadence (at .550 of a second as often as at .050):
+    /// a test that measures ETAs against that cadence opens its show only after this.
+    pub async fn admitter_ready(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let metrics = self
+                .client
+                .get(self.url("/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            if metrics
+                .lines()
+                .any(|l| l.starts_with("waiting_room_admitter_leader") && l.ends_with(" 1"))
+            {
+                // The lease is taken just before that first tick runs: let it pass.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the admitter never took its lease"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Graceful stop: every stream ends, the admitter hands its lease over.
     pub async fn stop(mut self) {
         let server = self.server.take().expect("stopped once");
@@ -155,6 +199,23 @@ impl TestApp {
 impl Drop for TestApp {
     fn drop(&mut self) {
         self.shutdown.cancel();
+    }
+}
+
+/// Waits until the wall clock is between .200 and .800 of a second: far from the admitter's
+/// tick at .050, so that what happens now is pushed on its own, not together with a tick's
+/// news (a fan's latest state overwrites the one before it if both come at once).
+pub async fn between_ticks() {
+    loop {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            % 1000;
+        if (200..800).contains(&ms) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(((1200 - ms) % 1000) as u64)).await;
     }
 }
 

@@ -12,36 +12,52 @@
 //! at 50 ms past each wall-clock second (see `admitter::run`), so on one machine a push that
 //! arrives at `…s + x ms` is `x - 50` ms after its tick. This holds while latency stays under
 //! a second; the server's own `hub_lag_milliseconds` histogram is the cross-check.
+//!
+//! ETA accuracy ([`eta`]): each fan's first ETA (from its join, or its first push that has
+//! one) against the time it was really admitted, as a summary, a CSV row per fan and a plot.
+//!
+//! What an admitted fan does (`--buy`, `--abandon`, the rest stay; [`fans::Choices`]):
+//! buy (`POST /orders` with its admission), abandon (close the stream, never order), or stay
+//! (keep following until the admission expires). Without either flag every admitted fan
+//! stops following at once, as before these flags existed (`--abandon 1`).
+//!
+//! - [`fans`]: one fan's life (join, follow, choose) and what the fans share.
+//! - [`report`]: the figures, printed and as JSON.
+//! - [`eta`]: the per-fan ETA records, their summary and CSV.
+//! - [`rate_change`]: `--rate-change`, the operator changing the rate mid-run.
 
-use std::fmt;
+mod eta;
+mod fans;
+mod rate_change;
+mod report;
+
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use reqwest::{Client, Url};
-use serde::Serialize;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
-use super::backoff::Backoff;
-use super::follow::{self, FollowError, Joined, PushKind, PushStream, Transport};
+use super::follow::{self, Transport};
 use super::plot::{self, Sample};
 use crate::model::ShowId;
 use crate::words::thousands;
+pub use eta::{EtaReport, Which};
+use fans::{Choices, Counters, Outcome, Run, add, fan};
+pub use rate_change::{RateChange, RateChangeDone};
+pub use report::{LoadReport, Percentiles};
 
 /// Where in each wall-clock second the admitter ticks (`admitter::run` wakes at `.050`).
 pub const TICK_PHASE_MS: u64 = 50;
-
-/// Attempts per fan at joining, and at connecting without hearing anything in between.
-const ATTEMPTS: u32 = 3;
 
 /// After the deadline, how long fans get to wind down before the report is written anyway.
 const WIND_DOWN: Duration = Duration::from_secs(5);
@@ -79,7 +95,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FIRST-LAST")]
     pub source_ips: Option<SourceIps>,
 
-    /// The operator token, for `--open` and `--admit-per-second`.
+    /// The operator token, for `--open`, `--admit-per-second` and `--rate-change`.
     #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 
@@ -91,6 +107,11 @@ pub struct LoadArgs {
     /// closed, if needed).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub admit_per_second: Option<u32>,
+
+    /// Change the show's rate AFTER into the run: `30s:10` sets 10 a second 30 s in
+    /// (`PUT …/config` on the first --url, with the operator token). Repeat for more changes.
+    #[arg(long = "rate-change", value_name = "AFTER:RATE")]
+    pub rate_changes: Vec<RateChange>,
 
     /// Where to write the once-a-second timeline.
     #[arg(long, default_value = "load.csv")]
@@ -116,6 +137,74 @@ pub struct LoadArgs {
     /// connection, so this keeps a saturated server from running the process out of files.
     #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_in_flight: u32,
+
+    /// Share of admitted fans who buy at once: `POST /orders` with header
+    /// `X-Admission-Ticket` and a hold of their own (0 to 1; the rest stay, unless they
+    /// abandon).
+    #[arg(long, value_name = "FRACTION", value_parser = parse_fraction)]
+    pub buy: Option<f64>,
+
+    /// Share of admitted fans who close their stream at once and never order (0 to 1).
+    /// Without --buy and --abandon every admitted fan does that (as `--abandon 1`); with
+    /// either, those who neither buy nor abandon stay, following until the admission expires.
+    #[arg(long, value_name = "FRACTION", value_parser = parse_fraction)]
+    pub abandon: Option<f64>,
+
+    /// The first-ETA error counts fans whose real wait was longer than this (`10s`; `0s`
+    /// counts every admitted fan): a second's rounding is no error worth measuring on a
+    /// two-second wait.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_min_wait)]
+    pub eta_min_wait: Duration,
+
+    /// Where to write one row per fan: first ETA told, real admission, error (CSV; default
+    /// next to --csv, `load-eta.csv` for `load.csv`).
+    #[arg(long, value_name = "PATH")]
+    pub eta_csv: Option<PathBuf>,
+
+    /// Where to draw first ETA against real wait (SVG; default next to --plot,
+    /// `load-eta.svg` for `load.svg`).
+    #[arg(long, value_name = "PATH")]
+    pub eta_plot: Option<PathBuf>,
+}
+
+impl LoadArgs {
+    /// Where the per-fan ETA rows go.
+    pub fn eta_csv_path(&self) -> PathBuf {
+        self.eta_csv
+            .clone()
+            .unwrap_or_else(|| beside(&self.csv, "eta"))
+    }
+
+    /// Where the ETA plot goes.
+    pub fn eta_plot_path(&self) -> PathBuf {
+        self.eta_plot
+            .clone()
+            .unwrap_or_else(|| beside(&self.plot, "eta"))
+    }
+
+    /// Where the plot of the ETAs told after the rate change goes (with `--rate-change`):
+    /// next to the ETA plot, `load-eta-after-change.svg` for `load-eta.svg`.
+    pub fn eta_after_change_plot_path(&self) -> PathBuf {
+        beside(&self.eta_plot_path(), "after-change")
+    }
+
+    /// What admitted fans do.
+    fn choices(&self) -> anyhow::Result<Choices> {
+        Choices::new(self.buy, self.abandon, self.fans).map_err(anyhow::Error::msg)
+    }
+}
+
+/// `dir/name.ext` → `dir/name-suffix.ext`.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "load".into());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{suffix}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{suffix}"),
+    };
+    path.with_file_name(name)
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -124,6 +213,21 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err("must be more than 0 and at most 1h".into());
     }
     Ok(d)
+}
+
+fn parse_min_wait(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 10s or 0s)"))?;
+    if d > Duration::from_secs(3600) {
+        return Err("must be at most 1h".into());
+    }
+    Ok(d)
+}
+
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!("'{s}' is not a fraction from 0 to 1 (try 0.25)")),
+    }
 }
 
 /// A range of IPv4 loopback source addresses, `127.0.0.2-127.0.0.50` or a single one.
@@ -179,131 +283,6 @@ fn check_loopback(url: &Url) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Latency percentiles, in milliseconds.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Percentiles {
-    pub count: u64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub max: f64,
-}
-
-impl Percentiles {
-    fn of(h: &Histogram<u64>) -> Self {
-        // Recorded in microseconds.
-        let ms = |us: u64| (us as f64 / 100.0).round() / 10.0;
-        Percentiles {
-            count: h.len(),
-            p50: ms(h.value_at_quantile(0.50)),
-            p90: ms(h.value_at_quantile(0.90)),
-            p99: ms(h.value_at_quantile(0.99)),
-            max: ms(h.max()),
-        }
-    }
-}
-
-impl fmt::Display for Percentiles {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.count == 0 {
-            return f.write_str("none measured");
-        }
-        write!(
-            f,
-            "p50 {} ms · p90 {} ms · p99 {} ms · max {} ms ({} samples)",
-            self.p50,
-            self.p90,
-            self.p99,
-            self.max,
-            thousands(self.count)
-        )
-    }
-}
-
-/// What a run measured. The fan outcomes add up to `fans`:
-/// `not_started + join_failed + join_only + admitted + unknown + expired + lost + unfinished`.
-#[derive(Clone, Debug, Serialize)]
-pub struct LoadReport {
-    pub fans: u64,
-    pub transport: Transport,
-    pub servers: usize,
-    pub source_ips: usize,
-    pub elapsed_seconds: f64,
-    /// Joins answered 202.
-    pub joined: u64,
-    /// Joins per second achieved, from the first join sent to the last one answered.
-    pub joins_per_second: f64,
-    pub join_latency: Percentiles,
-    /// 429s met on the way (retried after `Retry-After`).
-    pub join_throttled: u64,
-    /// Streams opened, reconnections included.
-    pub streams_opened: u64,
-    pub peak_connections: u64,
-    /// Pushes received, first events included.
-    pub messages: u64,
-    /// From sending the stream request to its first event.
-    pub first_event: Percentiles,
-    /// From the admission tick to the push arriving (every push but the first of a stream).
-    pub push_latency: Percentiles,
-    pub stream_errors: u64,
-    pub not_started: u64,
-    pub join_failed: u64,
-    /// Fans that joined and, with `--join-only`, stopped there.
-    pub join_only: u64,
-    pub admitted: u64,
-    pub unknown: u64,
-    pub expired: u64,
-    /// Fans whose stream failed `ATTEMPTS` times in a row.
-    pub lost: u64,
-    /// Fans still waiting (or joining) when the run stopped.
-    pub unfinished: u64,
-}
-
-impl fmt::Display for LoadReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = thousands;
-        writeln!(
-            f,
-            "{} fans over {} to {} server(s) from {} source address(es), {:.1} s",
-            n(self.fans),
-            self.transport.name(),
-            self.servers,
-            self.source_ips,
-            self.elapsed_seconds
-        )?;
-        writeln!(
-            f,
-            "joins:        {} answered at {:.0}/s · {} throttled",
-            n(self.joined),
-            self.joins_per_second,
-            n(self.join_throttled)
-        )?;
-        writeln!(f, "join latency: {}", self.join_latency)?;
-        writeln!(
-            f,
-            "streams:      {} opened · peak {} held · {} errors",
-            n(self.streams_opened),
-            n(self.peak_connections),
-            n(self.stream_errors)
-        )?;
-        writeln!(f, "first event:  {}", self.first_event)?;
-        writeln!(f, "messages:     {} pushed", n(self.messages))?;
-        writeln!(f, "tick → push:  {}", self.push_latency)?;
-        write!(
-            f,
-            "fans:         {} admitted · {} joined only · {} still waiting · {} lost · {} join failed · {} unknown · {} expired · {} not started",
-            n(self.admitted),
-            n(self.join_only),
-            n(self.unfinished),
-            n(self.lost),
-            n(self.join_failed),
-            n(self.unknown),
-            n(self.expired),
-            n(self.not_started)
-        )
-    }
-}
-
 /// The CLI entry: runs, prints the report, says where the timeline went.
 pub async fn main(args: LoadArgs) -> anyhow::Result<()> {
     let interrupted = CancellationToken::new();
@@ -324,119 +303,41 @@ pub async fn main(args: LoadArgs) -> anyhow::Result<()> {
             args.csv.display(),
             args.plot.display()
         );
+        println!(
+            "ETA per fan:  {} · plot: {}",
+            args.eta_csv_path().display(),
+            args.eta_plot_path().display()
+        );
+        if !args.rate_changes.is_empty() {
+            println!(
+                "ETA after the rate change: plot {}",
+                args.eta_after_change_plot_path().display()
+            );
+        }
     }
     Ok(())
 }
 
-/// How one fan's run ended.
-enum Outcome {
-    JoinFailed,
-    JoinOnly,
-    Admitted,
-    Unknown,
-    Expired,
-    Lost,
-    Unfinished,
-}
-
-#[derive(Default)]
-struct Counters {
-    spawned: AtomicU64,
-    joined: AtomicU64,
-    join_throttled: AtomicU64,
-    streams_opened: AtomicU64,
-    connections: AtomicU64,
-    peak_connections: AtomicU64,
-    messages: AtomicU64,
-    stream_errors: AtomicU64,
-    join_errors: AtomicU64,
-    done: AtomicU64,
-    join_failed: AtomicU64,
-    admitted: AtomicU64,
-    unknown: AtomicU64,
-    expired: AtomicU64,
-    lost: AtomicU64,
-    unfinished: AtomicU64,
-    join_only: AtomicU64,
-    /// Microseconds since the start: the first join sent and the last one answered.
-    first_join_us: AtomicU64,
-    last_join_us: AtomicU64,
-}
-
-fn get(a: &AtomicU64) -> u64 {
-    a.load(Ordering::Relaxed)
-}
-
-fn add(a: &AtomicU64) {
-    a.fetch_add(1, Ordering::Relaxed);
-}
-
-/// What every fan task shares.
-struct Run {
-    urls: Vec<Url>,
-    show: ShowId,
-    transport: Transport,
-    /// One HTTP client per source address (reqwest binds per client).
-    clients: Vec<(Option<IpAddr>, Client)>,
-    start: Instant,
-    counters: Counters,
-    join_latency: Mutex<Histogram<u64>>,
-    first_event: Mutex<Histogram<u64>>,
-    push_latency: Mutex<Histogram<u64>>,
-    join_only: bool,
-    /// Bounds joins in flight (`--max-in-flight`).
-    joining: Arc<Semaphore>,
-}
-
-impl Run {
-    fn since_start_us(&self) -> u64 {
-        self.start.elapsed().as_micros() as u64
-    }
-
-    fn record(h: &Mutex<Histogram<u64>>, d: Duration) {
-        let mut h = h.lock().unwrap_or_else(|e| e.into_inner());
-        h.saturating_record(d.as_micros() as u64);
-    }
-
-    fn sample(&self) -> Sample {
-        let c = &self.counters;
-        Sample {
-            seconds: self.start.elapsed().as_secs_f64(),
-            connections: get(&c.connections),
-            joined: get(&c.joined),
-            messages: get(&c.messages),
-            admitted: get(&c.admitted),
-            errors: get(&c.stream_errors) + get(&c.join_errors),
-        }
-    }
-}
-
-/// One open stream, counted while it lives (also when its task is cancelled).
-struct Held<'a>(&'a Counters);
-
-impl<'a> Held<'a> {
-    fn new(c: &'a Counters) -> Self {
-        add(&c.streams_opened);
-        let now = c.connections.fetch_add(1, Ordering::Relaxed) + 1;
-        c.peak_connections.fetch_max(now, Ordering::Relaxed);
-        Held(c)
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        self.0.connections.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 /// Runs the load until every fan is done, `--duration` has passed or `interrupted` is
-/// cancelled; writes the CSV and the plot, and returns what it measured.
+/// cancelled; writes the CSVs and the plots, and returns what it measured.
 pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Result<LoadReport> {
     for url in &args.urls {
         check_loopback(url)?;
     }
+    let choices = args.choices()?;
+    check_rate_changes(args)?;
     // Fail before the run, not after it, if the results cannot be written.
-    for path in [&args.csv, &args.plot] {
+    let (eta_csv, eta_plot) = (args.eta_csv_path(), args.eta_plot_path());
+    let mut outputs = vec![
+        args.csv.clone(),
+        args.plot.clone(),
+        eta_csv.clone(),
+        eta_plot.clone(),
+    ];
+    if !args.rate_changes.is_empty() {
+        outputs.push(args.eta_after_change_plot_path());
+    }
+    for path in &outputs {
         std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let sources: Vec<Option<IpAddr>> = match &args.source_ips {
@@ -464,12 +365,17 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         start: Instant::now(),
         counters: Counters {
             first_join_us: AtomicU64::new(u64::MAX),
+            rate_changed_us: AtomicU64::new(u64::MAX),
             ..Counters::default()
         },
         join_latency: histogram(),
         first_event: histogram(),
         push_latency: histogram(),
+        order_latency: histogram(),
+        orders: Mutex::default(),
+        records: Mutex::default(),
         join_only: args.join_only,
+        choices,
         joining: Arc::new(Semaphore::new(args.max_in_flight as usize)),
     });
 
@@ -485,6 +391,12 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
             stop.cancel();
         })
     };
+    let rate_changer = tokio::spawn(rate_change::run(
+        run.clone(),
+        args.admin_token.clone().unwrap_or_default(),
+        args.rate_changes.clone(),
+        stop.clone(),
+    ));
 
     let rate = f64::from(args.join_rate);
     for i in 0..args.fans {
@@ -503,9 +415,16 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         add(&run.counters.spawned);
         let (run, stop, bar) = (run.clone(), stop.clone(), bar.clone());
         tasks.spawn(async move {
+            let mut record = eta::FanRecord::new(i, run.choices.of(i));
             let outcome = tokio::select! {
-                outcome = fan(&run, i, permit) => outcome,
+                outcome = fan(&run, i, permit, &mut record) => outcome,
                 _ = stop.cancelled() => Outcome::Unfinished,
+            };
+            // A fan admitted and still following (it stays) when the run stopped was
+            // admitted all the same.
+            let outcome = match outcome {
+                Outcome::Unfinished if record.admitted_at.is_some() => Outcome::Admitted,
+                other => other,
             };
             let c = &run.counters;
             add(match outcome {
@@ -517,6 +436,12 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
                 Outcome::Unfinished => &c.unfinished,
                 Outcome::JoinOnly => &c.join_only,
             });
+            if record.ticket.is_some() {
+                run.records
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(record);
+            }
             add(&c.done);
             bar.inc(1);
         });
@@ -526,17 +451,24 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         _ = tasks.wait() => {}
         _ = stop.cancelled() => {
             if tokio::time::timeout(WIND_DOWN, tasks.wait()).await.is_err() {
-                tracing::warn!("some fans did not stop within {WIND_DOWN:?}");
+                // Not a log line: logs go to stdout, where `--json` writes the report.
+                eprintln!("note: some fans did not stop within {WIND_DOWN:?}");
             }
         }
     }
     stop.cancel();
     stopper.abort();
+    let rate_changes = rate_changer.await.context("the rate changer failed")?;
     let mut samples = sampler.await.context("the sampler failed")?;
     samples.push(run.sample());
     bar.finish_and_clear();
 
-    let report = report(args, &run);
+    let mut records = std::mem::take(&mut *run.records.lock().unwrap_or_else(|e| e.into_inner()));
+    records.sort_by_key(|r| r.fan);
+    let eta = EtaReport::of(&records, args.eta_min_wait);
+    let eta_after_rate_change = (!args.rate_changes.is_empty())
+        .then(|| EtaReport::of_which(&records, args.eta_min_wait, Which::AfterRateChange));
+    let report = report::report(args, &run, eta, eta_after_rate_change, rate_changes);
     plot::write_csv(&args.csv, &samples)?;
     let title = format!(
         "{} fans over {}, {} joins/s asked",
@@ -545,44 +477,41 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         thousands(u64::from(args.join_rate))
     );
     plot::draw_svg(&args.plot, &title, &samples)?;
+    eta::write_csv(&eta_csv, &records, args.eta_min_wait)?;
+    plot::draw_eta_svg(
+        &eta_plot,
+        &report.eta.title(),
+        &eta::points(&records, Which::First),
+        args.eta_min_wait.as_secs_f64(),
+    )?;
+    if let Some(after) = &report.eta_after_rate_change {
+        plot::draw_eta_svg(
+            &args.eta_after_change_plot_path(),
+            &after.title(),
+            &eta::points(&records, Which::AfterRateChange),
+            args.eta_min_wait.as_secs_f64(),
+        )?;
+    }
     Ok(report)
 }
 
-fn report(args: &LoadArgs, run: &Run) -> LoadReport {
-    let c = &run.counters;
-    let pct =
-        |h: &Mutex<Histogram<u64>>| Percentiles::of(&h.lock().unwrap_or_else(|e| e.into_inner()));
-    let joined = get(&c.joined);
-    let window_us = get(&c.last_join_us).saturating_sub(get(&c.first_join_us));
-    LoadReport {
-        fans: args.fans,
-        transport: args.transport,
-        servers: args.urls.len(),
-        source_ips: run.clients.len(),
-        elapsed_seconds: run.start.elapsed().as_secs_f64(),
-        joined,
-        joins_per_second: if joined > 1 && window_us > 0 && window_us != u64::MAX {
-            joined as f64 / (window_us as f64 / 1e6)
-        } else {
-            0.0
-        },
-        join_latency: pct(&run.join_latency),
-        join_throttled: get(&c.join_throttled),
-        streams_opened: get(&c.streams_opened),
-        peak_connections: get(&c.peak_connections),
-        messages: get(&c.messages),
-        first_event: pct(&run.first_event),
-        push_latency: pct(&run.push_latency),
-        stream_errors: get(&c.stream_errors),
-        not_started: args.fans - get(&c.spawned),
-        join_failed: get(&c.join_failed),
-        admitted: get(&c.admitted),
-        unknown: get(&c.unknown),
-        expired: get(&c.expired),
-        lost: get(&c.lost),
-        unfinished: get(&c.unfinished),
-        join_only: get(&c.join_only),
+/// `--rate-change` needs the token, and a change after the run would never happen: both are
+/// said before anything is sent.
+fn check_rate_changes(args: &LoadArgs) -> anyhow::Result<()> {
+    if args.rate_changes.is_empty() {
+        return Ok(());
     }
+    if args.admin_token.is_none() {
+        bail!("--rate-change needs the operator token (--admin-token or ADMIN_TOKEN)");
+    }
+    if let Some(late) = args.rate_changes.iter().find(|c| c.after >= args.duration) {
+        bail!(
+            "--rate-change at {} comes after the run's --duration of {}",
+            humantime::format_duration(late.after),
+            humantime::format_duration(args.duration)
+        );
+    }
+    Ok(())
 }
 
 /// `--open` and `--admit-per-second`, on every server (idempotent when they share Redis).
@@ -662,129 +591,6 @@ async fn check_show(args: &LoadArgs, client: &Client) -> anyhow::Result<()> {
         bail!("{shown}: asking about show {show} answered {status}: {message}");
     }
     Ok(())
-}
-
-/// One fan: join, then follow until admitted (or the run stops).
-async fn fan(run: &Run, i: u64, permit: OwnedSemaphorePermit) -> Outcome {
-    let url = &run.urls[(i % run.urls.len() as u64) as usize];
-    let (local, client) = &run.clients[(i % run.clients.len() as u64) as usize];
-    let c = &run.counters;
-    let Some(ticket) = join(run, client, url, permit).await else {
-        return Outcome::JoinFailed;
-    };
-    if run.join_only {
-        return Outcome::JoinOnly;
-    }
-
-    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(4));
-    let mut last_event_id: Option<String> = None;
-    loop {
-        let asked = Instant::now();
-        let opened = match run.transport {
-            Transport::Sse => {
-                PushStream::sse(client, url, &run.show, ticket, last_event_id.as_deref()).await
-            }
-            Transport::Ws => PushStream::ws(url, &run.show, ticket, *local).await,
-        };
-        match opened {
-            Ok(mut stream) => {
-                let _held = Held::new(c);
-                let mut first = true;
-                let end = loop {
-                    match stream.next().await {
-                        Some(Ok(push)) => {
-                            add(&c.messages);
-                            backoff.reset();
-                            if first {
-                                first = false;
-                                Run::record(&run.first_event, asked.elapsed());
-                            } else {
-                                Run::record(&run.push_latency, since_tick(SystemTime::now()));
-                            }
-                            match push.kind {
-                                PushKind::Waiting => {}
-                                PushKind::Admitted => break Some(Outcome::Admitted),
-                                PushKind::Unknown => break Some(Outcome::Unknown),
-                                PushKind::Expired => break Some(Outcome::Expired),
-                            }
-                        }
-                        Some(Err(_)) | None => break None,
-                    }
-                };
-                if let Some(outcome) = end {
-                    stream.close().await;
-                    return outcome;
-                }
-                add(&c.stream_errors);
-                last_event_id = stream.last_event_id().map(str::to_owned);
-            }
-            Err(FollowError::Fatal(_)) => {
-                add(&c.stream_errors);
-                return Outcome::Lost;
-            }
-            Err(FollowError::Retry(_)) => add(&c.stream_errors),
-        }
-        if backoff.failures() + 1 >= ATTEMPTS {
-            return Outcome::Lost;
-        }
-        tokio::time::sleep(backoff.next_delay()).await;
-    }
-}
-
-/// Joins with a few attempts; 429s wait as asked and do not count as attempts. The first
-/// attempt uses the slot the fan started with; later ones queue for another.
-async fn join(run: &Run, client: &Client, url: &Url, permit: OwnedSemaphorePermit) -> Option<Uuid> {
-    let c = &run.counters;
-    let mut failures = 0;
-    let mut first = Some(permit);
-    loop {
-        let (answer, sent) = {
-            // Held for the request only, not for the waits below.
-            let _permit = match first.take() {
-                Some(permit) => permit,
-                None => run
-                    .joining
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .expect("the semaphore is never closed"),
-            };
-            c.first_join_us
-                .fetch_min(run.since_start_us(), Ordering::Relaxed);
-            let sent = Instant::now();
-            (follow::join(client, url, &run.show).await, sent)
-        };
-        match answer {
-            Ok(Joined::Ticket(ticket)) => {
-                Run::record(&run.join_latency, sent.elapsed());
-                add(&c.joined);
-                c.last_join_us
-                    .fetch_max(run.since_start_us(), Ordering::Relaxed);
-                return Some(ticket.ticket_id);
-            }
-            Ok(Joined::TooMany(wait)) => {
-                add(&c.join_throttled);
-                tokio::time::sleep(wait).await;
-            }
-            Err(e) => {
-                add(&c.join_errors);
-                failures += 1;
-                if failures >= ATTEMPTS || matches!(e, FollowError::Fatal(_)) {
-                    tracing::debug!(error = %e, "join failed");
-                    return None;
-                }
-                tokio::time::sleep(Duration::from_millis(200 * u64::from(failures))).await;
-            }
-        }
-    }
-}
-
-/// How long after the latest admission tick `at` is (see the module doc).
-fn since_tick(at: SystemTime) -> Duration {
-    let ms = at.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let into_second = ms.as_micros() as u64 % 1_000_000;
-    let phase = TICK_PHASE_MS * 1000;
-    Duration::from_micros((into_second + 1_000_000 - phase) % 1_000_000)
 }
 
 async fn sample_every_second(
@@ -898,19 +704,30 @@ mod tests {
     }
 
     #[test]
-    fn latency_counts_from_the_tick_at_fifty_ms_past_the_second() {
-        let at = |ms: u64| UNIX_EPOCH + Duration::from_millis(ms);
-        assert_eq!(since_tick(at(1_000_053)), Duration::from_millis(3));
-        assert_eq!(since_tick(at(1_000_050)), Duration::ZERO);
-        // Just before the next tick: nearly a second late, not negative.
-        assert_eq!(since_tick(at(1_001_049)), Duration::from_millis(999));
-    }
-
-    #[test]
     fn durations_are_bounded() {
         assert!(parse_duration("30s").is_ok());
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("2h").is_err());
+        assert_eq!(parse_min_wait("0s"), Ok(Duration::ZERO));
+        assert!(parse_min_wait("2h").is_err());
+    }
+
+    #[test]
+    fn fractions_are_between_zero_and_one() {
+        assert_eq!(parse_fraction("0.25"), Ok(0.25));
+        assert_eq!(parse_fraction("1"), Ok(1.0));
+        for bad in ["-0.1", "1.5", "half", "NaN"] {
+            assert!(parse_fraction(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn eta_outputs_go_next_to_the_timeline() {
+        assert_eq!(
+            beside(Path::new("out/load-1.csv"), "eta"),
+            PathBuf::from("out/load-1-eta.csv")
+        );
+        assert_eq!(beside(Path::new("plot"), "eta"), PathBuf::from("plot-eta"));
     }
 
     #[test]

@@ -1,0 +1,254 @@
+//! What a run measured, printed for a person and as JSON for scripts.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Mutex;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use super::LoadArgs;
+use super::eta::EtaReport;
+use super::fans::{Run, get};
+use super::rate_change::RateChangeDone;
+use crate::client::follow::Transport;
+use crate::words::thousands;
+
+/// Latency percentiles, in milliseconds.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Percentiles {
+    pub(super) fn of(h: &Histogram<u64>) -> Self {
+        // Recorded in microseconds.
+        let ms = |us: u64| (us as f64 / 100.0).round() / 10.0;
+        Percentiles {
+            count: h.len(),
+            p50: ms(h.value_at_quantile(0.50)),
+            p90: ms(h.value_at_quantile(0.90)),
+            p99: ms(h.value_at_quantile(0.99)),
+            max: ms(h.max()),
+        }
+    }
+}
+
+impl fmt::Display for Percentiles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.count == 0 {
+            return f.write_str("none measured");
+        }
+        write!(
+            f,
+            "p50 {} ms · p90 {} ms · p99 {} ms · max {} ms ({} samples)",
+            self.p50,
+            self.p90,
+            self.p99,
+            self.max,
+            thousands(self.count)
+        )
+    }
+}
+
+/// What a run measured. The fan outcomes add up to `fans`:
+/// `not_started + join_failed + join_only + admitted + unknown + expired + lost + unfinished`.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadReport {
+    pub fans: u64,
+    pub transport: Transport,
+    pub servers: usize,
+    pub source_ips: usize,
+    pub elapsed_seconds: f64,
+    /// Joins answered 202.
+    pub joined: u64,
+    /// Joins per second achieved, from the first join sent to the last one answered.
+    pub joins_per_second: f64,
+    pub join_latency: Percentiles,
+    /// 429s met on the way (retried after `Retry-After`).
+    pub join_throttled: u64,
+    /// Streams opened, reconnections included.
+    pub streams_opened: u64,
+    pub peak_connections: u64,
+    /// Pushes received, first events included.
+    pub messages: u64,
+    /// From sending the stream request to its first event.
+    pub first_event: Percentiles,
+    /// From the admission tick to the push arriving (every push but the first of a stream,
+    /// and but `expired`, which follows the admission's TTL rather than a tick).
+    pub push_latency: Percentiles,
+    pub stream_errors: u64,
+    pub not_started: u64,
+    pub join_failed: u64,
+    /// Fans that joined and, with `--join-only`, stopped there.
+    pub join_only: u64,
+    /// Fans told `admitted`, whatever they did next:
+    /// `admitted = buyers + abandoners + stayers`.
+    pub admitted: u64,
+    pub unknown: u64,
+    pub expired: u64,
+    /// Fans whose stream failed `ATTEMPTS` times in a row.
+    pub lost: u64,
+    /// Fans still waiting (or joining) when the run stopped.
+    pub unfinished: u64,
+    /// Admitted fans who ordered (`--buy`).
+    pub buyers: u64,
+    /// Admitted fans who closed their stream at once (`--abandon`; every admitted fan
+    /// without `--buy` and `--abandon`).
+    pub abandoners: u64,
+    /// Admitted fans who kept following, never ordering.
+    pub stayers: u64,
+    /// Stayers told their admission expired before the run stopped.
+    pub stayers_expired: u64,
+    /// Answers to the buyers' orders by HTTP status (`"201"`), `"failed"` when none came.
+    pub orders: BTreeMap<String, u64>,
+    /// From sending an order to its answer.
+    pub order_latency: Percentiles,
+    /// Each fan's first ETA against its real admission.
+    pub eta: EtaReport,
+    /// With `--rate-change`: each fan's first ETA told once the first change was made (by a
+    /// push with the new pace, or with its join), against its real admission.
+    pub eta_after_rate_change: Option<EtaReport>,
+    /// `--rate-change`s, in the order given, and what became of each.
+    pub rate_changes: Vec<RateChangeDone>,
+}
+
+impl fmt::Display for LoadReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = thousands;
+        writeln!(
+            f,
+            "{} fans over {} to {} server(s) from {} source address(es), {:.1} s",
+            n(self.fans),
+            self.transport.name(),
+            self.servers,
+            self.source_ips,
+            self.elapsed_seconds
+        )?;
+        writeln!(
+            f,
+            "joins:        {} answered at {:.0}/s · {} throttled",
+            n(self.joined),
+            self.joins_per_second,
+            n(self.join_throttled)
+        )?;
+        writeln!(f, "join latency: {}", self.join_latency)?;
+        writeln!(
+            f,
+            "streams:      {} opened · peak {} held · {} errors",
+            n(self.streams_opened),
+            n(self.peak_connections),
+            n(self.stream_errors)
+        )?;
+        writeln!(f, "first event:  {}", self.first_event)?;
+        writeln!(f, "messages:     {} pushed", n(self.messages))?;
+        writeln!(f, "tick → push:  {}", self.push_latency)?;
+        write!(
+            f,
+            "fans:         {} admitted · {} joined only · {} still waiting · {} lost · {} join failed · {} unknown · {} expired · {} not started",
+            n(self.admitted),
+            n(self.join_only),
+            n(self.unfinished),
+            n(self.lost),
+            n(self.join_failed),
+            n(self.unknown),
+            n(self.expired),
+            n(self.not_started)
+        )?;
+        if self.admitted > 0 {
+            writeln!(f)?;
+            write!(
+                f,
+                "once admitted: {} bought · {} abandoned · {} stayed ({} until expired)",
+                n(self.buyers),
+                n(self.abandoners),
+                n(self.stayers),
+                n(self.stayers_expired)
+            )?;
+        }
+        if !self.orders.is_empty() {
+            let answers: Vec<String> = self
+                .orders
+                .iter()
+                .map(|(status, count)| format!("{} answered {status}", n(*count)))
+                .collect();
+            writeln!(f)?;
+            write!(
+                f,
+                "orders:       {} · {}",
+                answers.join(", "),
+                self.order_latency
+            )?;
+        }
+        if !self.rate_changes.is_empty() {
+            let changes: Vec<String> = self.rate_changes.iter().map(|c| c.to_string()).collect();
+            writeln!(f)?;
+            write!(f, "rate changes: {}", changes.join(" · "))?;
+        }
+        if self.eta.measured > 0 || self.admitted > 0 {
+            writeln!(f)?;
+            write!(f, "first ETA:    {}", self.eta)?;
+        }
+        if let Some(after) = &self.eta_after_rate_change {
+            writeln!(f)?;
+            write!(f, "ETA after the rate change: {after}")?;
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn report(
+    args: &LoadArgs,
+    run: &Run,
+    eta: EtaReport,
+    eta_after_rate_change: Option<EtaReport>,
+    rate_changes: Vec<RateChangeDone>,
+) -> LoadReport {
+    let c = &run.counters;
+    let pct =
+        |h: &Mutex<Histogram<u64>>| Percentiles::of(&h.lock().unwrap_or_else(|e| e.into_inner()));
+    let joined = get(&c.joined);
+    let window_us = get(&c.last_join_us).saturating_sub(get(&c.first_join_us));
+    LoadReport {
+        fans: args.fans,
+        transport: args.transport,
+        servers: args.urls.len(),
+        source_ips: run.clients.len(),
+        elapsed_seconds: run.start.elapsed().as_secs_f64(),
+        joined,
+        joins_per_second: if joined > 1 && window_us > 0 && window_us != u64::MAX {
+            joined as f64 / (window_us as f64 / 1e6)
+        } else {
+            0.0
+        },
+        join_latency: pct(&run.join_latency),
+        join_throttled: get(&c.join_throttled),
+        streams_opened: get(&c.streams_opened),
+        peak_connections: get(&c.peak_connections),
+        messages: get(&c.messages),
+        first_event: pct(&run.first_event),
+        push_latency: pct(&run.push_latency),
+        stream_errors: get(&c.stream_errors),
+        not_started: args.fans - get(&c.spawned),
+        join_failed: get(&c.join_failed),
+        admitted: get(&c.admitted),
+        unknown: get(&c.unknown),
+        expired: get(&c.expired),
+        lost: get(&c.lost),
+        unfinished: get(&c.unfinished),
+        join_only: get(&c.join_only),
+        buyers: get(&c.buyers),
+        abandoners: get(&c.abandoners),
+        stayers: get(&c.stayers),
+        stayers_expired: get(&c.stayers_expired),
+        orders: run.orders.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        order_latency: pct(&run.order_latency),
+        eta,
+        eta_after_rate_change,
+        rate_changes,
+    }
+}
