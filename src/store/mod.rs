@@ -16,7 +16,7 @@
 //! - [`Health`]: whether the store answers.
 //!
 //! The backends live in `memory/` and `redis/` (its scripts in `lua/`), one file per concern
-//! again; both pass the same conformance suite (`tests/api/store.rs`).
+//! again; both pass the same conformance suite (`tests/api/store/`).
 //!
 //! The model is the seed's: per show a sorted set scored by an arrival counter, admission
 //! marks with a TTL, a set of open shows. On top of it each show keeps a little more, so that

@@ -5,7 +5,11 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::helpers::free_port;
+use waiting_room::config::Config;
+
+use crate::support::app::spawn_app_with;
+use crate::support::backend::Backend;
+use crate::support::free_port;
 
 fn server() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_waiting-room"));
@@ -95,11 +99,11 @@ fn a_missing_operator_token_is_generated_printed_once_and_sigterm_stops_cleanly(
 
 #[tokio::test]
 async fn the_demo_opens_a_show_full_of_simulated_fans() {
-    let config = waiting_room::config::Config {
+    let config = Config {
         demo: true,
-        ..waiting_room::config::Config::for_tests()
+        ..Config::for_tests()
     };
-    let app = crate::helpers::spawn_app_with(crate::helpers::Backend::Memory, config).await;
+    let app = spawn_app_with(Backend::Memory, config).await;
     let mut stats = serde_json::Value::Null;
     for _ in 0..100 {
         stats = app.stats("demo").await;

@@ -4,11 +4,11 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt;
-use reqwest::Client;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::helpers::{RedisServer, ServerProcess, TOKEN, leads, metrics_text};
+use crate::support::process::ServerProcess;
+use crate::support::redis::RedisServer;
 
 const RATE: u64 = 5;
 
@@ -71,10 +71,10 @@ fn assert_at_most_n_per_second(ticks: &[(u64, u64)]) {
     );
 }
 
-async fn leaders(client: &Client, servers: &[&ServerProcess]) -> Vec<usize> {
+async fn leaders(servers: &[&ServerProcess]) -> Vec<usize> {
     let mut found = Vec::new();
     for (i, s) in servers.iter().enumerate() {
-        if leads(&metrics_text(client, &s.base()).await) {
+        if s.leads().await {
             found.push(i);
         }
     }
@@ -88,31 +88,12 @@ async fn three_instances_admit_n_per_second_and_survive_the_leader_dying() {
     for _ in 0..3 {
         servers.push(ServerProcess::start(&redis.url(), RATE as u32, &[]).await);
     }
-    let client = Client::new();
-    let made = client
-        .put(servers[0].url("/orders/waiting-room/big"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(made.status(), 201);
+    servers[0].create("big").await;
     for i in 0..150 {
-        let s = &servers[i % 3];
-        let r = client
-            .post(s.url("/orders/waiting-room/big/join"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 202);
+        servers[i % 3].join_ok("big").await;
     }
     let mut ticks = watch_ticks(&redis).await;
-    let r = client
-        .post(servers[1].url("/orders/waiting-room/big/open"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 204);
+    servers[1].open("big").await;
 
     // Steady state: one tick a second, N each, whoever leads.
     let steady = collect(&mut ticks, Duration::from_millis(5500)).await;
@@ -129,7 +110,7 @@ async fn three_instances_admit_n_per_second_and_survive_the_leader_dying() {
     );
 
     let refs: Vec<&ServerProcess> = servers.iter().collect();
-    let leader = leaders(&client, &refs).await;
+    let leader = leaders(&refs).await;
     assert_eq!(leader.len(), 1, "exactly one admitter: {leader:?}");
     let leader = leader[0];
 
@@ -158,7 +139,7 @@ async fn three_instances_admit_n_per_second_and_survive_the_leader_dying() {
         .filter(|(i, _)| *i != leader)
         .map(|(_, s)| s)
         .collect();
-    let new_leader = leaders(&client, &survivors).await;
+    let new_leader = leaders(&survivors).await;
     assert_eq!(
         new_leader.len(),
         1,

@@ -3,7 +3,8 @@
 
 use waiting_room::protocol::{ADMISSION_HEADER, EventName, routes};
 
-use crate::helpers::{Backend, spawn_app};
+use crate::support::app::spawn_app;
+use crate::support::backend::Backend;
 
 fn script(name: &str) -> String {
     std::fs::read_to_string(format!("{}/static/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -42,15 +43,8 @@ fn the_scripts_spell_no_route_event_name_or_header() {
 async fn the_waiting_page_hands_its_script_the_contract() {
     let app = spawn_app(Backend::Memory).await;
     app.create("c").await;
-    let html = app
-        .client
-        .get(app.url("/wait/c"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = app.get(&routes::show(routes::WAIT_PAGE, "c")).await;
+    let html = page.text().await.unwrap();
     for (attribute, value) in [
         ("data-route-join", routes::JOIN),
         ("data-route-ticket", routes::TICKET),

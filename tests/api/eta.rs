@@ -8,20 +8,10 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use waiting_room::config::Config;
 
-use crate::helpers::{
-    Backend, SseEvent, SseReader, TOKEN, TestApp, events_path, spawn_app_with, ticket_id,
-};
-
-macro_rules! both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $( #[tokio::test] async fn $name() { super::$name(crate::helpers::Backend::Memory).await } )*
-        }
-        mod redis {
-            $( #[tokio::test] async fn $name() { super::$name(crate::helpers::Backend::Redis).await } )*
-        }
-    };
-}
+use crate::support::app::{TestApp, config, spawn_app_with};
+use crate::support::backend::Backend;
+use crate::support::sse::{SseEvent, SseReader};
+use crate::support::ticket_id;
 
 both_stores!(
     a_tick_that_admits_nobody_is_pushed_and_says_the_queue_is_full,
@@ -29,113 +19,86 @@ both_stores!(
     the_pace_follows_the_checkout_down_and_slowly_back_up,
 );
 
-fn config(rate: u32, ttl: Duration) -> Config {
-    Config {
-        admit_per_second: rate,
-        admission_ttl: ttl,
-        ..Config::for_tests()
-    }
-}
-
-async fn settings(app: &TestApp, show: &str, body: Value) -> Value {
-    let r = app
-        .client
-        .put(app.url(&format!("/orders/waiting-room/{show}/config")))
-        .bearer_auth(TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
-}
-
 async fn a_tick_that_admits_nobody_is_pushed_and_says_the_queue_is_full(backend: Backend) {
     let app = spawn_app_with(backend, config(4, Duration::from_secs(60))).await;
     app.create("f").await;
-    settings(
-        &app,
+    app.configure(
         "f",
         json!({"maxActiveBuyers": 2, "arrivalWindowSeconds": 0}),
     )
     .await;
-    let mut tickets = Vec::new();
-    for _ in 0..10 {
-        tickets.push(ticket_id(&app.join_ok("f").await));
-    }
+    let tickets = app.join_many("f", 10).await;
     let last = tickets.last().unwrap().clone();
-    let mut fan = SseReader::connect(&app.client, &app.url(&events_path("f", &last)), None).await;
+    let mut fan = app.events("f", &last).await;
     let first = fan.next(Duration::from_secs(2)).await.unwrap();
     assert_eq!(first.data["paused"], "closed", "not open yet: {first:?}");
     app.open("f").await;
     // The first tick fills the two places; the ones after admit nobody, yet they are pushed:
-    // the queue is full, and the ETA grows as the measured pace falls.
-    let mut seen: Vec<SseEvent> = Vec::new();
+    // every place is taken, and with no admission ended yet each is taken to hold its place
+    // the whole TTL: 2 places free up a minute, a wait of minutes at position 8.
+    let full = next_full(&mut fan, 8).await;
+    let slow = full.data["etaSeconds"].as_u64().unwrap();
+    assert!(
+        (200..=260).contains(&slow),
+        "8 fans at 2 a minute: {full:?}"
+    );
+    let stats = app.stats("f").await;
+    assert_eq!(stats["paused"], "full");
+    assert!(
+        stats["outflowPerSecond"].as_f64().unwrap() < 0.05,
+        "{stats}"
+    );
+    // The two buyers order at once: places turn over fast, and the waiting fan is pushed a
+    // much shorter wait as the next fans are let in.
+    for (i, t) in tickets[..2].iter().enumerate() {
+        let r = app.order("f", &format!("hold-{i}"), Some(t)).await;
+        assert_eq!(r.status(), StatusCode::CREATED);
+    }
+    let moved = next_full(&mut fan, 6).await;
+    let faster = moved.data["etaSeconds"].as_u64().unwrap();
+    assert!(
+        faster * 2 < slow,
+        "measured holds shorten the wait: {slow} → {moved:?}"
+    );
+    // What is pushed is what a poll says at the same time.
+    let polled: Value = app.ticket_json("f", &last).await;
+    if polled["etaSeconds"] == moved.data["etaSeconds"] {
+        assert_eq!(polled, moved.data);
+    }
+    app.stop().await;
+}
+
+/// The next push at `position` that says every place is taken.
+async fn next_full(fan: &mut SseReader, position: u64) -> SseEvent {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(6);
-    while tokio::time::Instant::now() < deadline {
+    loop {
         let e = fan
             .next(Duration::from_secs(3))
             .await
             .expect("the stream goes on");
-        seen.push(e);
-        let etas: Vec<u64> = seen
-            .iter()
-            .filter(|e| e.data["position"] == 8 && e.data["paused"] == "full")
-            .map(|e| e.data["etaSeconds"].as_u64().unwrap())
-            .collect();
-        if etas.len() >= 2 && etas.last() > etas.first() {
-            break;
+        if e.data["position"] == position && e.data["paused"] == "full" {
+            return e;
         }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never full at {position}: {e:?}"
+        );
     }
-    let at_eight: Vec<&SseEvent> = seen.iter().filter(|e| e.data["position"] == 8).collect();
-    assert!(
-        at_eight.len() >= 2,
-        "ticks without admissions were pushed: {seen:?}"
-    );
-    let etas: Vec<u64> = at_eight
-        .iter()
-        .map(|e| e.data["etaSeconds"].as_u64().unwrap())
-        .collect();
-    assert!(
-        etas.windows(2).all(|w| w[1] >= w[0]) && etas.last() > etas.first(),
-        "the ETA follows the pace: {etas:?}"
-    );
-    assert!(
-        at_eight.iter().any(|e| e.data["paused"] == "full"),
-        "{seen:?}"
-    );
-    // What is pushed is what a poll says at the same time.
-    let polled: Value = app.ticket_json("f", &last).await;
-    let pushed = fan.drain(Duration::from_millis(300)).await;
-    let latest = pushed
-        .last()
-        .map_or(&seen.last().unwrap().data, |e| &e.data);
-    if latest["etaSeconds"] == polled["etaSeconds"] {
-        assert_eq!(*latest, polled);
-    }
-    let stats = app.stats("f").await;
-    assert_eq!(stats["paused"], "full");
-    assert!(stats["outflowPerSecond"].as_f64().unwrap() < 4.0, "{stats}");
-    app.stop().await;
 }
 
 async fn an_admission_nobody_takes_up_goes_to_the_next_fan(backend: Backend) {
     let app = spawn_app_with(backend, config(2, Duration::from_secs(120))).await;
     app.create("w").await;
-    let stats = settings(
-        &app,
-        "w",
-        json!({"maxActiveBuyers": 2, "arrivalWindowSeconds": 10}),
-    )
-    .await;
+    let stats = app
+        .configure(
+            "w",
+            json!({"maxActiveBuyers": 2, "arrivalWindowSeconds": 10}),
+        )
+        .await;
     assert_eq!(stats["arrivalWindowSeconds"], 10);
-    let mut tickets = Vec::new();
-    for _ in 0..4 {
-        tickets.push(ticket_id(&app.join_ok("w").await));
-    }
+    let tickets = app.join_many("w", 4).await;
     // The first fan follows live; the second never shows up again.
-    let mut live =
-        SseReader::connect(&app.client, &app.url(&events_path("w", &tickets[0])), None).await;
+    let mut live = app.events("w", &tickets[0]).await;
     assert_eq!(
         live.next(Duration::from_secs(2)).await.unwrap().event,
         "waiting"
@@ -183,13 +146,8 @@ async fn an_arrival_window_must_hold_several_signs_of_life() {
     let app = spawn_app_with(Backend::Memory, Config::for_tests()).await;
     for bad in [1, 9, 86_401] {
         let r = app
-            .client
-            .put(app.url("/orders/waiting-room/x/config"))
-            .bearer_auth(TOKEN)
-            .json(&json!({"arrivalWindowSeconds": bad}))
-            .send()
-            .await
-            .unwrap();
+            .put_config("x", &json!({"arrivalWindowSeconds": bad}))
+            .await;
         assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{bad}");
     }
     app.stop().await;
@@ -246,19 +204,17 @@ async fn the_pace_follows_the_checkout_down_and_slowly_back_up(backend: Backend)
     let app = spawn_app_with(backend, config(1, Duration::from_secs(60))).await;
     app.create("p").await;
     let url = format!("http://{health}/health");
-    let stats = settings(
-        &app,
-        "p",
-        json!({"admitPerSecond": 40, "minAdmitPerSecond": 4, "checkoutHealthUrl": url}),
-    )
-    .await;
+    let stats = app
+        .configure(
+            "p",
+            json!({"admitPerSecond": 40, "minAdmitPerSecond": 4, "checkoutHealthUrl": url}),
+        )
+        .await;
     assert_eq!(stats["effectiveAdmitPerSecond"], 40);
     // Plenty of fans, so the queue never runs dry; one of them follows live.
-    for _ in 0..400 {
-        app.join_ok("p").await;
-    }
+    app.join_many("p", 400).await;
     let last = ticket_id(&app.join_ok("p").await);
-    let mut fan = SseReader::connect(&app.client, &app.url(&events_path("p", &last)), None).await;
+    let mut fan = app.events("p", &last).await;
     fan.next(Duration::from_secs(2)).await.unwrap();
     app.open("p").await;
     // The checkout struggles: the rate in force halves each tick down to the floor.
@@ -306,7 +262,7 @@ async fn the_pace_follows_the_checkout_down_and_slowly_back_up(backend: Backend)
         "{climb:?}"
     );
     // Clearing the URL stops following: the rate in force is the configured rate.
-    settings(&app, "p", json!({"checkoutHealthUrl": ""})).await;
+    app.configure("p", json!({"checkoutHealthUrl": ""})).await;
     healthy.store(false, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(2200)).await;
     assert_eq!(app.stats("p").await["effectiveAdmitPerSecond"], 40);

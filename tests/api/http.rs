@@ -3,22 +3,15 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use waiting_room::config::Config;
 
-use crate::helpers::{Backend, TOKEN, metrics_text, spawn_app, spawn_app_with, ticket_id};
+use waiting_room::protocol::routes;
 
-macro_rules! both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $( #[tokio::test] async fn $name() { super::$name(crate::helpers::Backend::Memory).await } )*
-        }
-        mod redis {
-            $( #[tokio::test] async fn $name() { super::$name(crate::helpers::Backend::Redis).await } )*
-        }
-    };
-}
+use crate::support::app::{spawn_app, spawn_app_with};
+use crate::support::backend::Backend;
+use crate::support::{TOKEN, ticket_id};
 
 both_stores!(
     the_seeds_try_it_sequence,
@@ -44,10 +37,7 @@ async fn body(r: reqwest::Response) -> Value {
 async fn the_seeds_try_it_sequence(backend: Backend) {
     let app = spawn_app(backend).await;
     // open → 204
-    assert_eq!(
-        app.operator("show-42", "open").await.status(),
-        StatusCode::NO_CONTENT
-    );
+    app.open("show-42").await;
     // join → 202 WAITING position 1 eta 1
     let joined = app.join_ok("show-42").await;
     let id = ticket_id(&joined);
@@ -95,7 +85,7 @@ async fn the_seeds_try_it_sequence(backend: Backend) {
     assert_eq!(fetched.status(), StatusCode::OK);
     assert_eq!(fetched.json::<Value>().await.unwrap(), order);
     // a closed show has no gate
-    app.operator("show-42", "close").await;
+    app.close("show-42").await;
     assert_eq!(
         app.order("show-42", "hold-0200", None).await.status(),
         StatusCode::CREATED
@@ -225,9 +215,7 @@ async fn the_gate_refuses_forged_expired_and_foreign_tickets(backend: Backend) {
     app.open("a").await;
     app.open("b").await;
     // 20 a second: with 25 ahead, the ticket waits at least one tick.
-    for _ in 0..25 {
-        app.join_ok("a").await;
-    }
+    app.join_many("a", 25).await;
     let mine = ticket_id(&app.join_ok("a").await);
     // still waiting: refused
     assert_eq!(
@@ -295,9 +283,8 @@ async fn operator_calls_need_the_token(backend: Backend) {
             body(r).await;
         }
     }
-    let stats = c
-        .get(app.url("/orders/waiting-room/s/stats"))
-        .bearer_auth(TOKEN)
+    let stats = app
+        .as_operator(Method::GET, &routes::show(routes::STATS, "s"))
         .send()
         .await
         .unwrap();
@@ -328,24 +315,10 @@ async fn leave_and_rate_change_over_http(backend: Backend) {
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.json::<Value>().await.unwrap()["admitPerSecond"], 1);
     assert_eq!(app.ticket_json("s", &c).await["etaSeconds"], 2);
-    let r = app
-        .client
-        .put(app.url("/orders/waiting-room/s/config"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"maxActiveBuyers": 50}))
-        .send()
-        .await
-        .unwrap();
+    let r = app.put_config("s", &json!({"maxActiveBuyers": 50})).await;
     assert_eq!(r.json::<Value>().await.unwrap()["maxActiveBuyers"], 50);
     for empty in [json!({}), json!({"admitPerSecond": 2, "bogus": 1})] {
-        let r = app
-            .client
-            .put(app.url("/orders/waiting-room/s/config"))
-            .bearer_auth(TOKEN)
-            .json(&empty)
-            .send()
-            .await
-            .unwrap();
+        let r = app.put_config("s", &empty).await;
         assert!(r.status().is_client_error(), "{empty}");
         body(r).await;
     }
@@ -402,18 +375,11 @@ async fn too_many_joins_from_one_client_get_429_with_retry_after() {
 #[tokio::test]
 async fn health_readiness_and_metrics() {
     let mut app = spawn_app(Backend::Redis).await;
-    let c = app.client.clone();
-    assert_eq!(
-        c.get(app.url("/healthz")).send().await.unwrap().status(),
-        StatusCode::OK
-    );
-    assert_eq!(
-        c.get(app.url("/readyz")).send().await.unwrap().status(),
-        StatusCode::OK
-    );
+    assert_eq!(app.get(routes::HEALTHZ).await.status(), StatusCode::OK);
+    assert_eq!(app.get(routes::READYZ).await.status(), StatusCode::OK);
     app.open("m").await;
     app.join_ok("m").await;
-    let text = metrics_text(&c, &format!("http://{}", app.addr)).await;
+    let text = app.metrics().await;
     assert!(
         text.contains("waiting_room_joins_total{show=\"m\"} 1"),
         "{text}"
@@ -424,11 +390,8 @@ async fn health_readiness_and_metrics() {
     );
     // Redis gone: not ready, but alive
     drop(app.redis.take());
-    let r = c.get(app.url("/readyz")).send().await.unwrap();
+    let r = app.get(routes::READYZ).await;
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(
-        c.get(app.url("/healthz")).send().await.unwrap().status(),
-        StatusCode::OK
-    );
+    assert_eq!(app.get(routes::HEALTHZ).await.status(), StatusCode::OK);
     app.stop().await;
 }

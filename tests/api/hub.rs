@@ -12,7 +12,8 @@ use waiting_room::hub::{Hub, Update};
 use waiting_room::metrics::Metrics;
 use waiting_room::store::{MemoryStore, Queue, QueueStore, ShowSettings, Shows};
 
-use crate::helpers::{settings, show};
+use crate::support::backend::settings;
+use crate::support::show;
 
 /// A small deterministic generator, so a failure replays the same way.
 struct XorShift(u64);

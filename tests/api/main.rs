@@ -1,12 +1,41 @@
 //! Integration tests: one binary, real servers on 127.0.0.1:0, real redis-servers.
 
+#[path = "../support/mod.rs"]
+mod support;
+
+/// Runs each named `async fn(Backend)` of the module once per store, as `memory::name`,
+/// `redis::name` and so on.
+macro_rules! on_stores {
+    (@one $module:ident $backend:ident [$($name:ident),* $(,)?]) => {
+        mod $module {
+            $( #[tokio::test] async fn $name() { super::$name(crate::support::backend::Backend::$backend).await } )*
+        }
+    };
+    ([$($module:ident: $backend:ident),*] $tests:tt) => {
+        $( on_stores!(@one $module $backend $tests); )*
+    };
+}
+
+/// The tests on the embedded store and on a real redis-server.
+macro_rules! both_stores {
+    ($($name:ident),* $(,)?) => {
+        on_stores!([memory: Memory, redis: Redis] [$($name),*]);
+    };
+}
+
+/// The tests on the embedded store, a real redis-server and a real Redis Cluster.
+macro_rules! all_stores {
+    ($($name:ident),* $(,)?) => {
+        on_stores!([memory: Memory, redis: Redis, cluster: Cluster] [$($name),*]);
+    };
+}
+
 mod abuse;
 mod cli;
 mod cluster;
 mod contract;
 mod eta;
 mod gate;
-mod helpers;
 mod http;
 mod hub;
 mod openapi;

@@ -16,7 +16,10 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::{Instant, timeout_at};
 use waiting_room::config::Config;
 
-use crate::helpers::{RedisServer, SseReader, events_path, spawn_app_configured, ticket_id};
+use crate::support::app::spawn_app_configured;
+use crate::support::redis::RedisServer;
+use crate::support::sse::SseReader;
+use crate::support::ticket_id;
 
 /// `PUBSUB_PING_EVERY` and `PUBSUB_PONG_WITHIN` of the Redis store (not exported).
 const PING_EVERY: Duration = Duration::from_secs(5);
@@ -225,8 +228,7 @@ async fn a_silent_subscription_is_replaced_and_fans_get_what_they_missed() {
     let ahead = ticket_id(&app.join_ok("quiet").await);
     let next = ticket_id(&app.join_ok("quiet").await);
     let mine = ticket_id(&app.join_ok("quiet").await);
-    let mut sse =
-        SseReader::connect(&app.client, &app.url(&events_path("quiet", &mine)), None).await;
+    let mut sse = app.events("quiet", &mine).await;
     let first = sse.next(Duration::from_secs(2)).await.unwrap();
     assert_eq!(first.data["position"], 3);
 
@@ -309,8 +311,7 @@ async fn a_subscription_never_confirmed_is_given_up_and_tried_again() {
     app.create("unheard").await;
     let ahead = ticket_id(&app.join_ok("unheard").await);
     let mine = ticket_id(&app.join_ok("unheard").await);
-    let mut sse =
-        SseReader::connect(&app.client, &app.url(&events_path("unheard", &mine)), None).await;
+    let mut sse = app.events("unheard", &mine).await;
     let first = sse.next(Duration::from_secs(2)).await.unwrap();
     assert_eq!(first.data["position"], 2);
     assert!(app.leave("unheard", &ahead).await.status().is_success());

@@ -20,10 +20,8 @@ async fn figure(client: &Client, show: &str, name: &str) -> Option<u64> {
 
 #[tokio::test]
 async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_chart() {
-    let app = TestApp::spawn().await;
-    let show = unique_show("arena");
-    app.create(&show).await;
-    app.join_many(&show, 400).await;
+    let app = spawn_app().await;
+    let show = app.queued_show("arena", 400).await;
 
     with_browser(BrowserOptions::default(), move |client| async move {
         client.goto(&app.url("/admin")).await.unwrap();

@@ -1,12 +1,11 @@
-//! What every browser test needs: the real server in-process on 127.0.0.1:0, a chromedriver
-//! on a free port, headless Chromium with a fresh profile, polling assertions and screenshots
-//! under `target/screenshots/`.
+//! What the browser tests need beyond `tests/support`: a chromedriver on a free port, headless
+//! Chromium with a fresh profile, polling assertions and screenshots under
+//! `target/screenshots/`.
 //!
 //! Chromium is never optional here: when chromedriver or Chromium is missing the tests fail
 //! with the command that installs them, because a browser test that skips proves nothing.
 
 use std::future::Future;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,9 +13,12 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
-use tokio_util::sync::CancellationToken;
 use waiting_room::config::Config;
-use waiting_room::server::{Application, Running};
+use waiting_room::protocol::routes;
+
+use crate::support::api::Api;
+use crate::support::app::{TestApp, spawn_app_configured};
+use crate::support::free_port;
 
 /// How long one browser test may take in all before it fails instead of hanging.
 const TEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -27,159 +29,14 @@ pub const SHORT: Duration = Duration::from_secs(10);
 /// Browsers run one at a time: two Chromiums on two cores make every timing flaky.
 static ONE_BROWSER_AT_A_TIME: Mutex<()> = Mutex::const_new(());
 
-/// The server under test, stopped when dropped.
-pub struct TestApp {
-    pub address: String,
-    pub admin_token: String,
-    pub http: reqwest::Client,
-    shutdown: CancellationToken,
-    server: Option<Running>,
-}
-
-impl Drop for TestApp {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
-
-impl TestApp {
-    /// Builds the real application from `config` and serves it in a background task.
-    pub async fn spawn_with(config: Config) -> TestApp {
-        let app = Application::build(config)
-            .await
-            .expect("the application builds");
-        let address = format!("http://{}", app.local_addr());
-        let admin_token = app.admin_token().to_owned();
-        let server = app.spawn();
-        let shutdown = server.shutdown_token();
-        TestApp {
-            address,
-            admin_token,
-            http: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .expect("a reqwest client"),
-            shutdown,
-            server: Some(server),
-        }
-    }
-
-    /// Stops the server gracefully and waits until it let go of its port.
-    pub async fn stop(mut self) {
-        if let Some(server) = self.server.take() {
-            server.stop().await.expect("the server stops cleanly");
-        }
-    }
-
-    /// The test defaults with a slow default rate, so nothing is admitted before a test says.
-    pub async fn spawn() -> TestApp {
-        TestApp::spawn_with(Config {
-            admit_per_second: 2,
-            ..Config::for_tests()
-        })
-        .await
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.address)
-    }
-
-    fn room(&self, show: &str, rest: &str) -> String {
-        self.url(&format!("/orders/waiting-room/{show}{rest}"))
-    }
-
-    /// Joins `show` over the API and answers the ticket JSON.
-    pub async fn join(&self, show: &str) -> Value {
-        let res = self
-            .http
-            .post(self.room(show, "/join"))
-            .send()
-            .await
-            .expect("join sent");
-        assert_eq!(res.status().as_u16(), 202, "join should be accepted");
-        res.json().await.expect("ticket JSON")
-    }
-
-    /// Queues `n` fans ahead of whoever joins next.
-    pub async fn join_many(&self, show: &str, n: usize) {
-        for _ in 0..n {
-            self.join(show).await;
-        }
-    }
-
-    /// Creates `show` as an operator does (`PUT`, the server's default settings), closed:
-    /// fans may join and wait. The show must be new.
-    pub async fn create(&self, show: &str) {
-        self.operator(reqwest::Method::PUT, &self.room(show, ""), None, 201)
-            .await;
-    }
-
-    pub async fn open(&self, show: &str) {
-        self.operator(reqwest::Method::POST, &self.room(show, "/open"), None, 204)
-            .await;
-    }
-
-    pub async fn set_rate(&self, show: &str, rate: u32) {
-        let body = json!({ "admitPerSecond": rate });
-        self.operator(
-            reqwest::Method::PUT,
-            &self.room(show, "/config"),
-            Some(body),
-            200,
-        )
-        .await;
-    }
-
-    /// The operator's figures of a show.
-    pub async fn stats(&self, show: &str) -> Value {
-        self.operator(reqwest::Method::GET, &self.room(show, "/stats"), None, 200)
-            .await
-            .json()
-            .await
-            .expect("stats JSON")
-    }
-
-    /// Takes a ticket out of the queue, as `DELETE` does.
-    pub async fn leave(&self, show: &str, ticket: &str) {
-        let res = self
-            .http
-            .delete(self.room(show, &format!("/tickets/{ticket}")))
-            .send()
-            .await
-            .expect("leave sent");
-        assert_eq!(
-            res.status().as_u16(),
-            204,
-            "leaving a live ticket answers 204"
-        );
-    }
-
-    async fn operator(
-        &self,
-        method: reqwest::Method,
-        url: &str,
-        body: Option<Value>,
-        expect: u16,
-    ) -> reqwest::Response {
-        let mut req = self
-            .http
-            .request(method, url)
-            .bearer_auth(&self.admin_token);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let res = req.send().await.expect("operator call sent");
-        assert_eq!(res.status().as_u16(), expect, "operator call {url}");
-        res
-    }
-}
-
-/// A show id nobody else uses, so tests never see each other's queues.
-pub fn unique_show(prefix: &str) -> String {
-    format!(
-        "{prefix}-{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    )
+/// The app on the test defaults with a slow default rate, so nothing is admitted before a
+/// test says.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_configured(Config {
+        admit_per_second: 2,
+        ..Config::for_tests()
+    })
+    .await
 }
 
 /// How the browser starts.
@@ -256,14 +113,6 @@ impl Drop for Chromedriver {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A port nobody listens on right now (the OS picks it; the driver binds it a moment later).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free local port")
 }
 
 async fn connect(driver: &Chromedriver, profile: &Path, options: BrowserOptions) -> Client {
@@ -427,6 +276,13 @@ impl PageExt for Client {
             .await
             .unwrap_or_else(|e| panic!("cannot click {css}: {e}"));
     }
+}
+
+/// Opens the waiting page of `show` with `query` (`""`, `"?transport=ws"`, …) after its path.
+pub async fn visit_waiting_page(client: &Client, app: &Api, show: &str, query: &str) {
+    let path = routes::show(routes::WAIT_PAGE, show);
+    let url = app.url(&format!("{path}{query}"));
+    client.goto(&url).await.expect("the waiting page loads");
 }
 
 /// Waits until the waiting page is in `state` (`waiting`, `admitted`, `ordered`, ...).

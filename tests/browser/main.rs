@@ -5,6 +5,9 @@
 //! `/usr/bin/chromedriver`; override with `CHROMIUM` and `CHROMEDRIVER`) and fail loudly
 //! without them. Screenshots land in `target/screenshots/`.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod console;
 mod helpers;
 mod pages;

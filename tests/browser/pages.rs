@@ -3,18 +3,11 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::helpers::*;
-
-async fn get(app: &TestApp, path: &str) -> reqwest::Response {
-    app.http
-        .get(app.url(path))
-        .send()
-        .await
-        .expect("request sent")
-}
+use crate::support::sse::{SseEvent, SseReader};
+use crate::support::{ticket_id, unique_show};
 
 fn header(res: &reqwest::Response, name: &str) -> String {
     res.headers()
@@ -26,15 +19,15 @@ fn header(res: &reqwest::Response, name: &str) -> String {
 
 #[tokio::test]
 async fn the_front_page_lists_open_on_sales_only() {
-    let app = TestApp::spawn().await;
+    let app = spawn_app().await;
     let (open, closed) = (unique_show("open"), unique_show("closed"));
     app.create(&open).await;
     app.join_many(&open, 3).await;
     app.open(&open).await;
     app.create(&closed).await;
-    app.join(&closed).await;
+    app.join_ok(&closed).await;
 
-    let res = get(&app, "/").await;
+    let res = app.get("/").await;
     assert_eq!(res.status().as_u16(), 200);
     assert_eq!(header(&res, "cache-control"), "no-store");
     assert!(header(&res, "content-type").starts_with("text/html"));
@@ -49,23 +42,18 @@ async fn the_front_page_lists_open_on_sales_only() {
 
 #[tokio::test]
 async fn with_no_open_on_sale_the_front_page_says_so() {
-    let app = TestApp::spawn().await;
-    let body = get(&app, "/").await.text().await.unwrap();
+    let app = spawn_app().await;
+    let body = app.get("/").await.text().await.unwrap();
     assert!(body.contains("No on-sale is open right now"));
 }
 
 #[tokio::test]
 async fn the_waiting_page_paints_the_place_without_javascript_and_refreshes_itself() {
-    let app = TestApp::spawn().await;
-    let show = unique_show("paint");
-    app.create(&show).await;
-    app.join_many(&show, 1233).await;
-    let ticket = app.join(&show).await["ticketId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let app = spawn_app().await;
+    let show = app.queued_show("paint", 1233).await;
+    let ticket = ticket_id(&app.join_ok(&show).await);
 
-    let res = get(&app, &format!("/wait/{show}?ticket={ticket}")).await;
+    let res = app.get(&format!("/wait/{show}?ticket={ticket}")).await;
     assert_eq!(res.status().as_u16(), 200);
     assert_eq!(header(&res, "cache-control"), "no-store");
     assert!(header(&res, "content-security-policy").contains("script-src 'self'"));
@@ -90,17 +78,10 @@ async fn the_waiting_page_paints_the_place_without_javascript_and_refreshes_itse
 
 #[tokio::test]
 async fn joining_without_javascript_sets_the_cookie_that_paints_the_place() {
-    let app = TestApp::spawn().await;
-    let show = unique_show("nojs");
-    app.create(&show).await;
-    app.join_many(&show, 2).await;
+    let app = spawn_app().await;
+    let show = app.queued_show("nojs", 2).await;
 
-    let res = app
-        .http
-        .post(app.url(&format!("/wait/{show}/join")))
-        .send()
-        .await
-        .unwrap();
+    let res = app.join_form(&show).await;
     assert_eq!(res.status().as_u16(), 303);
     let location = header(&res, "location");
     let ticket = location
@@ -120,7 +101,7 @@ async fn joining_without_javascript_sets_the_cookie_that_paints_the_place() {
 
     // The cookie alone (no query) is enough for the server to paint the place.
     let body = app
-        .http
+        .client
         .get(app.url(&format!("/wait/{show}")))
         .header("cookie", format!("theme=dark; wr_ticket={ticket}"))
         .send()
@@ -136,11 +117,11 @@ async fn joining_without_javascript_sets_the_cookie_that_paints_the_place() {
 
 #[tokio::test]
 async fn a_page_without_a_ticket_offers_to_join_and_a_lost_ticket_is_called_lost() {
-    let app = TestApp::spawn().await;
-    let show = unique_show("fresh");
-    app.create(&show).await;
+    let app = spawn_app().await;
+    let show = app.queued_show("fresh", 0).await;
 
-    let body = get(&app, &format!("/wait/{show}"))
+    let body = app
+        .get(&format!("/wait/{show}"))
         .await
         .text()
         .await
@@ -153,7 +134,8 @@ async fn a_page_without_a_ticket_offers_to_join_and_a_lost_ticket_is_called_lost
     );
 
     let forgotten = uuid::Uuid::new_v4();
-    let body = get(&app, &format!("/wait/{show}?ticket={forgotten}"))
+    let body = app
+        .get(&format!("/wait/{show}?ticket={forgotten}"))
         .await
         .text()
         .await
@@ -162,20 +144,20 @@ async fn a_page_without_a_ticket_offers_to_join_and_a_lost_ticket_is_called_lost
     assert!(body.contains("We can't find your ticket"));
 
     // Garbage in the query is ignored, not an error.
-    let res = get(&app, &format!("/wait/{show}?ticket=%zz")).await;
+    let res = app.get(&format!("/wait/{show}?ticket=%zz")).await;
     assert_eq!(res.status().as_u16(), 200);
 }
 
 #[tokio::test]
 async fn a_show_nobody_created_has_no_waiting_page_and_cannot_be_joined() {
-    let app = TestApp::spawn().await;
+    let app = spawn_app().await;
     let show = unique_show("nobody");
     let ticket = uuid::Uuid::new_v4();
     for path in [
         format!("/wait/{show}"),
         format!("/wait/{show}?ticket={ticket}"),
     ] {
-        let res = get(&app, &path).await;
+        let res = app.get(&path).await;
         assert_eq!(res.status().as_u16(), 404, "{path}");
         assert!(
             header(&res, "content-type").starts_with("text/html"),
@@ -191,12 +173,7 @@ async fn a_show_nobody_created_has_no_waiting_page_and_cannot_be_joined() {
     }
 
     // The join button of a page without JavaScript: the same page, no ticket, no cookie.
-    let res = app
-        .http
-        .post(app.url(&format!("/wait/{show}/join")))
-        .send()
-        .await
-        .unwrap();
+    let res = app.join_form(&show).await;
     assert_eq!(res.status().as_u16(), 404);
     assert!(header(&res, "content-type").starts_with("text/html"));
     assert_eq!(header(&res, "set-cookie"), "", "no ticket handed out");
@@ -209,7 +186,7 @@ async fn a_show_nobody_created_has_no_waiting_page_and_cannot_be_joined() {
 
     // Nothing of it was made on the way: the operator still finds no such show.
     let stats = app
-        .http
+        .client
         .get(app.url(&format!("/orders/waiting-room/{show}/stats")))
         .bearer_auth(&app.admin_token)
         .send()
@@ -220,16 +197,13 @@ async fn a_show_nobody_created_has_no_waiting_page_and_cannot_be_joined() {
 
 #[tokio::test]
 async fn an_admitted_ticket_is_painted_with_its_countdown() {
-    let app = TestApp::spawn().await;
-    let show = unique_show("painted-turn");
-    app.create(&show).await;
-    let ticket = app.join(&show).await["ticketId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let app = spawn_app().await;
+    let show = app.queued_show("painted-turn", 0).await;
+    let ticket = ticket_id(&app.join_ok(&show).await);
     app.open(&show).await;
     let body = eventually("the admission", Duration::from_secs(5), || async {
-        let body = get(&app, &format!("/wait/{show}?ticket={ticket}"))
+        let body = app
+            .get(&format!("/wait/{show}?ticket={ticket}"))
             .await
             .text()
             .await
@@ -243,8 +217,8 @@ async fn an_admitted_ticket_is_painted_with_its_countdown() {
 
 #[tokio::test]
 async fn a_bad_show_id_gets_a_readable_400_page() {
-    let app = TestApp::spawn().await;
-    let res = get(&app, "/wait/no%20spaces").await;
+    let app = spawn_app().await;
+    let res = app.get("/wait/no%20spaces").await;
     assert_eq!(res.status().as_u16(), 400);
     assert!(header(&res, "content-type").starts_with("text/html"));
     assert!(
@@ -254,11 +228,11 @@ async fn a_bad_show_id_gets_a_readable_400_page() {
             .contains("show id must be 1 to 64 characters")
     );
     // A path that is not even UTF-8 gets the same kind of page, not a bare text error.
-    let res = get(&app, "/wait/%FF").await;
+    let res = app.get("/wait/%FF").await;
     assert_eq!(res.status().as_u16(), 400);
     assert!(header(&res, "content-type").starts_with("text/html"));
     let res = app
-        .http
+        .client
         .post(app.url("/wait/%FF/join"))
         .send()
         .await
@@ -269,9 +243,9 @@ async fn a_bad_show_id_gets_a_readable_400_page() {
 
 #[tokio::test]
 async fn static_files_are_cached_for_an_hour_under_versioned_urls() {
-    let app = TestApp::spawn().await;
+    let app = spawn_app().await;
     app.create("x").await;
-    let page = get(&app, "/wait/x").await.text().await.unwrap();
+    let page = app.get("/wait/x").await.text().await.unwrap();
     let script = page
         .split("src=\"")
         .nth(1)
@@ -284,7 +258,7 @@ async fn static_files_are_cached_for_an_hour_under_versioned_urls() {
     );
 
     for path in [script.as_str(), "/static/style.css", "/static/admin.js"] {
-        let res = get(&app, path).await;
+        let res = app.get(path).await;
         assert_eq!(res.status().as_u16(), 200, "{path}");
         assert_eq!(
             header(&res, "cache-control"),
@@ -292,67 +266,41 @@ async fn static_files_are_cached_for_an_hour_under_versioned_urls() {
             "{path}"
         );
     }
-    assert!(header(&get(&app, "/static/wait.js").await, "content-type").contains("javascript"));
+    assert!(header(&app.get("/static/wait.js").await, "content-type").contains("javascript"));
 
-    let missing = get(&app, "/static/missing.js").await;
+    let missing = app.get("/static/missing.js").await;
     assert_eq!(missing.status().as_u16(), 404);
     assert_eq!(header(&missing, "cache-control"), "", "a 404 is not cached");
 }
 
-/// Reads SSE events off `res` until `enough` of them arrived or `timeout` passed.
-async fn sse_events(
-    res: reqwest::Response,
-    enough: usize,
-    timeout: Duration,
-) -> Vec<(String, Value)> {
-    let mut body = res.bytes_stream();
-    let mut buffer = String::new();
+/// Reads the first `enough` events off the stream `res`.
+async fn sse_events(res: reqwest::Response, enough: usize, each: Duration) -> Vec<SseEvent> {
+    let mut feed = SseReader::from_response(res);
     let mut events = Vec::new();
-    let deadline = tokio::time::Instant::now() + timeout;
     while events.len() < enough {
-        let chunk = tokio::time::timeout_at(deadline, body.next())
-            .await
-            .expect("events in time")
-            .expect("the stream stays open")
-            .expect("a chunk");
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let mut name = String::new();
-            let mut data = String::new();
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    name = v.trim().to_owned();
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push_str(v.trim_start());
-                }
-            }
-            if !data.is_empty() {
-                events.push((name, serde_json::from_str(&data).expect("JSON data")));
-            }
-        }
+        events.push(feed.next(each).await.expect("the stream stays open"));
     }
     events
 }
 
 #[tokio::test]
 async fn the_operator_feed_needs_the_token_and_reports_queue_and_admissions() {
-    let app = TestApp::spawn().await;
+    let app = spawn_app().await;
     let (watched, open) = (unique_show("watched"), unique_show("busy"));
     // Named in the feed, but nobody created it.
     let ghost = unique_show("ghost");
     app.create(&open).await;
     app.join_many(&open, 30).await;
-    app.set_rate(&open, 5).await;
+    app.configure(&open, json!({"admitPerSecond": 5})).await;
     app.open(&open).await;
     app.create(&watched).await;
     app.join_many(&watched, 2).await;
     let feed = app.url(&format!("/admin/stats/events?shows={watched},{ghost}"));
 
-    let anonymous = app.http.get(&feed).send().await.unwrap();
+    let anonymous = app.client.get(&feed).send().await.unwrap();
     assert_eq!(anonymous.status().as_u16(), 401);
     let wrong = app
-        .http
+        .client
         .get(&feed)
         .bearer_auth("guess")
         .send()
@@ -360,7 +308,7 @@ async fn the_operator_feed_needs_the_token_and_reports_queue_and_admissions() {
         .unwrap();
     assert_eq!(wrong.status().as_u16(), 401);
     let bad = app
-        .http
+        .client
         .get(app.url("/admin/stats/events?shows=a,b%20c"))
         .bearer_auth(&app.admin_token)
         .send()
@@ -375,16 +323,14 @@ async fn the_operator_feed_needs_the_token_and_reports_queue_and_admissions() {
     );
 
     let res = app
-        .http
+        .client
         .get(&feed)
         .bearer_auth(&app.admin_token)
         .send()
         .await
         .unwrap();
-    assert_eq!(res.status().as_u16(), 200);
-    assert!(header(&res, "content-type").starts_with("text/event-stream"));
     let events = sse_events(res, 4, Duration::from_secs(10)).await;
-    assert!(events.iter().all(|(name, _)| name == "stats"));
+    assert!(events.iter().all(|e| e.event == "stats"));
     let find = |sample: &Value, show: &str| -> Value {
         sample["shows"]
             .as_array()
@@ -394,14 +340,14 @@ async fn the_operator_feed_needs_the_token_and_reports_queue_and_admissions() {
             .cloned()
             .unwrap_or_else(|| panic!("{show} is reported: {sample}"))
     };
-    let first_watched = find(&events[0].1, &watched);
+    let first_watched = find(&events[0].data, &watched);
     assert_eq!(
         first_watched["open"], false,
         "a closed show is reported because it is named"
     );
     assert_eq!(first_watched["queueLength"], 2);
     assert_eq!(first_watched["connectedFans"], 0);
-    for (_, sample) in &events {
+    for sample in events.iter().map(|e| &e.data) {
         assert!(
             !sample["shows"]
                 .as_array()
@@ -414,13 +360,13 @@ async fn the_operator_feed_needs_the_token_and_reports_queue_and_admissions() {
     // The open show is reported without being named, and its admissions are counted.
     let admitted: u64 = events
         .iter()
-        .map(|(_, sample)| {
-            find(sample, &open)["admittedSinceLast"]
+        .map(|e| {
+            find(&e.data, &open)["admittedSinceLast"]
                 .as_u64()
                 .expect("counted")
         })
         .sum();
-    let last = find(&events[3].1, &open);
+    let last = find(&events[3].data, &open);
     assert_eq!(last["admitPerSecond"], 5);
     let valid = last["admittedValid"].as_u64().unwrap();
     assert_eq!(

@@ -4,10 +4,13 @@
 use std::time::Duration;
 
 use fantoccini::Client;
-use serde_json::Value;
+use serde_json::{Value, json};
 use waiting_room::config::Config;
+use waiting_room::protocol::routes;
 
 use crate::helpers::*;
+use crate::support::app::spawn_app_configured;
+use crate::support::unique_show;
 
 /// Reads the ticket this browser keeps for `show`.
 async fn stored_ticket(client: &Client, show: &str) -> Option<String> {
@@ -22,17 +25,12 @@ async fn stored_ticket(client: &Client, show: &str) -> Option<String> {
 
 #[tokio::test]
 async fn a_fan_watches_the_queue_move_is_admitted_by_push_and_orders() {
-    let app = TestApp::spawn().await;
-    let show = unique_show("tour");
+    let app = spawn_app().await;
     // Arrange: 500 fans ahead, the on-sale created but not open yet.
-    app.create(&show).await;
-    app.join_many(&show, 500).await;
+    let show = app.queued_show("tour", 500).await;
 
     with_browser(BrowserOptions::default(), move |client| async move {
-        client
-            .goto(&app.url(&format!("/wait/{show}")))
-            .await
-            .unwrap();
+        visit_waiting_page(&client, &app, &show, "").await;
 
         // The page joined by itself and follows the ticket over SSE.
         wait_for_state(&client, "waiting", SHORT).await;
@@ -65,7 +63,7 @@ async fn a_fan_watches_the_queue_move_is_admitted_by_push_and_orders() {
         screenshot(&client, "waiting-not-open").await;
 
         // A rate change is pushed to the waiting fan as a new ETA.
-        app.set_rate(&show, 60).await;
+        app.configure(&show, json!({"admitPerSecond": 60})).await;
         eventually("the ETA to follow the new rate", SHORT, || async {
             // ceil(501 / 60) = 9 s.
             (client.text_of("#eta").await.as_deref() == Some("less than a minute")).then_some(())
@@ -138,15 +136,8 @@ async fn a_fan_watches_the_queue_move_is_admitted_by_push_and_orders() {
             "a 201 reads as a new order, got {note}"
         );
         let order_id = client.text_of("#order-id").await.unwrap();
-        let order: Value = app
-            .http
-            .get(app.url(&format!("/orders/{order_id}")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let order = routes::path(routes::ORDER, "", &order_id);
+        let order: Value = app.get(&order).await.json().await.unwrap();
         assert_eq!(order["holdId"], hold.as_str());
         assert_eq!(order["customerEmail"], "fan@example.com");
         assert_eq!(order["amount"], 42.5);
@@ -161,16 +152,11 @@ async fn a_fan_watches_the_queue_move_is_admitted_by_push_and_orders() {
 
 #[tokio::test]
 async fn a_reload_keeps_the_ticket_and_does_not_join_again() {
-    let app = TestApp::spawn().await;
-    let show = unique_show("reload");
-    app.create(&show).await;
-    app.join_many(&show, 3).await;
+    let app = spawn_app().await;
+    let show = app.queued_show("reload", 3).await;
 
     with_browser(BrowserOptions::default(), move |client| async move {
-        client
-            .goto(&app.url(&format!("/wait/{show}")))
-            .await
-            .unwrap();
+        visit_waiting_page(&client, &app, &show, "").await;
         wait_for_state(&client, "waiting", SHORT).await;
         let ticket = client
             .text_of("#ticket-id")
@@ -202,20 +188,20 @@ async fn a_reload_keeps_the_ticket_and_does_not_join_again() {
         let fresh = client.new_window(true).await.unwrap();
         client.close_window().await.unwrap();
         client.switch_to_window(fresh.handle).await.unwrap();
-        client
-            .goto(&app.url(&format!("/wait/{show}")))
-            .await
-            .unwrap();
+        visit_waiting_page(&client, &app, &show, "").await;
         wait_for_state(&client, "waiting", SHORT).await;
         assert_eq!(client.text_of("#ticket-id").await, Some(ticket.clone()));
         assert_eq!(app.stats(&show).await["joined"], 4);
 
         // A link carrying the ticket is followed, then the ticket leaves the address bar so
         // that copying the address does not hand the place on.
-        client
-            .goto(&app.url(&format!("/wait/{show}?ticket={ticket}&transport=ws")))
-            .await
-            .unwrap();
+        visit_waiting_page(
+            &client,
+            &app,
+            &show,
+            &format!("?ticket={ticket}&transport=ws"),
+        )
+        .await;
         wait_for_state(&client, "waiting", SHORT).await;
         assert_eq!(client.text_of("#ticket-id").await, Some(ticket));
         let url = client.current_url().await.unwrap();
@@ -227,20 +213,16 @@ async fn a_reload_keeps_the_ticket_and_does_not_join_again() {
 
 #[tokio::test]
 async fn a_ticket_the_queue_forgot_is_said_so_and_the_fan_can_join_again() {
-    let app = TestApp::spawn().await;
-    let show = unique_show("lost");
-    app.create(&show).await;
+    let app = spawn_app().await;
+    let show = app.queued_show("lost", 0).await;
 
     with_browser(BrowserOptions::default(), move |client| async move {
-        client
-            .goto(&app.url(&format!("/wait/{show}")))
-            .await
-            .unwrap();
+        visit_waiting_page(&client, &app, &show, "").await;
         wait_for_state(&client, "waiting", SHORT).await;
         let first = stored_ticket(&client, &show).await.unwrap();
 
         // The ticket leaves the queue behind the page's back; the open stream says so.
-        app.leave(&show, &first).await;
+        assert_eq!(app.leave(&show, &first).await.status(), 204);
         wait_for_state(&client, "unknown", SHORT).await;
         // A reload keeps saying so instead of quietly joining again.
         client.refresh().await.unwrap();
@@ -267,7 +249,7 @@ async fn a_ticket_the_queue_forgot_is_said_so_and_the_fan_can_join_again() {
 
 #[tokio::test]
 async fn an_admission_that_runs_out_is_said_so_and_the_fan_can_join_again() {
-    let app = TestApp::spawn_with(Config {
+    let app = spawn_app_configured(Config {
         admit_per_second: 10,
         admission_ttl: Duration::from_secs(3),
         ..Config::for_tests()
@@ -277,7 +259,7 @@ async fn an_admission_that_runs_out_is_said_so_and_the_fan_can_join_again() {
     app.open(&show).await;
 
     with_browser(BrowserOptions::default(), move |client| async move {
-        client.goto(&app.url(&format!("/wait/{show}"))).await.unwrap();
+        visit_waiting_page(&client, &app, &show, "").await;
         wait_for_state(&client, "admitted", SHORT).await;
         let first = stored_ticket(&client, &show).await.unwrap();
         wait_for_state(&client, "expired", SHORT).await;
@@ -287,18 +269,16 @@ async fn an_admission_that_runs_out_is_said_so_and_the_fan_can_join_again() {
         );
         // The gate agrees at once: the page ends the admission on the server's exact word,
         // never before the store does.
-        let order = serde_json::json!({"showId": show, "holdId": "h1", "customerEmail": "a@b.co", "amount": 1});
-        let res = app
-            .http
-            .post(app.url("/orders"))
-            .header("X-Admission-Ticket", &first)
-            .json(&order)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status().as_u16(), 403, "an expired ticket passed the gate");
+        let res = app.order(&show, "h1", Some(&first)).await;
+        assert_eq!(
+            res.status().as_u16(),
+            403,
+            "an expired ticket passed the gate"
+        );
 
-        client.click_on("[data-panel=expired] .join-form button").await;
+        client
+            .click_on("[data-panel=expired] .join-form button")
+            .await;
         wait_for_state(&client, "admitted", SHORT).await;
         assert_ne!(stored_ticket(&client, &show).await.unwrap(), first);
     })
@@ -307,19 +287,13 @@ async fn an_admission_that_runs_out_is_said_so_and_the_fan_can_join_again() {
 
 #[tokio::test]
 async fn websocket_and_polling_follow_the_ticket_when_asked_to() {
-    let app = TestApp::spawn().await;
-    let (ws_show, poll_show) = (unique_show("ws"), unique_show("poll"));
-    app.create(&ws_show).await;
-    app.create(&poll_show).await;
-    app.join_many(&ws_show, 4).await;
-    app.join_many(&poll_show, 4).await;
+    let app = spawn_app().await;
+    let ws_show = app.queued_show("ws", 4).await;
+    let poll_show = app.queued_show("poll", 4).await;
 
     with_browser(BrowserOptions::default(), move |client| async move {
         for (show, transport) in [(&ws_show, "ws"), (&poll_show, "poll")] {
-            client
-                .goto(&app.url(&format!("/wait/{show}?transport={transport}")))
-                .await
-                .unwrap();
+            visit_waiting_page(&client, &app, show, &format!("?transport={transport}")).await;
             wait_for_state(&client, "waiting", SHORT).await;
             assert_eq!(shown_position(&client).await, Some(5), "{transport}");
             assert_eq!(
@@ -345,15 +319,13 @@ async fn websocket_and_polling_follow_the_ticket_when_asked_to() {
 
 #[tokio::test]
 async fn the_waiting_page_fits_a_phone_in_dark_mode() {
-    let app = TestApp::spawn().await;
-    let show = unique_show("phone");
-    app.create(&show).await;
-    app.join_many(&show, 1234).await;
-    app.set_rate(&show, 5).await;
+    let app = spawn_app().await;
+    let show = app.queued_show("phone", 1234).await;
+    app.configure(&show, json!({"admitPerSecond": 5})).await;
 
     with_browser(BrowserOptions { dark: true }, move |client| async move {
         client.set_window_size(390, 844).await.unwrap();
-        client.goto(&app.url(&format!("/wait/{show}"))).await.unwrap();
+        visit_waiting_page(&client, &app, &show, "").await;
         wait_for_state(&client, "waiting", SHORT).await;
         assert_eq!(client.text_of("#position").await.as_deref(), Some("1,235"));
         assert_eq!(client.text_of("#eta").await.as_deref(), Some("about 4 minutes"));
@@ -372,21 +344,12 @@ async fn the_waiting_page_fits_a_phone_in_dark_mode() {
 
 #[tokio::test]
 async fn the_page_says_when_it_reconnects_and_when_a_restart_forgot_the_ticket() {
-    let app = TestApp::spawn().await;
-    let show = unique_show("restart");
-    let address = app.address.clone();
-    let bind = address
-        .trim_start_matches("http://")
-        .parse()
-        .expect("a socket address");
-    app.create(&show).await;
-    app.join_many(&show, 2).await;
+    let app = spawn_app().await;
+    let show = app.queued_show("restart", 2).await;
+    let bind = app.addr;
 
     with_browser(BrowserOptions::default(), move |client| async move {
-        client
-            .goto(&app.url(&format!("/wait/{show}")))
-            .await
-            .unwrap();
+        visit_waiting_page(&client, &app, &show, "").await;
         wait_for_state(&client, "waiting", SHORT).await;
         let conn = || async { client.attr_of("#conn", "data-conn").await };
         eventually("the live indicator", SHORT, || async {
@@ -414,7 +377,7 @@ async fn the_page_says_when_it_reconnects_and_when_a_restart_forgot_the_ticket()
         // It comes back on the same address with the embedded store, which forgot every show
         // and queue; the operator creates the show again. The page reconnects by itself and
         // says the ticket is gone rather than pretending.
-        let again = TestApp::spawn_with(Config {
+        let again = spawn_app_configured(Config {
             bind,
             admit_per_second: 2,
             ..Config::for_tests()

@@ -26,7 +26,8 @@ local last = tonumber(redis.call('GET', TICK) or '-1')
 if second <= last then return {-2, (second + 1) * 1000 - now} end
 redis.call('SET', TICK, second)
 
-redis.call('ZREMRANGEBYSCORE', ADMISSIONS, '-inf', now)
+local ran_out = redis.call('ZREMRANGEBYSCORE', ADMISSIONS, '-inf', now)
+if ran_out > 0 then held(TTL / 1000, ran_out) end
 redis.call('ZREMRANGEBYSCORE', SEEN, '-inf', now - TTL)
 local n_rate = rate()
 local places = n_rate
@@ -40,6 +41,7 @@ if max_active > 0 then
     for _, t in ipairs(redis.call('ZRANGEBYSCORE', ADMISSIONS, '(' .. now, now + TTL - window)) do
       local seen = tonumber(redis.call('ZSCORE', SEEN, t) or '0')
       if seen < since then
+        ended(t, now)
         redis.call('ZREM', ADMISSIONS, t)
         redis.call('ZREM', SEEN, t)
         redis.call('DEL', ADMITTED .. t)
@@ -50,12 +52,7 @@ if max_active > 0 then
   places = math.min(places, math.max(max_active - active(now), 0))
 end
 
--- The pace: places offered this tick, smoothed over recent ticks (about the last five).
-local mean, var = pace()
-local delta = places - mean
-mean = mean + 0.2 * delta
-var = 0.8 * (var + 0.2 * delta * delta)
-redis.call('HSET', FLOW, 'mean', mean, 'var', var, 'full', (max_active > 0 and places == 0) and '1' or '0')
+redis.call('HSET', FLOW, 'full', (max_active > 0 and places == 0) and '1' or '0')
 
 local popped = {}
 if places > 0 then popped = redis.call('ZPOPMIN', Q, places) end

@@ -21,9 +21,6 @@ end
 if A.floor then redis.call('HSET', META, 'floor', A.floor) end
 if A.rate then
   redis.call('SET', RATE, A.rate)
-  -- Without a cap the pace is the rate, from this tick on; with one, what was measured,
-  -- never above the new rate.
-  if cap() == 0 then redis.call('HSET', FLOW, 'mean', A.rate, 'var', 0) end
   local ver = redis.call('INCR', VER)
   publish('rate', epoch, ver, head(), nil, 0, now)
 end

@@ -14,6 +14,7 @@ if seq then
   return {1}
 end
 if admitted(A.ticket, epoch) then
+  ended(A.ticket, now)
   redis.call('DEL', ADMITTED .. A.ticket)
   redis.call('ZREM', ADMISSIONS, A.ticket)
   return {1}

@@ -20,6 +20,7 @@ end
 if open then
   if ticket == '' or not admitted(ticket, epoch) then return {'forbidden'} end
   if redis.call('HSETNX', SPENT, ticket, A.hold) == 0 then return {'conflict', 'admission'} end
+  ended(ticket, now_ms())
   redis.call('ZREM', ADMISSIONS, ticket)
 end
 redis.call('HSET', HOLDS, A.hold, A.order .. '|' .. fingerprint)

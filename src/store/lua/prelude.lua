@@ -38,13 +38,47 @@ local function active(now) return redis.call('ZCOUNT', ADMISSIONS, '(' .. now, '
 local function head() return tonumber(redis.call('GET', HEAD) or '0') end
 local function is_open() return redis.call('HGET', META, 'open') == '1' end
 
--- The pace: places offered a tick, smoothed (mean and variance), and whether the last tick
--- offered none because every place was taken. Before any tick: the configured rate.
+-- How long an admission holds its place behind the gate (seconds), smoothed over recent
+-- admissions that ended, its variance, and how many were measured; the whole TTL until one
+-- has ended.
+local function hold()
+  local f = redis.call('HMGET', FLOW, 'hold', 'hold_var', 'holds')
+  return tonumber(f[1]) or TTL / 1000, tonumber(f[2]) or 0, tonumber(f[3]) or 0
+end
+
+-- `times` admissions ended (bought, given back, released or run out) after `secs` each. The
+-- first ones are averaged with the prior, later ones smoothed over about the last ten.
+local function held(secs, times)
+  local mean, var, n = hold()
+  for _ = 1, math.min(times or 1, 50) do
+    n = n + 1
+    local alpha = math.max(1 / (n + 1), 0.1)
+    local d = secs - mean
+    mean = mean + alpha * d
+    var = (1 - alpha) * (var + alpha * d * d)
+  end
+  redis.call('HSET', FLOW, 'hold', mean, 'hold_var', var, 'holds', n)
+end
+
+-- An admitted ticket's admission ends now: its hold is measured.
+local function ended(ticket, now)
+  local expires = redis.call('ZSCORE', ADMISSIONS, ticket)
+  if expires then held((now - (tonumber(expires) - TTL)) / 1000) end
+end
+
+-- The pace: places offered a second (mean, variance), and whether the last tick found every
+-- place taken. Without a cap, the rate in force. With one, places free up as fast as buyers
+-- finish: cap over the mean hold (Little's law behind the gate), never above the rate.
 local function pace()
-  local f = redis.call('HMGET', FLOW, 'mean', 'var', 'full')
   local r = rate()
-  local mean = tonumber(f[1]) or r
-  return math.min(mean, r), tonumber(f[2]) or 0, f[3] == '1'
+  local c = cap()
+  local full = redis.call('HGET', FLOW, 'full') == '1'
+  if c == 0 then return r, 0, full end
+  local mean, var = hold()
+  mean = math.max(mean, 0.05)
+  local flow = math.min(r, c / mean)
+  local spread = flow * math.sqrt(var) / mean / 2
+  return flow, spread * spread, full
 end
 -- {rate, flow, spread (thousandths), open, full}: what a ticket's ETA is worked out from.
 local function pace_reply()

@@ -38,6 +38,7 @@ impl OrderBook for MemoryStore {
                 return Ok(OrderOutcome::Conflict("admission"));
             }
             // Done buying: the place goes to the next fan in line.
+            s.ended(ticket, now, &self.settings);
             s.buying.remove(&ticket);
         }
         let created = Order::confirmed(order, now);

@@ -67,6 +67,9 @@ impl Queue for MemoryStore {
             return Ok(true);
         }
         // Giving an admission back frees capacity; nobody's position moves.
+        if s.admitted_now(ticket, now) {
+            s.ended(ticket, now, &self.settings);
+        }
         s.buying.remove(&ticket);
         Ok(s.admitted.remove(&ticket).is_some_and(|until| until > now))
     }
@@ -107,8 +110,14 @@ impl Queue for MemoryStore {
         s.last_second = Some(second);
         s.admitted.retain(|_, until| *until > now);
         let admitted = &s.admitted;
+        let buyers = s.buying.len();
         s.buying.retain(|t| admitted.contains_key(t));
         s.seen.retain(|t, _| admitted.contains_key(t));
+        // Those still buying when their admission ran out held it the whole TTL.
+        let ran_out = buyers - s.buying.len();
+        if ran_out > 0 {
+            s.held(ttl_ms as f64 / 1000.0, ran_out, &self.settings);
+        }
         let mut places = s.rate(&self.settings) as usize;
         let cap = s.cap(&self.settings);
         if cap > 0 {
@@ -124,6 +133,7 @@ impl Queue for MemoryStore {
                     .copied()
                     .collect();
                 for t in untaken {
+                    s.ended(t, now, &self.settings);
                     s.buying.remove(&t);
                     s.admitted.remove(&t);
                     s.seen.remove(&t);
@@ -132,7 +142,6 @@ impl Queue for MemoryStore {
             }
             places = places.min(cap.saturating_sub(s.active(now) as u32) as usize);
         }
-        s.measure(places, &self.settings);
         s.full = cap > 0 && places == 0;
         let mut count = 0;
         while count < places {

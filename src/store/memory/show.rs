@@ -38,9 +38,11 @@ pub(super) struct Show {
     pub(super) holds: HashMap<String, (Uuid, String)>,
     /// Admissions that bought.
     pub(super) spent: HashSet<Uuid>,
-    /// The smoothed places offered a tick (`None`: no history, the rate), and their variance.
-    pub(super) flow_mean: Option<f64>,
-    pub(super) flow_var: f64,
+    /// How long admissions held their place (seconds, smoothed; `None`: none ended yet, the
+    /// whole TTL), and its variance.
+    pub(super) hold_mean: Option<f64>,
+    pub(super) hold_var: f64,
+    pub(super) holds_measured: u64,
     /// The last tick offered no place: every place was taken.
     pub(super) full: bool,
     /// The show's own arrival window.
@@ -75,8 +77,9 @@ impl Show {
             buying: HashSet::new(),
             holds: HashMap::new(),
             spent: HashSet::new(),
-            flow_mean: None,
-            flow_var: 0.0,
+            hold_mean: None,
+            hold_var: 0.0,
+            holds_measured: 0,
             full: false,
             window: None,
             released: 0,
@@ -87,29 +90,54 @@ impl Show {
         }
     }
 
-    /// The pace, as `pace()` in `prelude.lua` works it out.
+    /// The pace, as `pace()` in `prelude.lua` works it out: the rate in force, or with a cap,
+    /// cap over the mean hold.
     pub(super) fn pace(&self, settings: &StoreSettings) -> Pace {
         let rate = self.rate(settings);
-        let mean = self
-            .flow_mean
-            .unwrap_or(f64::from(rate))
-            .min(f64::from(rate));
+        let cap = self.cap(settings);
+        let (flow, spread) = if cap == 0 {
+            (f64::from(rate), 0.0)
+        } else {
+            let ttl = settings.admission_ttl.as_secs_f64();
+            let mean = self.hold_mean.unwrap_or(ttl).max(0.05);
+            let flow = f64::from(rate).min(f64::from(cap) / mean);
+            (flow, flow * self.hold_var.sqrt() / mean / 2.0)
+        };
         pace_of(
             rate,
-            (mean * 1000.0).round() as u64,
-            (self.flow_var.sqrt() * 1000.0).round() as u64,
+            (flow * 1000.0).round() as u64,
+            (spread * 1000.0).round() as u64,
             self.open,
             self.full,
         )
     }
 
-    /// One tick offered `places`: the smoothed pace moves (as in `admit.lua`).
-    pub(super) fn measure(&mut self, places: usize, settings: &StoreSettings) {
-        let rate = f64::from(self.rate(settings));
-        let mean = self.flow_mean.unwrap_or(rate).min(rate);
-        let delta = places as f64 - mean;
-        self.flow_mean = Some(mean + 0.2 * delta);
-        self.flow_var = 0.8 * (self.flow_var + 0.2 * delta * delta);
+    /// `times` admissions ended after holding their place `secs` each (as `held` in
+    /// `prelude.lua`).
+    pub(super) fn held(&mut self, secs: f64, times: usize, settings: &StoreSettings) {
+        let mut mean = self
+            .hold_mean
+            .unwrap_or(settings.admission_ttl.as_secs_f64());
+        for _ in 0..times.min(50) {
+            self.holds_measured += 1;
+            let alpha = (1.0 / (self.holds_measured + 1) as f64).max(0.1);
+            let d = secs - mean;
+            mean += alpha * d;
+            self.hold_var = (1.0 - alpha) * (self.hold_var + alpha * d * d);
+        }
+        self.hold_mean = Some(mean);
+    }
+
+    /// `ticket`'s admission ends now (bought, given back, released): its hold is measured.
+    pub(super) fn ended(&mut self, ticket: Uuid, now_ms: u64, settings: &StoreSettings) {
+        if !self.buying.contains(&ticket) {
+            return;
+        }
+        let ttl_ms = settings.admission_ttl.as_millis() as u64;
+        if let Some(&until) = self.admitted.get(&ticket) {
+            let since = until.saturating_sub(ttl_ms);
+            self.held(now_ms.saturating_sub(since) as f64 / 1000.0, 1, settings);
+        }
     }
 
     /// What [`Shows::show`](crate::store::Shows::show) answers.

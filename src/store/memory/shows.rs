@@ -51,10 +51,6 @@ impl Shows for MemoryStore {
         let mut event = None;
         if let Some(rate) = settings.admit_per_second {
             s.rate = Some(rate);
-            if s.cap(&self.settings) == 0 {
-                s.flow_mean = Some(f64::from(rate));
-                s.flow_var = 0.0;
-            }
             s.version += 1;
             event = Some(s.event(show, EventKind::Rate, &self.settings, now));
         }

@@ -1,40 +1,22 @@
-//! `GET /openapi.json`: a valid OpenAPI 3.1 document that covers every route the router
-//! serves, and whose schemas the server's real answers match.
+//! The document is OpenAPI 3.1 and covers every route the router serves, and the router
+//! serves only the contract's routes.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
-use futures::StreamExt;
 use reqwest::{Method, StatusCode};
-use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
+use serde_json::Value;
 use uuid::Uuid;
-use waiting_room::model::ShowId;
-use waiting_room::protocol::{ADMISSION_HEADER, routes};
+use waiting_room::protocol::routes;
 
-use crate::helpers::{Backend, SseReader, TOKEN, TestApp, events_path, spawn_app, ticket_id};
-
-const WAIT: Duration = Duration::from_secs(5);
+use super::{WAIT, document};
+use crate::support::app::spawn_app;
+use crate::support::backend::Backend;
 
 /// The methods a route could be served with.
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "DELETE", "PATCH"];
 
 /// The static files are a nested service, the one thing served beyond `routes::ALL`.
 const STATIC_FILE: &str = "/static/{}";
-
-async fn document(app: &TestApp) -> (String, Value) {
-    let r = app
-        .client
-        .get(app.url(routes::OPENAPI))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    assert_eq!(r.headers()["content-type"], "application/json");
-    let text = r.text().await.unwrap();
-    let doc = serde_json::from_str(&text).unwrap();
-    (text, doc)
-}
 
 /// A route template with its parameters blanked, so axum's `{show_id}` and OpenAPI's
 /// `{showId}` compare equal.
@@ -78,36 +60,6 @@ async fn fallback(r: reqwest::Response) -> Option<String> {
     let body: Value = r.json().await.unwrap_or(Value::Null);
     let router_404 = status == StatusCode::NOT_FOUND && body["message"] == "no such resource";
     (router_404 || status == StatusCode::METHOD_NOT_ALLOWED).then(|| format!("{status} {body}"))
-}
-
-/// A validator for the schema of `path`'s `method` answering `status` with JSON.
-fn validator(doc: &Value, path: &str, method: &str, status: u16) -> jsonschema::Validator {
-    let pointer = format!(
-        "/paths/{}/{method}/responses/{status}/content/application~1json/schema",
-        path.replace('~', "~0").replace('/', "~1")
-    );
-    let mut schema = doc
-        .pointer(&pointer)
-        .unwrap_or_else(|| panic!("the document has no JSON answer {status} to {method} {path}"))
-        .clone();
-    // `#/components/...` references resolve against the schema's root.
-    schema["components"] = doc["components"].clone();
-    jsonschema::draft202012::new(&schema).expect("a valid schema")
-}
-
-fn component(doc: &Value, name: &str) -> jsonschema::Validator {
-    let schema =
-        json!({"$ref": format!("#/components/schemas/{name}"), "components": doc["components"]});
-    jsonschema::draft202012::new(&schema).expect("a valid schema")
-}
-
-#[track_caller]
-fn conforms(validator: &jsonschema::Validator, body: &Value) {
-    let errors: Vec<String> = validator.iter_errors(body).map(|e| e.to_string()).collect();
-    assert!(
-        errors.is_empty(),
-        "{body} does not match its schema: {errors:?}"
-    );
 }
 
 #[tokio::test]
@@ -283,147 +235,4 @@ fn the_router_routes_only_the_contract() {
         .flat_map(|(route, methods)| methods.iter().map(|m| (route.to_string(), m.to_string())))
         .collect();
     assert_eq!(served, contract, "the router and routes::ALL differ");
-}
-
-/// Asserts that `r` is `status` with JSON matching what the document says `method` on `path`
-/// answers with it; that JSON.
-async fn check(doc: &Value, path: &str, method: &str, status: u16, r: reqwest::Response) -> Value {
-    assert_eq!(r.status().as_u16(), status, "{method} {path}");
-    let body: Value = r.json().await.unwrap();
-    conforms(&validator(doc, path, method, status), &body);
-    body
-}
-
-#[tokio::test]
-async fn the_server_answers_as_the_document_says() {
-    let app = spawn_app(Backend::Memory).await;
-    let (_, doc) = document(&app).await;
-    let show = "/orders/waiting-room/{showId}";
-    let (config, stats) = (format!("{show}/config"), format!("{show}/stats"));
-    let (join, ticket_path) = (
-        format!("{show}/join"),
-        format!("{show}/tickets/{{ticketId}}"),
-    );
-    let url = |path: &str| app.url(&path.replace("{showId}", "oas"));
-    let operator = |method: Method, path: &str| {
-        let request = app.client.request(method, url(path)).bearer_auth(TOKEN);
-        request.timeout(WAIT)
-    };
-    let get = |path: &str| app.client.get(app.url(path)).send();
-
-    let r = operator(Method::PUT, show).send().await.unwrap();
-    check(&doc, show, "put", 201, r).await;
-    let settings = json!({"admitPerSecond": 50, "maxActiveBuyers": 0});
-    let r = operator(Method::PUT, &config)
-        .json(&settings)
-        .send()
-        .await
-        .unwrap();
-    check(&doc, &config, "put", 200, r).await;
-    let r = operator(Method::PUT, &config)
-        .json(&json!({"rate": 1}))
-        .send()
-        .await
-        .unwrap();
-    check(&doc, &config, "put", 422, r).await;
-
-    // A ticket while the on-sale is closed, over poll, SSE and WebSocket.
-    let joined = check(&doc, &join, "post", 202, app.join("oas").await).await;
-    let ticket = ticket_id(&joined);
-    let r = app.ticket("oas", &ticket).await;
-    let polled = check(&doc, &ticket_path, "get", 200, r).await;
-    assert_eq!(polled["paused"], "closed");
-    let events = app.url(&events_path("oas", &ticket));
-    let mut sse = SseReader::connect(&app.client, &events, None).await;
-    let event = sse.next(WAIT).await.unwrap();
-    let stream = &doc["paths"][format!("{ticket_path}/events")]["get"]["responses"]["200"];
-    let stream = &stream["content"]["text/event-stream"]["x-event-stream"];
-    assert_eq!(stream["event"]["$ref"], "#/components/schemas/EventName");
-    conforms(&component(&doc, "EventName"), &json!(event.event));
-    assert_eq!(stream["data"]["$ref"], "#/components/schemas/TicketView");
-    conforms(&component(&doc, "TicketView"), &event.data);
-    let ws = url(&format!("{ticket_path}/ws")).replace("{ticketId}", &ticket);
-    let ws = ws.replace("http://", "ws://");
-    let (mut socket, _) = tokio_tungstenite::connect_async(ws).await.unwrap();
-    let frame = loop {
-        let message = tokio::time::timeout(WAIT, socket.next()).await.unwrap();
-        if let Message::Text(t) = message.unwrap().unwrap() {
-            break serde_json::from_str::<Value>(&t).unwrap();
-        }
-    };
-    let socket_doc = &doc["paths"][format!("{ticket_path}/ws")]["get"]["responses"]["101"];
-    let frame_ref = &socket_doc["x-websocket"]["serverTextFrame"]["$ref"];
-    assert_eq!(frame_ref, "#/components/schemas/Frame");
-    conforms(&component(&doc, "Frame"), &frame);
-
-    // The operator's stream.
-    let admin = "/admin/stats/events?shows=oas";
-    let r = operator(Method::GET, admin).send().await.unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    let (mut body, mut text) = (r.bytes_stream(), String::new());
-    while !text.contains("data:") || !text.ends_with("\n\n") {
-        let chunk = tokio::time::timeout(WAIT, body.next())
-            .await
-            .unwrap()
-            .unwrap();
-        text.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
-    }
-    let data = text.lines().find_map(|l| l.strip_prefix("data:"));
-    let sample: Value = serde_json::from_str(data.expect("a stats event").trim()).unwrap();
-    assert_eq!(sample["shows"][0]["showId"], "oas", "{sample}");
-    conforms(&component(&doc, "StatsSample"), &sample);
-
-    // Admitted: an order, and the order read back.
-    let r = operator(Method::POST, &format!("{show}/open")).send().await;
-    assert_eq!(r.unwrap().status(), StatusCode::NO_CONTENT);
-    app.wait_admitted("oas", &ticket, WAIT).await;
-    let r = app.order("oas", "h", None).await;
-    check(&doc, "/orders", "post", 403, r).await;
-    let r = app.order("oas", "h", Some(&ticket)).await;
-    assert!(r.headers().contains_key("location"));
-    let order = check(&doc, "/orders", "post", 201, r).await;
-    let r = get(&format!("/orders/{}", order["id"].as_str().unwrap())).await;
-    check(&doc, "/orders/{id}", "get", 200, r.unwrap()).await;
-    let r = operator(Method::GET, &stats).send().await.unwrap();
-    check(&doc, &stats, "get", 200, r).await;
-
-    // The errors: the seed's UNKNOWN, and the error body.
-    for id in ["not-a-uuid".to_owned(), Uuid::new_v4().to_string()] {
-        let r = app.ticket("oas", &id).await;
-        let unknown = check(&doc, &ticket_path, "get", 404, r).await;
-        assert_eq!(unknown["status"], "UNKNOWN");
-        conforms(&component(&doc, "UnknownTicket"), &unknown);
-    }
-    let r = operator(Method::GET, "/orders/waiting-room/a:b/stats")
-        .send()
-        .await;
-    check(&doc, &stats, "get", 400, r.unwrap()).await;
-    let r = get("/orders/waiting-room/oas/stats").await.unwrap();
-    check(&doc, &stats, "get", 401, r).await;
-    let r = app
-        .client
-        .post(app.url("/orders"))
-        .header(ADMISSION_HEADER, &ticket);
-    let r = r.body("{}").send().await.unwrap();
-    check(&doc, "/orders", "post", 415, r).await;
-    app.stop().await;
-}
-
-#[tokio::test]
-async fn the_show_id_schema_is_the_alphabet_the_server_checks() {
-    let app = spawn_app(Backend::Memory).await;
-    let (_, doc) = document(&app).await;
-    app.stop().await;
-    let show_id = component(&doc, "ShowId");
-    let long = "x".repeat(64);
-    let too_long = "x".repeat(65);
-    for id in [
-        "a", "show-42", "A.b_c-9", &long, "", "a b", "a:b", "{x}", "é", &too_long, "a/b",
-    ] {
-        assert_eq!(
-            show_id.is_valid(&json!(id)),
-            id.parse::<ShowId>().is_ok(),
-            "the schema and the server disagree on {id:?}"
-        );
-    }
 }

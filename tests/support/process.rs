@@ -1,0 +1,89 @@
+//! The app as a real `waiting-room` server process, for tests of several instances.
+
+use std::net::SocketAddr;
+use std::ops::Deref;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use waiting_room::protocol::routes;
+
+use super::api::Api;
+use super::{TOKEN, free_port};
+
+/// A real `waiting-room` server process, killed when dropped. It derefs to its [`Api`].
+pub struct ServerProcess {
+    pub child: Child,
+    api: Api,
+}
+
+impl Deref for ServerProcess {
+    type Target = Api;
+
+    fn deref(&self) -> &Api {
+        &self.api
+    }
+}
+
+impl ServerProcess {
+    /// A server on `redis_url` admitting `rate` a second, with `extra_env` on top of ours.
+    pub async fn start(redis_url: &str, rate: u32, extra_env: &[(&str, &str)]) -> ServerProcess {
+        for _ in 0..5 {
+            let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_waiting-room"));
+            cmd.env("BIND", addr.to_string())
+                .env("REDIS_URL", redis_url)
+                .env("ADMIT_PER_SECOND", rate.to_string())
+                .env("ADMIN_TOKEN", TOKEN)
+                .env("JOIN_RATE_LIMIT", "0")
+                .env("MAX_STREAMS_PER_CLIENT", "0")
+                .env(
+                    "RUST_LOG",
+                    std::env::var("WR_TEST_LOG").unwrap_or_else(|_| "warn".into()),
+                );
+            if std::env::var_os("WR_TEST_LOG").is_none() {
+                cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            }
+            for (k, v) in extra_env {
+                cmd.env(k, v);
+            }
+            let child = cmd.spawn().expect("server binary starts");
+            let mut process = ServerProcess {
+                child,
+                api: Api::new(addr, TOKEN),
+            };
+            for _ in 0..200 {
+                let ready = process.client.get(process.url(routes::READYZ)).send().await;
+                if ready.is_ok_and(|r| r.status() == StatusCode::OK) {
+                    return process;
+                }
+                if let Ok(Some(_)) = process.child.try_wait() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            let _ = process.child.kill();
+        }
+        panic!("server process did not become ready");
+    }
+
+    /// SIGKILL: no graceful hand-over, the lease must run out.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait for a clean exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

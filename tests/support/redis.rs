@@ -1,0 +1,188 @@
+//! A redis-server, or a three-node Redis Cluster, of the test's own.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::free_port;
+
+/// A redis-server of our own on a free port, killed when dropped. `REDIS_URL` is not used:
+/// tests need a server nobody else writes to (they assert on `wr:open` and the lease).
+pub struct RedisServer {
+    child: Child,
+    pub port: u16,
+    extra: Vec<String>,
+}
+
+impl RedisServer {
+    pub async fn start() -> RedisServer {
+        RedisServer::start_with(&[]).await
+    }
+
+    /// A server started with `extra` arguments after ours.
+    pub async fn start_with(extra: &[&str]) -> RedisServer {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        for _ in 0..10 {
+            let port = free_port();
+            let mut server = RedisServer {
+                child: Self::spawn(port, &extra),
+                port,
+                extra: extra.clone(),
+            };
+            if server.ready().await {
+                return server;
+            }
+            let _ = server.child.kill();
+        }
+        panic!("could not start redis-server");
+    }
+
+    fn spawn(port: u16, extra: &[String]) -> Child {
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--cluster-config-file", &format!("nodes-{port}.conf")])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be on PATH (apt-get install redis-server)")
+    }
+
+    /// Whether the server answers within two seconds (false if it exited: port taken).
+    async fn ready(&mut self) -> bool {
+        for _ in 0..100 {
+            if self.ping().await {
+                return true;
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    /// Kills the server and starts a new one on the same port, as a crash and restart
+    /// without persistence would: every key is gone.
+    pub async fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for _ in 0..50 {
+            self.child = Self::spawn(self.port, &self.extra);
+            if self.ready().await {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("redis-server did not come back on port {}", self.port);
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    async fn ping(&self) -> bool {
+        let Ok(client) = redis::Client::open(self.url()) else {
+            return false;
+        };
+        let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+            return false;
+        };
+        let pong: redis::RedisResult<String> = redis::cmd("PING").query_async(&mut conn).await;
+        pong.is_ok()
+    }
+
+    pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A three-node Redis Cluster of our own (no replicas), torn down when dropped.
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+    dir: PathBuf,
+}
+
+impl RedisCluster {
+    pub async fn start() -> RedisCluster {
+        let dir = std::env::temp_dir().join(format!("wr-cluster-{}", Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut nodes = Vec::new();
+        for _ in 0..3 {
+            let dir = dir.to_str().unwrap();
+            nodes.push(RedisServer::start_with(&["--cluster-enabled", "yes", "--dir", dir]).await);
+        }
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for n in &nodes {
+            create.arg(format!("127.0.0.1:{}", n.port));
+        }
+        let out = create
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli must be on PATH (it comes with redis-server)");
+        assert!(
+            out.status.success(),
+            "cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let cluster = RedisCluster { nodes, dir };
+        // Every node must agree the cluster is up before the tests start.
+        for _ in 0..200 {
+            let mut ok = true;
+            for n in &cluster.nodes {
+                let mut conn = n.conn().await;
+                let info: String = redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                ok &= info.contains("cluster_state:ok");
+            }
+            if ok {
+                return cluster;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the cluster never became ready");
+    }
+
+    /// Every node's URL.
+    pub fn nodes(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    /// Every node, comma-separated, as `REDIS_URL` takes it with `REDIS_CLUSTER`.
+    pub fn urls(&self) -> String {
+        self.nodes().join(",")
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        self.nodes.clear();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
