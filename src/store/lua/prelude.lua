@@ -39,11 +39,13 @@ local function head() return tonumber(redis.call('GET', HEAD) or '0') end
 local function is_open() return redis.call('HGET', META, 'open') == '1' end
 
 -- How long an admission holds its place behind the gate (seconds), smoothed over recent
--- admissions that ended, its variance, and how many were measured; the whole TTL until one
--- has ended.
+-- admissions that ended, its variance, and how many were measured. Before any has ended,
+-- nothing is known of the buyers: a hold anywhere from nothing to the whole TTL, alike
+-- (mean TTL/2, variance TTL²/12), which the first measured holds soon replace.
 local function hold()
   local f = redis.call('HMGET', FLOW, 'hold', 'hold_var', 'holds')
-  return tonumber(f[1]) or TTL / 1000, tonumber(f[2]) or 0, tonumber(f[3]) or 0
+  local ttl = TTL / 1000
+  return tonumber(f[1]) or ttl / 2, tonumber(f[2]) or ttl * ttl / 12, tonumber(f[3]) or 0
 end
 
 -- `times` admissions ended (bought, given back, released or run out) after `secs` each. The
@@ -68,14 +70,16 @@ end
 
 -- The pace: places offered a second (mean, variance), and whether the last tick found every
 -- place taken. Without a cap, the rate in force. With one, places free up as fast as buyers
--- finish: cap over the mean hold (Little's law behind the gate), never above the rate.
+-- finish: cap over the mean time a place stays taken (Little's law behind the gate), never
+-- above the rate.
 local function pace()
   local r = rate()
   local c = cap()
   local full = redis.call('HGET', FLOW, 'full') == '1'
   if c == 0 then return r, 0, full end
   local mean, var = hold()
-  mean = math.max(mean, 0.05)
+  -- A place freed is filled at the next tick: half a second later, on average.
+  mean = mean + 0.5
   local flow = math.min(r, c / mean)
   local spread = flow * math.sqrt(var) / mean / 2
   return flow, spread * spread, full

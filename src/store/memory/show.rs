@@ -98,10 +98,11 @@ impl Show {
         let (flow, spread) = if cap == 0 {
             (f64::from(rate), 0.0)
         } else {
-            let ttl = settings.admission_ttl.as_secs_f64();
-            let mean = self.hold_mean.unwrap_or(ttl).max(0.05);
+            let (mean, var) = self.hold(settings);
+            // A place freed is filled at the next tick: half a second later, on average.
+            let mean = mean + 0.5;
             let flow = f64::from(rate).min(f64::from(cap) / mean);
-            (flow, flow * self.hold_var.sqrt() / mean / 2.0)
+            (flow, flow * var.sqrt() / mean / 2.0)
         };
         pace_of(
             rate,
@@ -114,10 +115,19 @@ impl Show {
 
     /// `times` admissions ended after holding their place `secs` each (as `held` in
     /// `prelude.lua`).
+    /// The mean hold and its variance (as `hold()` in `prelude.lua`): before any admission
+    /// ended, anywhere from nothing to the whole TTL alike (mean TTL/2, variance TTL²/12).
+    fn hold(&self, settings: &StoreSettings) -> (f64, f64) {
+        let ttl = settings.admission_ttl.as_secs_f64();
+        match self.hold_mean {
+            Some(mean) => (mean, self.hold_var),
+            None => (ttl / 2.0, ttl * ttl / 12.0),
+        }
+    }
+
     pub(super) fn held(&mut self, secs: f64, times: usize, settings: &StoreSettings) {
-        let mut mean = self
-            .hold_mean
-            .unwrap_or(settings.admission_ttl.as_secs_f64());
+        let (mut mean, var) = self.hold(settings);
+        self.hold_var = var;
         for _ in 0..times.min(50) {
             self.holds_measured += 1;
             let alpha = (1.0 / (self.holds_measured + 1) as f64).max(0.1);
