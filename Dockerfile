@@ -1,8 +1,10 @@
-# Build: the release binary, with the askama templates compiled in.
+# Build: the server's release binary, with the askama templates compiled in. The whole
+# workspace is copied (Cargo reads client/Cargo.toml to resolve it), but only the server is
+# built: none of the clients' crates (reqwest, plotters, …) is compiled into the image.
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked --bin waiting-room
+RUN cargo build --release --locked -p waiting-room --bin waiting-room
 
 # Run: a small Debian with the binary and the static files of the waiting page.
 FROM debian:bookworm-slim

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces the figures in BENCHMARKS.md: a release server on a free loopback port, one or
-# more `waiting-room load` processes against it, the server's RSS read from /proc.
+# more `waiting-room-client load` processes against it, the server's RSS read from /proc.
 #
 #   scripts/bench.sh hold TOTAL PROCS [sse|ws]   connections held, memory per connection,
 #                                                then tick→push latency as the show opens
@@ -15,10 +15,13 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/waiting-room}
+CLIENT=${CLIENT:-${CARGO_TARGET_DIR:-target}/release/waiting-room-client}
 OUT=${OUT:-${CARGO_TARGET_DIR:-target}/bench}
 TOKEN=bench-token
 mkdir -p "$OUT"
-[ -x "$BIN" ] || { echo "no release binary at $BIN: cargo build --release first" >&2; exit 1; }
+for bin in "$BIN" "$CLIENT"; do
+  [ -x "$bin" ] || { echo "no release binary at $bin: cargo build --release --workspace first" >&2; exit 1; }
+done
 
 PIDS=()
 cleanup() {
@@ -99,7 +102,7 @@ loadgen() {
   # /usr/bin/time records the load process's own CPU: on 2 shared cores it is part of the story.
   local timer=()
   [ -x /usr/bin/time ] && timer=(/usr/bin/time -f '{"wall": %e, "user": %U, "system": %S}' -o "$OUT/loadgen-cpu-$k.json")
-  exec "${timer[@]}" "$BIN" load --url "$URL" --source-ips "127.0.$k.2-127.0.$k.21" --quiet --json 2>>"$OUT/loadgen-stderr.log" \
+  exec "${timer[@]}" "$CLIENT" load --url "$URL" --source-ips "127.0.$k.2-127.0.$k.21" --quiet --json 2>>"$OUT/loadgen-stderr.log" \
     --csv "$OUT/load-$k.csv" --plot "$OUT/load-$k.svg" "$@" >"$OUT/report-$k.json"
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The "ETA accuracy" runs of BENCHMARKS.md: a release server on a free loopback port, one
-# `waiting-room load` process against it, and each fan's first ETA held against its real
+# `waiting-room-client load` process against it, and each fan's first ETA held against its real
 # admission.
 #
 #   scripts/eta-bench.sh plain  [embedded|redis]  300 fans join at once, 5 admitted a second
@@ -26,10 +26,13 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/waiting-room}
+CLIENT=${CLIENT:-${CARGO_TARGET_DIR:-target}/release/waiting-room-client}
 OUT=${OUT:-${CARGO_TARGET_DIR:-target}/bench-eta}
 TOKEN=bench-token
 mkdir -p "$OUT"
-[ -x "$BIN" ] || { echo "no release binary at $BIN: cargo build --release first" >&2; exit 1; }
+for bin in "$BIN" "$CLIENT"; do
+  [ -x "$bin" ] || { echo "no release binary at $bin: cargo build --release --workspace first" >&2; exit 1; }
+done
 
 PIDS=()
 cleanup() {
@@ -102,7 +105,7 @@ PY
 # load ARGS...: one load process; its report, CSVs and plots under $OUT/$CASE*. The command
 # is written to $OUT/$CASE-command.txt as run.
 load() {
-  local cmd=("$BIN" load --url "$URL" --admin-token "$TOKEN" --quiet --json
+  local cmd=("$CLIENT" load --url "$URL" --admin-token "$TOKEN" --quiet --json
     --csv "$OUT/$CASE.csv" --plot "$OUT/$CASE.svg" "$@")
   printf '%q ' "${cmd[@]}" | sed "s#$URL#http://127.0.0.1:PORT#; s#--admin-token $TOKEN #--admin-token \$ADMIN_TOKEN #" \
     >"$OUT/$CASE-command.txt"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need when it is missing (redis-server for the
 # store, push and multi-instance tests; Chromium and chromedriver for the browser tests), then
-# runs every test. Debian/Ubuntu; run as root or with sudo available.
+# runs every test of the workspace: the server and the clients (client/). Debian/Ubuntu; run as
+# root or with sudo available.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,4 +20,4 @@ fi
 
 redis-server --version
 cargo --version
-cargo test "$@"
+cargo test --workspace "$@"

@@ -25,10 +25,11 @@
 //! - [`demo`]: a show full of simulated fans for `--demo`.
 //! - [`error`]: the one error type and its HTTP answers.
 //! - [`words`]: numbers and waits as a fan reads them (page and CLI alike).
-//! - [`client`]: `waiting-room fan` (one fan following a ticket) and `waiting-room load`.
+//!
+//! The clients (`fan`, `load`) are a package of their own, `client/` (`waiting-room-client`):
+//! they use [`protocol`], [`model`] and [`words`], and the server links none of their crates.
 
 pub mod admitter;
-pub mod client;
 pub mod clock;
 pub mod config;
 pub mod demo;

@@ -30,7 +30,12 @@ impl ServerProcess {
     pub async fn start(redis_url: &str, rate: u32, extra_env: &[(&str, &str)]) -> ServerProcess {
         for _ in 0..5 {
             let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_waiting-room"));
+            // Set for the server package's tests; the client package's share this module
+            // but start no server process.
+            let Some(server) = option_env!("CARGO_BIN_EXE_waiting-room") else {
+                panic!("only the server package's tests start server processes");
+            };
+            let mut cmd = Command::new(server);
             cmd.env("BIND", addr.to_string())
                 .env("REDIS_URL", redis_url)
                 .env("ADMIT_PER_SECOND", rate.to_string())

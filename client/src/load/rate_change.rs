@@ -4,15 +4,16 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::time::Duration;
-
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
+use waiting_room::protocol::routes;
 
-use super::fans::Run;
+use super::run::Run;
+use crate::follow;
 
 /// The most a show's rate may be (the server refuses more).
 const MAX_RATE: u32 = 10_000;
@@ -98,11 +99,7 @@ pub async fn run(
         .copied()
         .map(RateChangeDone::pending)
         .collect();
-    let mut url = base.clone();
-    url.set_path(&format!(
-        "{}/orders/waiting-room/{show}/config",
-        base.path().trim_end_matches('/')
-    ));
+    let url = follow::show_url(base, routes::CONFIG, show);
     for i in order {
         let change = changes[i];
         tokio::select! {
@@ -113,7 +110,7 @@ pub async fn run(
             .put(url.clone())
             .bearer_auth(&token)
             .json(&serde_json::json!({ "admitPerSecond": change.rate }))
-            .timeout(crate::client::follow::CONNECT_TIMEOUT)
+            .timeout(follow::CONNECT_TIMEOUT)
             .send()
             .await;
         let entry = &mut done[i];
@@ -133,8 +130,7 @@ pub async fn run(
             }
             Err(e) => entry.error = Some(format!("cannot reach {base}: {e}")),
         }
-        // Debug only: the logs go to stdout, where `--json` writes the report; what became
-        // of the change is in the report.
+        // Debug only: what became of the change is in the report.
         tracing::debug!(rate = change.rate, error = ?entry.error, "rate change");
     }
     done

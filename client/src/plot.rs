@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::Context;
 use plotters::prelude::*;
 
-use crate::words::thousands;
+use waiting_room::words::thousands;
 
 /// The run's counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

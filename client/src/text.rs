@@ -1,5 +1,5 @@
 //! Durations and clock times for the command-line clients' lines (numbers and waits are
-//! worded by [`crate::words`], as the waiting page words them).
+//! worded by [`waiting_room::words`], as the waiting page words them).
 
 use std::time::{Duration, SystemTime};
 

@@ -1,4 +1,6 @@
-//! `waiting-room fan` against real servers: as a library call and as the real binary.
+//! How the fan ends when it cannot be admitted, and how it finds its way back: refusals that
+//! are final at once, another `--url` when one is dead, giving up, `Last-Event-ID` on a
+//! dropped stream, and failing over to another instance.
 
 use std::time::Duration;
 
@@ -8,224 +10,20 @@ use axum::routing::get;
 use serde_json::json;
 use tokio::sync::mpsc;
 use uuid::Uuid;
-use waiting_room::client::fan::{self, FanArgs, FanError};
-use waiting_room::client::follow::Transport;
 use waiting_room::config::Config;
+use waiting_room::protocol::routes;
+use waiting_room_client::fan::{self, FanArgs, FanError};
+use waiting_room_client::follow::Transport;
 
 use crate::helpers::*;
-
-/// Arrange 30 fans ahead at 20 a second in a show that is created but not open, start the
-/// fan, open the show once it has joined: it must be told 31 and that the show is not open
-/// yet, then 31 again once it opens (the same place, but the queue now moves), 11 after the
-/// first tick, and admitted after the second. Rate changes while closed push new ETAs that
-/// read the same ("less than a minute" at 11 or 20 a second): those print nothing.
-async fn fan_is_pushed_its_place_then_admitted(transport: Transport) {
-    let app = spawn_app().await;
-    let show_name = format!("fan-{}", transport.name());
-    app.create(&show_name).await;
-    for _ in 0..30 {
-        app.join(&show_name).await;
-    }
-    let out = Output::default();
-    let args = FanArgs::new(vec![app.base()], show(&show_name), transport);
-    let fan = tokio::spawn({
-        let mut out = out.clone();
-        async move { fan::run(&args, &mut out).await }
-    });
-    app.wait_for_stats(&show_name, Duration::from_secs(5), |s| {
-        s["queueLength"] == 31
-    })
-    .await;
-    out.wait_for("waiting", Duration::from_secs(5)).await;
-    // ETA 3 s, then 2 s again: two pushes, the same words.
-    for rate in [11, 20] {
-        app.configure(&show_name, json!({ "admitPerSecond": rate }))
-            .await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    assert_eq!(out.lines().len(), 3, "{}", out.text());
-
-    between_ticks().await;
-    app.open(&show_name).await;
-    let admission = tokio::time::timeout(Duration::from_secs(10), fan)
-        .await
-        .expect("admitted within two ticks")
-        .unwrap()
-        .expect("the fan ends admitted");
-
-    let lines = out.lines();
-    assert_eq!(
-        words(&lines),
-        [
-            "joined",
-            "following",
-            "waiting",
-            "waiting",
-            "waiting",
-            "admitted"
-        ],
-        "{lines:#?}"
-    );
-    assert!(lines[0].contains("position 31"), "{}", lines[0]);
-    assert!(
-        lines[1].contains(&format!("over {}", transport.name())),
-        "{}",
-        lines[1]
-    );
-    assert_eq!(waiting_positions(&lines), [31, 31, 11]);
-    assert!(
-        lines[2].ends_with("position 31 · not open yet · less than a minute once it opens"),
-        "{}",
-        lines[2]
-    );
-    // Open: the same place, told without the pause.
-    assert!(
-        lines[3].ends_with("position 31 · less than a minute"),
-        "{}",
-        lines[3]
-    );
-    assert!(
-        lines[4].ends_with("position 11 · less than a minute"),
-        "{}",
-        lines[4]
-    );
-    assert!(
-        lines[5].contains(&admission.ticket.to_string()),
-        "{}",
-        lines[5]
-    );
-    assert_eq!(admission.server, app.base());
-    assert_eq!(admission.connections, 1);
-    let ttl = admission
-        .expires_in
-        .expect("an admission says how long it lasts");
-    assert!(
-        ttl > Duration::from_secs(290) && ttl <= Duration::from_secs(300),
-        "{ttl:?}"
-    );
-}
-
-#[tokio::test]
-async fn fan_over_sse_is_pushed_its_place_then_admitted() {
-    fan_is_pushed_its_place_then_admitted(Transport::Sse).await;
-}
-
-#[tokio::test]
-async fn fan_over_websocket_is_pushed_its_place_then_admitted() {
-    fan_is_pushed_its_place_then_admitted(Transport::Ws).await;
-}
-
-#[tokio::test]
-async fn the_binary_follows_over_websocket_and_exits_0_once_admitted() {
-    let app = spawn_app().await;
-    app.open("bin-show").await;
-    let output = tokio::time::timeout(
-        Duration::from_secs(15),
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_waiting-room"))
-            .args([
-                "fan",
-                "--url",
-                app.base().as_str(),
-                "--show",
-                "bin-show",
-                "--ws",
-            ])
-            .env("RUST_LOG", "warn")
-            .output(),
-    )
-    .await
-    .expect("the fan exits within 15 s")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{:?}\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let lines: Vec<String> = stdout.lines().map(str::to_owned).collect();
-    assert_eq!(
-        words(&lines).first().map(String::as_str),
-        Some("joined"),
-        "{stdout}"
-    );
-    assert_eq!(
-        words(&lines).last().map(String::as_str),
-        Some("admitted"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("over WebSocket"), "{stdout}");
-    assert_eq!(app.stats("bin-show").await["joined"], 1);
-}
-
-#[tokio::test]
-async fn the_binary_exits_non_zero_with_a_clear_message_for_an_unknown_ticket() {
-    let app = spawn_app().await;
-    // The show exists: it is the ticket that is unknown.
-    app.create("s1").await;
-    let ticket = Uuid::new_v4().to_string();
-    let output = tokio::time::timeout(
-        Duration::from_secs(15),
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_waiting-room"))
-            .args([
-                "fan",
-                "--url",
-                app.base().as_str(),
-                "--show",
-                "s1",
-                "--ticket",
-                &ticket,
-            ])
-            .output(),
-    )
-    .await
-    .expect("the fan exits within 15 s")
-    .unwrap();
-    assert_eq!(output.status.code(), Some(3));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains(&ticket) && stderr.contains("not in show s1's queue"),
-        "{stderr}"
-    );
-}
-
-/// A show nobody created is not a queue to wait in: the join is refused with the server's
-/// word (exit 5, not the 3 of a ticket that left a real queue), and nothing is created.
-#[tokio::test]
-async fn the_binary_refuses_a_show_nobody_created_with_a_clear_message() {
-    let app = spawn_app().await;
-    let output = tokio::time::timeout(
-        Duration::from_secs(15),
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_waiting-room"))
-            .args(["fan", "--url", app.base().as_str(), "--show", "nobody"])
-            .env("RUST_LOG", "warn")
-            .output(),
-    )
-    .await
-    .expect("the fan exits within 15 s")
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(5), "{stderr}");
-    assert!(
-        stderr.contains("404") && stderr.contains("no on-sale named nobody"),
-        "{stderr}"
-    );
-    assert!(
-        !String::from_utf8_lossy(&output.stdout).contains("joined"),
-        "no ticket was handed out"
-    );
-    assert!(
-        !app.exists("nobody").await,
-        "a refused join creates nothing"
-    );
-}
+use crate::support::redis::RedisServer;
 
 #[tokio::test]
 async fn a_show_nobody_created_is_refused_at_once_over_both_transports() {
     let app = spawn_app().await;
     for transport in [Transport::Sse, Transport::Ws] {
         // Following a ticket: the stream is refused, not reported as an unknown ticket.
-        let mut args = FanArgs::new(vec![app.base()], show("nobody"), transport);
+        let mut args = FanArgs::new(vec![base(&app)], show("nobody"), transport);
         args.ticket = Some(Uuid::new_v4());
         let err = tokio::time::timeout(Duration::from_secs(5), fan::run(&args, &mut Vec::new()))
             .await
@@ -246,7 +44,7 @@ async fn a_show_nobody_created_is_refused_at_once_over_both_transports() {
             "{transport:?}: {err:?}"
         );
     }
-    assert!(!app.exists("nobody").await);
+    assert!(!exists(&app, "nobody").await);
 }
 
 #[tokio::test]
@@ -254,7 +52,7 @@ async fn an_unknown_ticket_is_an_error_over_both_transports() {
     let app = spawn_app().await;
     app.create("s1").await;
     for transport in [Transport::Sse, Transport::Ws] {
-        let mut args = FanArgs::new(vec![app.base()], show("s1"), transport);
+        let mut args = FanArgs::new(vec![base(&app)], show("s1"), transport);
         let ticket = Uuid::new_v4();
         args.ticket = Some(ticket);
         let err = fan::run(&args, &mut Vec::new()).await.unwrap_err();
@@ -271,9 +69,9 @@ async fn a_client_error_from_the_server_is_final_and_not_retried_elsewhere() {
     app.create("s1").await;
     // The first server answers 404 (no such route under that path prefix); were it
     // retried, the second would answer `unknown` for this random ticket instead.
-    let mut wrong_prefix = app.base();
+    let mut wrong_prefix = base(&app);
     wrong_prefix.set_path("/nowhere");
-    let mut args = FanArgs::new(vec![wrong_prefix, app.base()], show("s1"), Transport::Sse);
+    let mut args = FanArgs::new(vec![wrong_prefix, base(&app)], show("s1"), Transport::Sse);
     args.ticket = Some(Uuid::new_v4());
     let err = tokio::time::timeout(Duration::from_secs(5), fan::run(&args, &mut Vec::new()))
         .await
@@ -292,13 +90,13 @@ async fn when_the_first_url_is_dead_the_fan_uses_the_second() {
     for transport in [Transport::Sse, Transport::Ws] {
         let dead = dead_url();
         let out = Output::default();
-        let args = FanArgs::new(vec![dead.clone(), app.base()], show("fallback"), transport);
+        let args = FanArgs::new(vec![dead.clone(), base(&app)], show("fallback"), transport);
         let admission =
             tokio::time::timeout(Duration::from_secs(10), fan::run(&args, &mut out.clone()))
                 .await
                 .expect("admitted within 10 s")
                 .expect("admitted via the second URL");
-        assert_eq!(admission.server, app.base(), "{transport:?}");
+        assert_eq!(admission.server, base(&app), "{transport:?}");
         let lines = out.lines();
         // The join went to the dead server first, and moved on at once (no wait: the
         // second server had not been tried yet).
@@ -362,10 +160,7 @@ async fn after_a_dropped_stream_the_fan_reconnects_with_last_event_id() {
             ([("content-type", "text/event-stream")], body).into_response()
         }
     };
-    let router = axum::Router::new().route(
-        "/orders/waiting-room/{show}/tickets/{ticket}/events",
-        get(events),
-    );
+    let router = axum::Router::new().route(routes::EVENTS, get(events));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap())
         .parse()
@@ -403,13 +198,13 @@ async fn the_fan_fails_over_to_another_instance_and_resumes() {
         redis_url: Some(redis.url()),
         ..Config::for_tests()
     };
-    let a = spawn_app_with(config()).await;
-    let b = spawn_app_with(config()).await;
+    let a = spawn_app_configured(config()).await;
+    let b = spawn_app_configured(config()).await;
     // Created (closed) through A; B shares its Redis, so it knows the show too.
     a.create("failover").await;
-    assert!(b.exists("failover").await);
+    assert!(exists(&b, "failover").await);
     let out = Output::default();
-    let args = FanArgs::new(vec![a.base(), b.base()], show("failover"), Transport::Sse);
+    let args = FanArgs::new(vec![base(&a), base(&b)], show("failover"), Transport::Sse);
     let fan = tokio::spawn({
         let mut out = out.clone();
         async move { fan::run(&args, &mut out).await }
@@ -425,7 +220,7 @@ async fn the_fan_fails_over_to_another_instance_and_resumes() {
         .unwrap()
         .expect("admitted via B");
 
-    assert_eq!(admission.server, b.base());
+    assert_eq!(admission.server, base(&b));
     assert_eq!(admission.connections, 2);
     let lines = out.lines();
     let resumed = lines
@@ -433,7 +228,7 @@ async fn the_fan_fails_over_to_another_instance_and_resumes() {
         .find(|l| l.contains("resuming after event"))
         .cloned();
     assert!(
-        resumed.is_some_and(|l| l.contains(shown(&b.base()))),
+        resumed.is_some_and(|l| l.contains(shown(&base(&b)))),
         "{lines:#?}"
     );
     assert_eq!(words(&lines).last().unwrap(), "admitted");

@@ -9,10 +9,10 @@ use serde::Serialize;
 
 use super::LoadArgs;
 use super::eta::EtaReport;
-use super::fans::{Run, get};
 use super::rate_change::RateChangeDone;
-use crate::client::follow::Transport;
-use crate::words::thousands;
+use super::run::{Run, get};
+use crate::follow::Transport;
+use waiting_room::words::thousands;
 
 /// Latency percentiles, in milliseconds.
 #[derive(Clone, Debug, Default, Serialize)]

@@ -1,0 +1,247 @@
+//! `waiting-room-client fan`: one fan following their place in the queue, the way a person
+//! would.
+//!
+//! It joins the show (or follows `--ticket`), follows the ticket over SSE or a WebSocket,
+//! prints a line whenever what a fan reads changes (its place, its wait, why the queue stands
+//! still), and exits 0 once admitted. When a connection fails it moves to the next `--url` at
+//! once; when every server has failed in a row it backs off (exponentially, with jitter)
+//! before going round again, and gives up after `--give-up-after` without a single push.
+//! Over SSE it resumes with `Last-Event-ID`.
+
+mod lines;
+mod servers;
+
+use std::io::Write;
+use std::time::Duration;
+
+use reqwest::Url;
+use uuid::Uuid;
+use waiting_room::model::ShowId;
+use waiting_room::protocol::EventName;
+use waiting_room::words::thousands;
+
+use crate::follow::{self, FollowError, Joined, Push, PushStream, Transport};
+use crate::text::span;
+use lines::{describe, line, shown};
+use servers::Servers;
+
+/// `fan`: join a show and follow the ticket until admitted.
+#[derive(Clone, Debug, clap::Args)]
+pub struct FanArgs {
+    /// A waiting-room server (`http://127.0.0.1:8080`); repeat for others to fall back on,
+    /// tried in turn.
+    #[arg(long = "url", value_name = "URL", required = true)]
+    pub urls: Vec<Url>,
+
+    /// The show to queue for.
+    #[arg(long)]
+    pub show: ShowId,
+
+    /// Follow this ticket instead of joining anew.
+    #[arg(long, value_name = "UUID")]
+    pub ticket: Option<Uuid>,
+
+    /// Follow over a WebSocket instead of Server-Sent Events.
+    #[arg(long)]
+    pub ws: bool,
+
+    /// Give up after this long without reaching any server (`90s`, `5m`).
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    pub give_up_after: Duration,
+}
+
+impl FanArgs {
+    /// Arguments for following `show` on `urls` over `transport`, joining anew.
+    pub fn new(urls: Vec<Url>, show: ShowId, transport: Transport) -> Self {
+        FanArgs {
+            urls,
+            show,
+            ticket: None,
+            ws: transport == Transport::Ws,
+            give_up_after: Duration::from_secs(120),
+        }
+    }
+
+    fn transport(&self) -> Transport {
+        if self.ws {
+            Transport::Ws
+        } else {
+            Transport::Sse
+        }
+    }
+}
+
+/// How following ended well: the ticket was admitted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Admission {
+    pub ticket: Uuid,
+    /// How long the admission lasts, as the server said when it was pushed.
+    pub expires_in: Option<Duration>,
+    /// The server that pushed the admission.
+    pub server: Url,
+    /// How many connections it took (1 when nothing failed).
+    pub connections: u32,
+}
+
+/// How following ended badly.
+#[derive(Debug, thiserror::Error)]
+pub enum FanError {
+    #[error(
+        "ticket {ticket} is not in show {show}'s queue: it never joined, it left, or it was admitted and the admission ran out"
+    )]
+    Unknown { show: ShowId, ticket: Uuid },
+    #[error("the admission of ticket {0} ran out before it was used; join again")]
+    Expired(Uuid),
+    #[error("gave up after {} without reaching a server; last error: {last}", span(*.after))]
+    GaveUp { after: Duration, last: String },
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl FanError {
+    /// The process exit code for this outcome (0 is admission; 2 is clap's usage error).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            FanError::Unknown { .. } | FanError::Expired(_) => 3,
+            FanError::GaveUp { .. } => 4,
+            FanError::Refused(_) => 5,
+        }
+    }
+}
+
+/// The CLI entry: runs, writes the lines to stdout and the verdict to stderr, and returns the
+/// exit code.
+pub async fn main(args: FanArgs) -> i32 {
+    match run(&args, &mut std::io::stdout()).await {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("waiting-room-client fan: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Joins (unless `args.ticket`) and follows until admitted, writing one line per event to
+/// `out`.
+pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, FanError> {
+    let client = follow::http_client(None).map_err(|e| FanError::Refused(e.to_string()))?;
+    let mut servers = Servers::new(&args.urls, args.give_up_after);
+    let ticket = match args.ticket {
+        Some(ticket) => ticket,
+        None => join(&client, &args.show, &mut servers, out).await?,
+    };
+    let transport = args.transport();
+    let mut last_event_id: Option<String> = None;
+    let mut connections = 0u32;
+    loop {
+        let url = servers.current().clone();
+        let connecting = match transport {
+            Transport::Sse => {
+                PushStream::sse(&client, &url, &args.show, ticket, last_event_id.as_deref()).await
+            }
+            Transport::Ws => PushStream::ws(&url, &args.show, ticket, None).await,
+        };
+        let (why, hint) = match connecting {
+            Err(FollowError::Fatal(e)) => return Err(FanError::Refused(e)),
+            Err(FollowError::Retry(e)) => (e, None),
+            Ok(mut stream) => {
+                connections += 1;
+                let resumed = match (&last_event_id, transport) {
+                    (Some(id), Transport::Sse) => format!(", resuming after event {id}"),
+                    _ => String::new(),
+                };
+                line(
+                    out,
+                    "following",
+                    format_args!("{} over {}{resumed}", shown(&url), transport.name()),
+                );
+                // A push that changes nothing the fan reads (a new pace whose wait rounds
+                // to the same words, a zero-admission tick) prints nothing.
+                let mut said = String::new();
+                let why = loop {
+                    match stream.next().await {
+                        Some(Ok(push)) => {
+                            servers.worked();
+                            let text = describe(&push);
+                            if push.kind != EventName::Waiting || text != said {
+                                line(out, push.kind.as_str(), &text);
+                                said = text;
+                            }
+                            if let Some(end) = finished(push, &args.show, &url, connections) {
+                                stream.close().await;
+                                return end;
+                            }
+                        }
+                        Some(Err(FollowError::Fatal(e))) => return Err(FanError::Refused(e)),
+                        Some(Err(FollowError::Retry(e))) => break e,
+                        None => break "the server ended the stream".to_owned(),
+                    }
+                };
+                last_event_id = stream.last_event_id().map(str::to_owned);
+                (why, stream.retry_hint())
+            }
+        };
+        servers.move_on(out, &url, &why, hint).await?;
+    }
+}
+
+/// `POST …/join` on the servers in turn until one hands out a ticket.
+async fn join<W: Write>(
+    client: &reqwest::Client,
+    show: &ShowId,
+    servers: &mut Servers<'_>,
+    out: &mut W,
+) -> Result<Uuid, FanError> {
+    loop {
+        let url = servers.current().clone();
+        match follow::join(client, &url, show).await {
+            Ok(Joined::Ticket(ticket)) => {
+                servers.worked();
+                let place = ticket
+                    .position
+                    .map(|p| format!(" · position {}", thousands(p)))
+                    .unwrap_or_default();
+                line(
+                    out,
+                    "joined",
+                    format_args!("show {show} · ticket {}{place}", ticket.ticket_id),
+                );
+                return Ok(ticket.ticket_id);
+            }
+            Ok(Joined::TooMany(wait)) => {
+                line(
+                    out,
+                    "busy",
+                    format_args!("{} asks to wait {} before joining", shown(&url), span(wait)),
+                );
+                tokio::time::sleep(wait).await;
+            }
+            Err(FollowError::Fatal(e)) => return Err(FanError::Refused(e)),
+            Err(FollowError::Retry(why)) => servers.move_on(out, &url, &why, None).await?,
+        }
+    }
+}
+
+/// A push that ends following, and how.
+fn finished(
+    push: Push,
+    show: &ShowId,
+    url: &Url,
+    connections: u32,
+) -> Option<Result<Admission, FanError>> {
+    let ticket = push.ticket.ticket_id;
+    match push.kind {
+        EventName::Waiting => None,
+        EventName::Admitted => Some(Ok(Admission {
+            ticket,
+            expires_in: push.ticket.expires_in_seconds.map(Duration::from_secs),
+            server: url.clone(),
+            connections,
+        })),
+        EventName::Expired => Some(Err(FanError::Expired(ticket))),
+        EventName::Unknown => Some(Err(FanError::Unknown {
+            show: show.clone(),
+            ticket,
+        })),
+    }
+}

@@ -1,0 +1,19 @@
+//! The waiting room's command-line clients, a package of their own so that the server links
+//! none of their crates. They share the server's wire contract ([`waiting_room::protocol`]),
+//! its ticket JSON ([`waiting_room::model`]) and its words ([`waiting_room::words`]), and
+//! nothing of its settings or environment.
+//!
+//! - [`fan`]: `waiting-room-client fan`, one fan who joins (or follows a ticket), prints every
+//!   update for a person to read, reconnects across `--url`s and exits 0 once admitted.
+//! - [`load`]: `waiting-room-client load`, many fans at a set join rate, with the figures
+//!   BENCHMARKS.md quotes, a CSV and a plot.
+//! - [`follow`]: the two transports (SSE and WebSocket) as one stream of [`follow::Push`]es,
+//!   and joining; shared by both clients.
+//! - [`backoff`]: the delays between attempts (exponential, capped, with jitter).
+
+pub mod backoff;
+pub mod fan;
+pub mod follow;
+pub mod load;
+mod plot;
+mod text;

@@ -1,0 +1,319 @@
+//! `waiting-room-client load`: many fans joining at a set rate and following their tickets, with
+//! the figures BENCHMARKS.md quotes.
+//!
+//! Every run is bounded: at most `--fans` fans, stopped by itself after `--duration`, and it
+//! only talks to loopback servers. The show must exist before the first join: an operator
+//! created it, or `--open` / `--admit-per-second` do (with the operator token); a run
+//! against a show no server knows stops before it starts. One process holds fewer
+//! connections than its open-file limit; bigger runs use several processes, each with its
+//! own `--source-ips`, against several server instances.
+//!
+//! Push latency is measured from the admission tick to the push arriving. The admitter ticks
+//! at 50 ms past each wall-clock second (see `admitter::run`), so on one machine a push that
+//! arrives at `…s + x ms` is `x - 50` ms after its tick. This holds while latency stays under
+//! a second; the server's own `hub_lag_milliseconds` histogram is the cross-check.
+//!
+//! ETA accuracy ([`eta`]): each fan's first ETA (from its join, or its first push that has
+//! one) against the time it was really admitted, as a summary, a CSV row per fan and a plot.
+//!
+//! What an admitted fan does (`--buy`, `--abandon`, the rest stay; [`choices`]):
+//! buy (`POST /orders` with its admission), abandon (close the stream, never order), or stay
+//! (keep following until the admission expires). Without either flag every admitted fan
+//! stops following at once, as before these flags existed (`--abandon 1`).
+//!
+//! - [`args`]: the command line.
+//! - [`setup`]: what is checked and prepared before the first join.
+//! - [`fans`]: one fan's life (join, follow, choose); [`run`]: what the fans share.
+//! - [`choices`]: who buys, abandons or stays.
+//! - [`report`]: the figures, printed and as JSON.
+//! - [`eta`]: the per-fan ETA records, their summary and CSV.
+//! - [`rate_change`]: `--rate-change`, the operator changing the rate mid-run.
+
+mod args;
+mod choices;
+mod eta;
+mod fans;
+mod rate_change;
+mod report;
+mod run;
+mod setup;
+
+use std::net::IpAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use waiting_room::words::thousands;
+
+use crate::follow;
+use crate::plot::{self, Sample};
+pub use args::{LoadArgs, SourceIps};
+pub use eta::{EtaReport, Which};
+use fans::{Outcome, fan};
+pub use rate_change::{RateChange, RateChangeDone};
+pub use report::{LoadReport, Percentiles};
+use run::{Counters, Run, add};
+
+/// Where in each wall-clock second the admitter ticks (`admitter::run` wakes at `.050`).
+pub const TICK_PHASE_MS: u64 = 50;
+
+/// After the deadline, how long fans get to wind down before the report is written anyway.
+const WIND_DOWN: Duration = Duration::from_secs(5);
+
+/// The CLI entry: runs, prints the report, says where the timeline went.
+pub async fn main(args: LoadArgs) -> anyhow::Result<()> {
+    let interrupted = CancellationToken::new();
+    let trigger = interrupted.clone();
+    tokio::spawn(async move {
+        // Ctrl-C ends the run early, and the report is still written.
+        if tokio::signal::ctrl_c().await.is_ok() {
+            trigger.cancel();
+        }
+    });
+    let report = run(&args, interrupted).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{report}");
+        println!(
+            "timeline:     {} · plot: {}",
+            args.csv.display(),
+            args.plot.display()
+        );
+        println!(
+            "ETA per fan:  {} · plot: {}",
+            args.eta_csv_path().display(),
+            args.eta_plot_path().display()
+        );
+        if !args.rate_changes.is_empty() {
+            println!(
+                "ETA after the rate change: plot {}",
+                args.eta_after_change_plot_path().display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs the load until every fan is done, `--duration` has passed or `interrupted` is
+/// cancelled; writes the CSVs and the plots, and returns what it measured.
+pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Result<LoadReport> {
+    for url in &args.urls {
+        setup::check_loopback(url)?;
+    }
+    let choices = args.choices()?;
+    setup::check_rate_changes(args)?;
+    // Fail before the run, not after it, if the results cannot be written.
+    let (eta_csv, eta_plot) = (args.eta_csv_path(), args.eta_plot_path());
+    let mut outputs = vec![
+        args.csv.clone(),
+        args.plot.clone(),
+        eta_csv.clone(),
+        eta_plot.clone(),
+    ];
+    if !args.rate_changes.is_empty() {
+        outputs.push(args.eta_after_change_plot_path());
+    }
+    for path in &outputs {
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let sources: Vec<Option<IpAddr>> = match &args.source_ips {
+        Some(range) => range.addrs().into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    let clients = sources
+        .iter()
+        .map(|&ip| Ok((ip, follow::http_client(ip)?)))
+        .collect::<reqwest::Result<Vec<_>>>()?;
+    setup::prepare_show(args, &clients[0].1).await?;
+    setup::check_show(args, &clients[0].1).await?;
+    if !args.join_only {
+        setup::warn_about_open_files(args.fans);
+    }
+
+    // 1 µs to 1 h, 3 significant figures: a few kB each.
+    let histogram =
+        || Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"));
+    let run = Arc::new(Run {
+        urls: args.urls.clone(),
+        show: args.show.clone(),
+        transport: args.transport,
+        clients,
+        start: Instant::now(),
+        counters: Counters {
+            first_join_us: AtomicU64::new(u64::MAX),
+            rate_changed_us: AtomicU64::new(u64::MAX),
+            ..Counters::default()
+        },
+        join_latency: histogram(),
+        first_event: histogram(),
+        push_latency: histogram(),
+        order_latency: histogram(),
+        orders: Mutex::default(),
+        records: Mutex::default(),
+        join_only: args.join_only,
+        choices,
+        joining: Arc::new(Semaphore::new(args.max_in_flight as usize)),
+    });
+
+    let stop = interrupted.child_token();
+    let deadline = run.start + args.duration;
+    let bar = progress_bar(args);
+    let tasks = TaskTracker::new();
+    let sampler = tokio::spawn(sample_every_second(run.clone(), bar.clone(), stop.clone()));
+    let stopper = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(deadline.into()).await;
+            stop.cancel();
+        })
+    };
+    let rate_changer = tokio::spawn(rate_change::run(
+        run.clone(),
+        args.admin_token.clone().unwrap_or_default(),
+        args.rate_changes.clone(),
+        stop.clone(),
+    ));
+
+    let rate = f64::from(args.join_rate);
+    for i in 0..args.fans {
+        let due = run.start + Duration::from_secs_f64(i as f64 / rate);
+        tokio::select! {
+            _ = tokio::time::sleep_until(due.into()) => {}
+            _ = stop.cancelled() => break,
+        }
+        // A fan starts only with a join slot in hand: asked for more joins than the server
+        // answers, the run falls behind instead of piling up tasks whose wait for the CPU
+        // would be counted as join latency.
+        let permit = tokio::select! {
+            permit = run.joining.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+            _ = stop.cancelled() => break,
+        };
+        add(&run.counters.spawned);
+        let (run, stop, bar) = (run.clone(), stop.clone(), bar.clone());
+        tasks.spawn(async move {
+            let mut record = eta::FanRecord::new(i, run.choices.of(i));
+            let outcome = tokio::select! {
+                outcome = fan(&run, i, permit, &mut record) => outcome,
+                _ = stop.cancelled() => Outcome::Unfinished,
+            };
+            // A fan admitted and still following (it stays) when the run stopped was
+            // admitted all the same.
+            let outcome = match outcome {
+                Outcome::Unfinished if record.admitted_at.is_some() => Outcome::Admitted,
+                other => other,
+            };
+            let c = &run.counters;
+            add(match outcome {
+                Outcome::JoinFailed => &c.join_failed,
+                Outcome::Admitted => &c.admitted,
+                Outcome::Unknown => &c.unknown,
+                Outcome::Expired => &c.expired,
+                Outcome::Lost => &c.lost,
+                Outcome::Unfinished => &c.unfinished,
+                Outcome::JoinOnly => &c.join_only,
+            });
+            if record.ticket.is_some() {
+                run.records
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(record);
+            }
+            add(&c.done);
+            bar.inc(1);
+        });
+    }
+    tasks.close();
+    tokio::select! {
+        _ = tasks.wait() => {}
+        _ = stop.cancelled() => {
+            if tokio::time::timeout(WIND_DOWN, tasks.wait()).await.is_err() {
+                // Said whatever RUST_LOG says (logs are off by default).
+                eprintln!("note: some fans did not stop within {WIND_DOWN:?}");
+            }
+        }
+    }
+    stop.cancel();
+    stopper.abort();
+    let rate_changes = rate_changer.await.context("the rate changer failed")?;
+    let mut samples = sampler.await.context("the sampler failed")?;
+    samples.push(run.sample());
+    bar.finish_and_clear();
+
+    let mut records = std::mem::take(&mut *run.records.lock().unwrap_or_else(|e| e.into_inner()));
+    records.sort_by_key(|r| r.fan);
+    let eta = EtaReport::of(&records, args.eta_min_wait);
+    let eta_after_rate_change = (!args.rate_changes.is_empty())
+        .then(|| EtaReport::of_which(&records, args.eta_min_wait, Which::AfterRateChange));
+    let report = report::report(args, &run, eta, eta_after_rate_change, rate_changes);
+    plot::write_csv(&args.csv, &samples)?;
+    let title = format!(
+        "{} fans over {}, {} joins/s asked",
+        thousands(args.fans),
+        args.transport.name(),
+        thousands(u64::from(args.join_rate))
+    );
+    plot::draw_svg(&args.plot, &title, &samples)?;
+    eta::write_csv(&eta_csv, &records, args.eta_min_wait)?;
+    plot::draw_eta_svg(
+        &eta_plot,
+        &report.eta.title(),
+        &eta::points(&records, Which::First),
+        args.eta_min_wait.as_secs_f64(),
+    )?;
+    if let Some(after) = &report.eta_after_rate_change {
+        plot::draw_eta_svg(
+            &args.eta_after_change_plot_path(),
+            &after.title(),
+            &eta::points(&records, Which::AfterRateChange),
+            args.eta_min_wait.as_secs_f64(),
+        )?;
+    }
+    Ok(report)
+}
+
+async fn sample_every_second(
+    run: Arc<Run>,
+    bar: ProgressBar,
+    stop: CancellationToken,
+) -> Vec<Sample> {
+    let mut samples = vec![run.sample()];
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    every.tick().await;
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stop.cancelled() => return samples,
+        }
+        let s = run.sample();
+        bar.set_message(format!(
+            "{} held · {} joined · {} admitted · {} msgs · {} errors",
+            thousands(s.connections),
+            thousands(s.joined),
+            thousands(s.admitted),
+            thousands(s.messages),
+            thousands(s.errors)
+        ));
+        samples.push(s);
+    }
+}
+
+fn progress_bar(args: &LoadArgs) -> ProgressBar {
+    if args.quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(args.fans);
+    let style =
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} fans done · {msg}")
+            .expect("a valid template")
+            .progress_chars("=> ");
+    bar.set_style(style);
+    bar.enable_steady_tick(Duration::from_millis(250));
+    bar
+}

@@ -1,0 +1,129 @@
+//! What every fan task of a run shares: the counters, the histograms, the records.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use reqwest::{Client, Url};
+use tokio::sync::Semaphore;
+use waiting_room::model::{ShowId, TicketView};
+
+use super::choices::Choices;
+use super::eta::{FanRecord, Told};
+use crate::follow::Transport;
+use crate::plot::Sample;
+
+/// The run's counts, added to by every fan task as things happen.
+#[derive(Default)]
+pub(super) struct Counters {
+    pub spawned: AtomicU64,
+    pub joined: AtomicU64,
+    pub join_throttled: AtomicU64,
+    pub streams_opened: AtomicU64,
+    pub connections: AtomicU64,
+    pub peak_connections: AtomicU64,
+    pub messages: AtomicU64,
+    pub stream_errors: AtomicU64,
+    pub join_errors: AtomicU64,
+    pub done: AtomicU64,
+    pub join_failed: AtomicU64,
+    /// Fans whose `admitted` arrived, as it arrives (the timeline's figure).
+    pub admissions: AtomicU64,
+    /// Outcomes, counted as each fan ends.
+    pub admitted: AtomicU64,
+    pub unknown: AtomicU64,
+    pub expired: AtomicU64,
+    pub lost: AtomicU64,
+    pub unfinished: AtomicU64,
+    pub join_only: AtomicU64,
+    /// What admitted fans chose, counted as they choose.
+    pub buyers: AtomicU64,
+    pub abandoners: AtomicU64,
+    pub stayers: AtomicU64,
+    /// Stayers who were told their admission expired.
+    pub stayers_expired: AtomicU64,
+    /// Microseconds since the start: the first join sent and the last one answered.
+    pub first_join_us: AtomicU64,
+    pub last_join_us: AtomicU64,
+    /// Microseconds since the start when the server answered the first `--rate-change`
+    /// (`u64::MAX` until then): every push after it carries the new pace.
+    pub rate_changed_us: AtomicU64,
+}
+
+pub(super) fn get(a: &AtomicU64) -> u64 {
+    a.load(Ordering::Relaxed)
+}
+
+pub(super) fn add(a: &AtomicU64) {
+    a.fetch_add(1, Ordering::Relaxed);
+}
+
+/// What every fan task shares.
+pub(super) struct Run {
+    pub urls: Vec<Url>,
+    pub show: ShowId,
+    pub transport: Transport,
+    /// One HTTP client per source address (reqwest binds per client).
+    pub clients: Vec<(Option<IpAddr>, Client)>,
+    pub start: Instant,
+    pub counters: Counters,
+    pub join_latency: Mutex<Histogram<u64>>,
+    pub first_event: Mutex<Histogram<u64>>,
+    pub push_latency: Mutex<Histogram<u64>>,
+    pub order_latency: Mutex<Histogram<u64>>,
+    /// Order answers by HTTP status (`"201"`), or `"failed"` when none came.
+    pub orders: Mutex<BTreeMap<String, u64>>,
+    /// One per fan that joined, added as it ends.
+    pub records: Mutex<Vec<FanRecord>>,
+    pub join_only: bool,
+    pub choices: Choices,
+    /// Bounds joins in flight (`--max-in-flight`).
+    pub joining: Arc<Semaphore>,
+}
+
+impl Run {
+    pub(super) fn since_start_us(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+
+    /// Seconds since the start, as the ETA records keep them.
+    pub(super) fn now(&self) -> f32 {
+        self.start.elapsed().as_secs_f32()
+    }
+
+    /// Whether the first `--rate-change` has been made.
+    pub(super) fn rate_changed(&self) -> bool {
+        get(&self.counters.rate_changed_us) <= self.since_start_us()
+    }
+
+    /// What `ticket` tells at this moment: the fan's first ETA if it has none yet, and its
+    /// first since the rate change if that was made.
+    pub(super) fn told(&self, record: &mut FanRecord, ticket: &TicketView) {
+        if record.first.is_none() {
+            record.first = Told::of(self.now(), ticket);
+        }
+        if record.retold.is_none() && self.rate_changed() {
+            record.retold = Told::of(self.now(), ticket);
+        }
+    }
+
+    pub(super) fn record(h: &Mutex<Histogram<u64>>, d: Duration) {
+        let mut h = h.lock().unwrap_or_else(|e| e.into_inner());
+        h.saturating_record(d.as_micros() as u64);
+    }
+
+    pub fn sample(&self) -> Sample {
+        let c = &self.counters;
+        Sample {
+            seconds: self.start.elapsed().as_secs_f64(),
+            connections: get(&c.connections),
+            joined: get(&c.joined),
+            messages: get(&c.messages),
+            admitted: get(&c.admissions),
+            errors: get(&c.stream_errors) + get(&c.join_errors),
+        }
+    }
+}

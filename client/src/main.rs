@@ -1,0 +1,41 @@
+//! The `waiting-room-client` binary: `fan` and `load`, each handed over to the library.
+//!
+//! It reads only its own flags (and the operator token `load` may take from `ADMIN_TOKEN`):
+//! none of the server's settings, so a shell set up to run a server runs the clients too.
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+use waiting_room_client::fan::{self, FanArgs};
+use waiting_room_client::load::{self, LoadArgs};
+
+/// Clients of the waiting room: one fan, or a bounded load run.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Join a show (or follow --ticket) and print each update until admitted.
+    Fan(FanArgs),
+    /// A bounded load run against loopback servers: many fans, a CSV and a plot.
+    Load(Box<LoadArgs>),
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    // Logs go to stderr: stdout is the fan's lines and `load --json`'s report.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        // The fan's exit code tells scripts how it ended (see `FanError::exit_code`).
+        Command::Fan(args) => std::process::exit(fan::main(args).await),
+        Command::Load(args) => load::main(*args).await,
+    }
+}

@@ -1,0 +1,11 @@
+//! The clients (`waiting-room-client fan` and `load`) against real servers, and the split
+//! itself: the server links none of the clients' crates.
+
+// The server package's test support: the app in-process, a redis-server of the test's own.
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+mod fan;
+mod helpers;
+mod load;
+mod split;
