@@ -28,22 +28,8 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/waiting-room}
 CLIENT=${CLIENT:-${CARGO_TARGET_DIR:-target}/release/waiting-room-client}
 OUT=${OUT:-${CARGO_TARGET_DIR:-target}/bench-eta}
-TOKEN=bench-token
-mkdir -p "$OUT"
-for bin in "$BIN" "$CLIENT"; do
-  [ -x "$bin" ] || { echo "no release binary at $bin: cargo build --release --workspace first" >&2; exit 1; }
-done
-
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=scripts/bench-common.sh
+. scripts/bench-common.sh
 
 start_redis() {
   local port; port=$(free_port)

@@ -1,0 +1,19 @@
+# Shared by scripts/bench.sh and scripts/eta-bench.sh (sourced, after BIN, CLIENT and OUT are
+# set): the release binaries checked, the processes a run starts ended by PID when it ends,
+# and a free loopback port.
+TOKEN=bench-token
+mkdir -p "$OUT"
+for bin in "$BIN" "$CLIENT"; do
+  [ -x "$bin" ] || { echo "no release binary at $bin: cargo build --release --workspace first" >&2; exit 1; }
+done
+
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
