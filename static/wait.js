@@ -21,6 +21,25 @@
     .replace('{ticket_id}', encodeURIComponent(ticket || ''));
   const EVENT_NAMES = root.dataset.events.split(' ');
   const storageKey = `waiting-room:ticket:${show}`;
+
+  // One key per browser and show: however often this page joins (two tabs, a lost answer
+  // retried), the server hands out one place while it lives.
+  // (getRandomValues works on plain http too, where randomUUID does not.)
+  const randomKey = () => Array.from(crypto.getRandomValues(new Uint8Array(16)),
+    (b) => b.toString(16).padStart(2, '0')).join('');
+  function joinKey() {
+    const name = `waiting-room:join-key:${show}`;
+    try {
+      let key = localStorage.getItem(name);
+      if (!key) {
+        key = randomKey();
+        localStorage.setItem(name, key);
+      }
+      return key;
+    } catch {
+      return joinKey.fallback || (joinKey.fallback = randomKey());
+    }
+  }
   const params = new URLSearchParams(location.search);
   const TRANSPORTS = ['sse', 'ws', 'poll'];
   const startTransport = TRANSPORTS.includes(params.get('transport')) ? params.get('transport') : 'sse';
@@ -394,9 +413,13 @@
     stopFollowing();
     setState('joining');
     try {
-      const res = await fetch(route('Join'), { method: 'POST', headers: { Accept: 'application/json' } });
+      const res = await fetch(route('Join'), {
+        method: 'POST',
+        headers: { Accept: 'application/json', [root.dataset.idempotencyHeader]: joinKey() },
+      });
       const body = await res.json().catch(() => ({}));
-      if (res.status === 202 && isUuid(body.ticketId)) {
+      // 202: a new place; 200: the place this browser already holds (same key).
+      if ((res.status === 202 || res.status === 200) && isUuid(body.ticketId)) {
         record = { ticketId: body.ticketId, firstPosition: body.position || 0, joinedAt: Date.now() };
         save();
         showTicket();

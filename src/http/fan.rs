@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::page::set_ticket_cookie;
@@ -22,13 +22,25 @@ pub async fn join(
     AppPath(show): AppPath<String>,
 ) -> Result<impl IntoResponse, AppError> {
     let show = show_id(&show)?;
-    let joined = state.join(client.ip(), &headers, &show).await?;
+    let (joined, replayed) = state.join(client.ip(), &headers, &show).await?;
     let view = joined.status.state.view(joined.ticket, &joined.status.pace);
     // The waiting page's first paint shows this ticket's place after a reload.
     let cookie = set_ticket_cookie(&state, &show, Some(joined.ticket));
+    // The same Idempotency-Key again: the same ticket, said so (200, not a new 202).
+    let (status, replay) = if replayed {
+        (StatusCode::OK, "true")
+    } else {
+        (StatusCode::ACCEPTED, "false")
+    };
     Ok((
-        StatusCode::ACCEPTED,
-        [(header::SET_COOKIE, cookie)],
+        status,
+        [
+            (header::SET_COOKIE, cookie),
+            (
+                HeaderName::from_static("idempotent-replayed"),
+                replay.to_owned(),
+            ),
+        ],
         Json(view),
     ))
 }

@@ -85,16 +85,25 @@ impl AppState {
     }
 
     /// A join as every face makes it: the client's limit first, then a fresh ticket, counted.
+    ///
+    /// With an `Idempotency-Key` header, the same key answers the same ticket while it lives
+    /// (the `bool` says so), across instances: one place per client, however often it asks.
     pub(crate) async fn join(
         &self,
         peer: IpAddr,
         headers: &HeaderMap,
         show: &ShowId,
-    ) -> Result<Joined, AppError> {
+    ) -> Result<(Joined, bool), AppError> {
+        let key = idempotency_key(headers)?;
         self.check_join_rate(peer, headers).await?;
-        let joined = self.store.join(show).await?;
-        self.metrics.joined(show);
-        Ok(joined)
+        let (joined, replayed) = match key {
+            Some(key) => self.store.join_once(show, key).await?,
+            None => (self.store.join(show).await?, false),
+        };
+        if !replayed {
+            self.metrics.joined(show);
+        }
+        Ok((joined, replayed))
     }
 
     /// The operator's figures of every open show, in show order (one store call per show).
@@ -134,6 +143,26 @@ pub(crate) fn client_prefix(ip: IpAddr) -> IpAddr {
         }
         v4 => v4,
     }
+}
+
+/// The header that makes a join idempotent.
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+/// The join's `Idempotency-Key`, if any: 1 to 128 visible ASCII characters, else 400.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, AppError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .filter(|k| (1..=128).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()))
+        .map(Some)
+        .ok_or_else(|| {
+            AppError::BadRequest(format!(
+                "{IDEMPOTENCY_KEY}: 1 to 128 visible ASCII characters"
+            ))
+        })
 }
 
 /// The whole API.

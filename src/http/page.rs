@@ -195,6 +195,7 @@ pub(crate) struct PageRoutes {
     orders: &'static str,
     event_names: String,
     admission_header: &'static str,
+    idempotency_header: &'static str,
 }
 
 impl PageRoutes {
@@ -207,6 +208,7 @@ impl PageRoutes {
             orders: routes::ORDERS,
             event_names: EventName::ALL.map(EventName::as_str).join(" "),
             admission_header: ADMISSION_HEADER,
+            idempotency_header: super::IDEMPOTENCY_KEY,
         }
     }
 }
@@ -339,7 +341,7 @@ pub async fn join(
     let joined = async {
         check_form_post(&headers, state.public_origin.as_ref())?;
         let show = page_show(show)?;
-        let joined = state.join(client.ip(), &headers, &show).await?;
+        let (joined, _) = state.join(client.ip(), &headers, &show).await?;
         Ok::<_, AppError>((show, joined.ticket))
     };
     match joined.await {

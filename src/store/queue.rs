@@ -14,6 +14,10 @@ use crate::model::{Pace, ShowId, TicketState};
 pub trait Queue: Send + Sync {
     /// Takes the next sequence and enqueues a new ticket, atomically.
     async fn join(&self, show: &ShowId) -> Result<Joined>;
+    /// A join under the client's `Idempotency-Key`: while the ticket it got lives (waiting or
+    /// admitted, in this epoch), the same key answers that ticket (`true`), never a second
+    /// place; otherwise a fresh ticket, kept under the key for a day.
+    async fn join_once(&self, show: &ShowId, key: &str) -> Result<(Joined, bool)>;
     /// Where a ticket stands now.
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status>;
     /// Takes a ticket out: out of the queue if waiting, its admission back if admitted.

@@ -3,6 +3,8 @@
 
 use waiting_room::protocol::{ADMISSION_HEADER, EventName, routes};
 
+const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
 use crate::support::app::spawn_app;
 use crate::support::backend::Backend;
 
@@ -32,10 +34,9 @@ fn the_scripts_spell_no_route_event_name_or_header() {
                 assert!(!js.contains(&listening), "{name} spells {listening}");
             }
         }
-        assert!(
-            !js.contains(ADMISSION_HEADER),
-            "{name} spells {ADMISSION_HEADER}"
-        );
+        for header in [ADMISSION_HEADER, IDEMPOTENCY_KEY] {
+            assert!(!js.contains(header), "{name} spells {header}");
+        }
     }
 }
 
@@ -52,6 +53,7 @@ async fn the_waiting_page_hands_its_script_the_contract() {
         ("data-route-ws", routes::WS),
         ("data-route-orders", routes::ORDERS),
         ("data-admission-header", ADMISSION_HEADER),
+        ("data-idempotency-header", IDEMPOTENCY_KEY),
     ] {
         assert!(
             html.contains(&format!("{attribute}=\"{value}\"")),

@@ -208,9 +208,16 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
         (JOIN, "POST") => Op::new(
             "join",
             Fan,
-            "Join the queue (also before the on-sale opens)",
+            "Join the queue (also before the on-sale opens). With an `Idempotency-Key` header \
+             (1 to 128 visible ASCII characters) the same key gets the same ticket back while \
+             it lives: 200 and `Idempotent-Replayed: true` instead of a new place",
             &[
                 (202, Json("TicketView"), "A fresh ticket"),
+                (
+                    200,
+                    Json("TicketView"),
+                    "The ticket this Idempotency-Key already holds",
+                ),
                 NO_SHOW,
                 (429, ERROR, "Past the per-client join limit"),
                 LOST,

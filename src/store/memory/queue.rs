@@ -12,26 +12,11 @@ use crate::store::{AdmitOutcome, EventKind, Joined, Queue, Result, Status};
 #[async_trait]
 impl Queue for MemoryStore {
     async fn join(&self, show: &ShowId) -> Result<Joined> {
-        let ticket = Uuid::new_v4();
-        let now = self.now_ms();
-        let mut inner = self.lock();
-        let s = inner.show(show)?;
-        s.seq += 1;
-        let seq = s.seq;
-        s.queue.insert(seq, ticket);
-        s.seq_of.insert(ticket, seq);
-        let (state, _) = s.state(ticket, now);
-        Ok(Joined {
-            ticket,
-            seq,
-            status: Status {
-                state,
-                epoch: s.epoch,
-                seq: Some(seq),
-                pace: s.pace(&self.settings),
-                version: s.version,
-            },
-        })
+        self.join_as(show, None).await.map(|(joined, _)| joined)
+    }
+
+    async fn join_once(&self, show: &ShowId, key: &str) -> Result<(Joined, bool)> {
+        self.join_as(show, Some(key)).await
     }
 
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
@@ -168,5 +153,55 @@ impl Queue for MemoryStore {
             head,
             version,
         })
+    }
+}
+
+impl MemoryStore {
+    /// Joins, or (with an `Idempotency-Key`) answers the live ticket joined under it.
+    async fn join_as(&self, show: &ShowId, key: Option<&str>) -> Result<(Joined, bool)> {
+        let ticket = Uuid::new_v4();
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        if let Some(kept) = key.and_then(|k| s.idem.get(k)).copied() {
+            let (state, seq) = s.state(kept, now);
+            if state != TicketState::Unknown {
+                let joined = Joined {
+                    ticket: kept,
+                    seq: seq.unwrap_or(0),
+                    status: Status {
+                        state,
+                        epoch: s.epoch,
+                        seq,
+                        pace: s.pace(&self.settings),
+                        version: s.version,
+                    },
+                };
+                return Ok((joined, true));
+            }
+        }
+        if let Some(key) = key {
+            s.idem.insert(key.to_owned(), ticket);
+        }
+
+        s.seq += 1;
+        let seq = s.seq;
+        s.queue.insert(seq, ticket);
+        s.seq_of.insert(ticket, seq);
+        let (state, _) = s.state(ticket, now);
+        Ok((
+            Joined {
+                ticket,
+                seq,
+                status: Status {
+                    state,
+                    epoch: s.epoch,
+                    seq: Some(seq),
+                    pace: s.pace(&self.settings),
+                    version: s.version,
+                },
+            },
+            false,
+        ))
     }
 }

@@ -38,6 +38,8 @@ pub(super) struct Show {
     pub(super) holds: HashMap<String, (Uuid, String)>,
     /// Admissions that bought.
     pub(super) spent: HashSet<Uuid>,
+    /// Idempotency-Key → the ticket joined under it.
+    pub(super) idem: HashMap<String, Uuid>,
     /// How long admissions held their place (seconds, smoothed; `None`: none ended yet, the
     /// whole TTL), and its variance.
     pub(super) hold_mean: Option<f64>,
@@ -77,6 +79,7 @@ impl Show {
             buying: HashSet::new(),
             holds: HashMap::new(),
             spent: HashSet::new(),
+            idem: HashMap::new(),
             hold_mean: None,
             hold_var: 0.0,
             holds_measured: 0,

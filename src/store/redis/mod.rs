@@ -66,6 +66,9 @@ struct ScriptArgs {
     default_cap: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     ticket: Option<String>,
+    /// The key an `Idempotency-Key` keeps its ticket under.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idem_key: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fence: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::{RedisStore, ScriptArgs, pace, protocol, reply, show_script};
 use crate::model::{ShowId, TicketState};
+use crate::store::StoreError;
 use crate::store::{AdmitOutcome, Joined, Queue, Result, Status};
 
 static JOIN: LazyLock<Script> = show_script!("join.lua");
@@ -22,26 +23,24 @@ static ADMIT: LazyLock<Script> = show_script!("admit.lua");
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> {
     async fn join(&self, show: &ShowId) -> Result<Joined> {
-        let ticket = Uuid::new_v4();
-        let r: Vec<i64> = self.run(&JOIN, show, ScriptArgs::ticket(ticket)).await?;
-        reply(show, "join", r, |r| {
-            let [seq, position, version, epoch, ref rest @ ..] = *r else {
-                return None;
-            };
-            Some(Joined {
-                ticket,
-                seq: seq as u64,
-                status: Status {
-                    state: TicketState::Waiting {
-                        position: position as u64,
-                    },
-                    epoch: epoch as u64,
-                    seq: Some(seq as u64),
-                    pace: pace(rest)?,
-                    version: version as u64,
-                },
-            })
-        })
+        self.join_as(show, None).await
+    }
+
+    async fn join_once(&self, show: &ShowId, key: &str) -> Result<(Joined, bool)> {
+        let idem_key = format!("wr:{{{show}}}:idem:{key}");
+        if let Some(kept) = self.kept(show, &idem_key).await? {
+            return Ok((kept, true));
+        }
+        match self.join_as(show, Some(idem_key.clone())).await {
+            Ok(joined) => Ok((joined, false)),
+            // Another request under the same key won the race: its ticket.
+            Err(StoreError::Protocol(p)) if p.starts_with("join: [-409]") => {
+                let kept = self.kept(show, &idem_key).await?;
+                kept.map(|k| (k, true))
+                    .ok_or_else(|| StoreError::Protocol("idempotency key lost its ticket".into()))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
@@ -124,5 +123,54 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
             }),
             _ => Err(protocol("admit", &r)),
         }
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
+    /// Joins, keeping the ticket under `idem_key` when given.
+    async fn join_as(&self, show: &ShowId, idem_key: Option<String>) -> Result<Joined> {
+        let ticket = Uuid::new_v4();
+        let args = ScriptArgs {
+            idem_key,
+            ..ScriptArgs::ticket(ticket)
+        };
+        let r: Vec<i64> = self.run(&JOIN, show, args).await?;
+        reply(show, "join", r, |r| {
+            let [seq, position, version, epoch, ref rest @ ..] = *r else {
+                return None;
+            };
+            Some(Joined {
+                ticket,
+                seq: seq as u64,
+                status: Status {
+                    state: TicketState::Waiting {
+                        position: position as u64,
+                    },
+                    epoch: epoch as u64,
+                    seq: Some(seq as u64),
+                    pace: pace(rest)?,
+                    version: version as u64,
+                },
+            })
+        })
+    }
+
+    /// The live ticket kept under `idem_key` in the show's current epoch, if any.
+    async fn kept(&self, show: &ShowId, idem_key: &str) -> Result<Option<Joined>> {
+        let mut conn = self.conn.clone();
+        let kept: Option<String> = redis::AsyncCommands::get(&mut conn, idem_key).await?;
+        let Some((epoch, ticket)) = kept.as_deref().and_then(|k| k.split_once('|')) else {
+            return Ok(None);
+        };
+        let Ok(ticket) = Uuid::parse_str(ticket) else {
+            return Ok(None);
+        };
+        let status = self.status(show, ticket).await?;
+        let live = !matches!(status.state, TicketState::Unknown);
+        Ok((live && epoch == status.epoch.to_string()).then(|| Joined {
+            ticket,
+            seq: status.seq.unwrap_or(0),
+            status,
+        }))
     }
 }

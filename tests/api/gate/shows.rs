@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 use waiting_room::protocol::routes;
 
 use super::{admitted_fan, dbsize, json_of};
@@ -15,6 +15,7 @@ both_stores!(
     shows_exist_only_when_an_operator_makes_them,
     a_deleted_show_takes_its_state_and_its_tickets_with_it,
     the_ticket_cookie_is_the_servers_alone,
+    one_key_holds_one_place,
 );
 
 async fn shows_exist_only_when_an_operator_makes_them(backend: Backend) {
@@ -192,5 +193,62 @@ async fn the_ticket_cookie_is_the_servers_alone(backend: Backend) {
             .unwrap()
             .contains("document.cookie")
     );
+    app.stop().await;
+}
+
+/// One place per client (issue "One place per fan…", item 1): the same `Idempotency-Key`
+/// gets the same ticket back while it lives, said so; another key, another place; once the
+/// ticket is gone, the key joins anew.
+async fn one_key_holds_one_place(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create("k").await;
+    let join = |key: &'static str| {
+        app.client
+            .post(app.url("/orders/waiting-room/k/join"))
+            .header("Idempotency-Key", key)
+            .send()
+    };
+    let first = join("fan-1").await.unwrap();
+    assert_eq!(first.status(), StatusCode::ACCEPTED);
+    assert_eq!(first.headers()["idempotent-replayed"], "false");
+    let first: Value = first.json().await.unwrap();
+    let again = join("fan-1").await.unwrap();
+    assert_eq!(
+        again.status(),
+        StatusCode::OK,
+        "the same key: the same place"
+    );
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["ticketId"], first["ticketId"]);
+    assert_eq!(again["position"], 1);
+    let other: Value = join("fan-2").await.unwrap().json().await.unwrap();
+    assert_ne!(other["ticketId"], first["ticketId"]);
+    assert_eq!(other["position"], 2);
+    assert_eq!(
+        app.stats("k").await["joined"],
+        2,
+        "no second place for fan-1"
+    );
+    // Gone (left), the key gets a new place at the back.
+    let ticket = first["ticketId"].as_str().unwrap();
+    assert_eq!(
+        app.leave("k", ticket).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    let anew = join("fan-1").await.unwrap();
+    assert_eq!(anew.status(), StatusCode::ACCEPTED);
+    let anew: Value = anew.json().await.unwrap();
+    assert_ne!(anew["ticketId"], first["ticketId"]);
+    // A key that is no key is refused and joins nobody.
+    let bad = app
+        .client
+        .post(app.url("/orders/waiting-room/k/join"))
+        .header("Idempotency-Key", "x".repeat(129))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(app.stats("k").await["joined"], 3);
     app.stop().await;
 }
