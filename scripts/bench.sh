@@ -55,19 +55,6 @@ start_server() {
   exit 1
 }
 
-start_redis() {
-  local port; port=$(free_port)
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >"$OUT/redis.log" 2>&1 &
-  REDIS_PID=$!
-  PIDS+=("$REDIS_PID")
-  REDIS_URL="redis://127.0.0.1:$port"
-  for _ in $(seq 50); do
-    redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "redis-server did not start" >&2
-  exit 1
-}
 
 # Shows exist only once an operator made them (PUT …/{showId}, PUT …/config or POST …/open):
 # every case creates its show before the first join.

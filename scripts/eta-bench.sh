@@ -31,18 +31,6 @@ OUT=${OUT:-${CARGO_TARGET_DIR:-target}/bench-eta}
 # shellcheck source=scripts/bench-common.sh
 . scripts/bench-common.sh
 
-start_redis() {
-  local port; port=$(free_port)
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >"$OUT/redis.log" 2>&1 &
-  PIDS+=("$!")
-  REDIS_URL="redis://127.0.0.1:$port"
-  for _ in $(seq 50); do
-    redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "redis-server did not start" >&2
-  exit 1
-}
 
 # start_server [ENV=VALUE...]: sets URL. One load process holds every fan's stream from
 # 127.0.0.1, so the per-client stream limit is off, as the join limit is.

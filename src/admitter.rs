@@ -40,8 +40,13 @@ pub struct TickReport {
 /// last served) is tried again as soon as the store's next second begins.
 #[tracing::instrument(skip_all)]
 pub async fn admit_once(store: &dyn QueueStore, fence: u64) -> Result<TickReport> {
+    Ok(admit_shows(store, &store.open_shows().await?, fence).await)
+}
+
+/// One admission step over `shows` (the open shows, listed once for the tick).
+async fn admit_shows(store: &dyn QueueStore, shows: &[ShowId], fence: u64) -> TickReport {
     let mut report = TickReport::default();
-    for show in store.open_shows().await? {
+    for show in shows.iter().cloned() {
         let mut outcome = store.admit(&show, fence).await;
         if let Ok(AdmitOutcome::AlreadyThisSecond { next_in }) = outcome
             && next_in <= CLOCK_SKEW_RETRY
@@ -64,7 +69,7 @@ pub async fn admit_once(store: &dyn QueueStore, fence: u64) -> Result<TickReport
             }
         }
     }
-    Ok(report)
+    report
 }
 
 /// A show found already served with less than this left of the store's second is tried
@@ -114,25 +119,28 @@ pub async fn run(
         }
         // The checkouts are asked beside the tick, never in its way: what they answer sets
         // the rate in force for the next tick.
-        tokio::spawn(pace::follow_checkouts(store.clone()));
-        match admit_once(store.as_ref(), fence).await {
-            Ok(report) => {
-                for (show, count) in &report.admitted {
-                    metrics.admitted(show, *count);
-                }
-                for _ in &report.failed {
-                    metrics.admitter_error();
-                }
-                if let Some(seen) = report.fenced {
-                    // Either a newer leader exists (then our lease is gone and the next
-                    // check says so) or the counter fell behind a show's fence: the next
-                    // lease call heals it with a token above `seen`.
-                    tracing::warn!(instance, fence, seen, "a show refused our fencing token");
-                    metrics.admitter_error();
-                    floor = floor.max(seen);
-                }
+        let shows = match store.open_shows().await {
+            Ok(shows) => shows,
+            Err(e) => {
+                tracing::warn!(error = %e, "admission tick failed");
+                continue;
             }
-            Err(e) => tracing::warn!(error = %e, "admission tick failed"),
+        };
+        tokio::spawn(pace::follow_checkouts(store.clone(), shows.clone()));
+        let report = admit_shows(store.as_ref(), &shows, fence).await;
+        for (show, count) in &report.admitted {
+            metrics.admitted(show, *count);
+        }
+        for _ in &report.failed {
+            metrics.admitter_error();
+        }
+        if let Some(seen) = report.fenced {
+            // Either a newer leader exists (then our lease is gone and the next check says
+            // so) or the counter fell behind a show's fence: the next lease call heals it
+            // with a token above `seen`.
+            tracing::warn!(instance, fence, seen, "a show refused our fencing token");
+            metrics.admitter_error();
+            floor = floor.max(seen);
         }
     }
     if token.is_some() {

@@ -70,11 +70,7 @@ pub fn next_rate(control: &PaceControl, healthy: bool) -> u32 {
 
 /// One tick's checks: every open show that follows a checkout asks it, all at once, each
 /// within [`CHECK_TIMEOUT`]. Run beside the tick by the admitter.
-pub async fn follow_checkouts(store: Arc<dyn QueueStore>) {
-    let shows = match store.open_shows().await {
-        Ok(shows) => shows,
-        Err(e) => return tracing::warn!(error = %e, "cannot list shows to follow checkouts"),
-    };
+pub async fn follow_checkouts(store: Arc<dyn QueueStore>, shows: Vec<ShowId>) {
     let checks = shows.iter().map(|show| {
         let store = store.as_ref();
         async move {

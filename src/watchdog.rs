@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::model::ShowId;
-use crate::store::{QueueStore, ShowMeta};
+use crate::store::{Indexed, QueueStore, ShowMeta};
 
 /// How often every known show is checked.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -78,6 +78,7 @@ impl Watchdog {
     /// the pass (the next one tries again); it never marks anything.
     pub async fn check(&self) -> crate::store::Result<()> {
         let listed: BTreeSet<ShowId> = self.inner.store.shows().await?.into_iter().collect();
+        let open: BTreeSet<ShowId> = self.inner.store.open_shows().await?.into_iter().collect();
         let mut shows = listed.clone();
         shows.extend(self.known().keys().cloned());
         for show in shows {
@@ -86,7 +87,11 @@ impl Watchdog {
             // never saw it: its meta vanishing is a loss too (on a cluster the list and the
             // show live on different nodes).
             let asked = known.unwrap_or(if listed.contains(&show) { 1 } else { 0 });
-            let now = self.inner.store.check_show(&show, asked).await?;
+            let indexed = Indexed {
+                listed: listed.contains(&show),
+                open: open.contains(&show),
+            };
+            let now = self.inner.store.check_show(&show, asked, indexed).await?;
             self.update(&show, known, now);
         }
         Ok(())

@@ -28,8 +28,15 @@ pub trait Shows: Send + Sync {
     async fn open_shows(&self) -> Result<Vec<ShowId>>;
     /// The watchdog's question about a show this instance knew at `known_epoch`: its state
     /// now. If the store has forgotten it without an operator deleting it, it is marked
-    /// lost first (under a new epoch), so every instance refuses it alike.
-    async fn check_show(&self, show: &ShowId, known_epoch: u64) -> Result<Option<ShowMeta>>;
+    /// lost first (under a new epoch), so every instance refuses it alike. `indexed` says
+    /// where the lists of shows (read once a pass) have it; a list that disagrees with the
+    /// show is mended (on a cluster they live on other nodes, and may lose it alone).
+    async fn check_show(
+        &self,
+        show: &ShowId,
+        known_epoch: u64,
+        indexed: Indexed,
+    ) -> Result<Option<ShowMeta>>;
     /// What an operator sees of a show.
     async fn stats(&self, show: &ShowId) -> Result<ShowStats>;
 }
@@ -88,4 +95,13 @@ pub struct Configured {
     /// The show had been lost and now starts again from nothing (a new epoch).
     pub recovered: bool,
     pub epoch: u64,
+}
+
+/// Where the lists of shows have a show, as the watchdog read them this pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Indexed {
+    /// In the list of every show made.
+    pub listed: bool,
+    /// In the list of open shows.
+    pub open: bool,
 }

@@ -6,7 +6,8 @@ use super::MemoryStore;
 use super::show::Show;
 use crate::model::{ShowId, ShowStats};
 use crate::store::{
-    Configured, EventKind, PaceControl, Pacing, Result, ShowEvent, ShowMeta, ShowSettings, Shows,
+    Configured, EventKind, Indexed, PaceControl, Pacing, Result, ShowEvent, ShowMeta, ShowSettings,
+    Shows,
 };
 
 impl MemoryStore {
@@ -132,7 +133,12 @@ impl Shows for MemoryStore {
         Ok(shows)
     }
 
-    async fn check_show(&self, show: &ShowId, _known_epoch: u64) -> Result<Option<ShowMeta>> {
+    async fn check_show(
+        &self,
+        show: &ShowId,
+        _known_epoch: u64,
+        _indexed: Indexed,
+    ) -> Result<Option<ShowMeta>> {
         // This store forgets only with the process, and the process forgets with it.
         self.show(show).await
     }

@@ -23,7 +23,8 @@ static ADMIT: LazyLock<Script> = show_script!("admit.lua");
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> {
     async fn join(&self, show: &ShowId) -> Result<Joined> {
-        self.join_as(show, None).await
+        let joined = self.join_as(show, None).await?;
+        joined.ok_or_else(|| StoreError::Protocol("join without a key was refused".into()))
     }
 
     async fn join_once(&self, show: &ShowId, key: &str) -> Result<(Joined, bool)> {
@@ -31,16 +32,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
         if let Some(kept) = self.kept(show, &idem_key).await? {
             return Ok((kept, true));
         }
-        match self.join_as(show, Some(idem_key.clone())).await {
-            Ok(joined) => Ok((joined, false)),
-            // Another request under the same key won the race: its ticket.
-            Err(StoreError::Protocol(p)) if p.starts_with("join: [-409]") => {
-                let kept = self.kept(show, &idem_key).await?;
-                kept.map(|k| (k, true))
-                    .ok_or_else(|| StoreError::Protocol("idempotency key lost its ticket".into()))
-            }
-            Err(e) => Err(e),
+        if let Some(joined) = self.join_as(show, Some(idem_key.clone())).await? {
+            return Ok((joined, false));
         }
+        // Another request under the same key won the race: its ticket.
+        let kept = self.kept(show, &idem_key).await?;
+        kept.map(|k| (k, true))
+            .ok_or_else(|| StoreError::Protocol("idempotency key lost its ticket".into()))
     }
 
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
@@ -127,19 +125,23 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
-    /// Joins, keeping the ticket under `idem_key` when given.
-    async fn join_as(&self, show: &ShowId, idem_key: Option<String>) -> Result<Joined> {
+    /// Joins, keeping the ticket under `idem_key` when given; `None` when a live ticket is
+    /// kept under that key already (`join.lua`'s {-409}).
+    async fn join_as(&self, show: &ShowId, idem_key: Option<String>) -> Result<Option<Joined>> {
         let ticket = Uuid::new_v4();
         let args = ScriptArgs {
             idem_key,
             ..ScriptArgs::ticket(ticket)
         };
         let r: Vec<i64> = self.run(&JOIN, show, args).await?;
+        if r == [-409] {
+            return Ok(None);
+        }
         reply(show, "join", r, |r| {
             let [seq, position, version, epoch, ref rest @ ..] = *r else {
                 return None;
             };
-            Some(Joined {
+            Some(Some(Joined {
                 ticket,
                 seq: seq as u64,
                 status: Status {
@@ -151,7 +153,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
                     pace: pace(rest)?,
                     version: version as u64,
                 },
-            })
+            }))
         })
     }
 

@@ -10,7 +10,7 @@ use redis::{AsyncCommands, Script};
 use super::{OPEN_SHOWS, RedisStore, SHOWS, ScriptArgs, pace, protocol, reply, show_script};
 use crate::model::{ShowId, ShowStats};
 use crate::store::{
-    Configured, PaceControl, Pacing, Result, ShowMeta, ShowSettings, Shows, StoreError,
+    Configured, Indexed, PaceControl, Pacing, Result, ShowMeta, ShowSettings, Shows, StoreError,
     TOMBSTONE_TTL, new_epoch,
 };
 
@@ -100,7 +100,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
         self.members(OPEN_SHOWS).await
     }
 
-    async fn check_show(&self, show: &ShowId, known_epoch: u64) -> Result<Option<ShowMeta>> {
+    async fn check_show(
+        &self,
+        show: &ShowId,
+        known_epoch: u64,
+        indexed: Indexed,
+    ) -> Result<Option<ShowMeta>> {
         let args = ScriptArgs {
             known_epoch: Some(known_epoch.to_string()),
             new_epoch: Some(new_epoch().to_string()),
@@ -108,13 +113,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
         };
         let r: Vec<i64> = self.run(&CHECK, show, args).await?;
         let found = meta(&r).ok_or_else(|| protocol("check", &r))?;
-        // Keep the indexes whole: a lost show stays listed, an open one stays served.
+        // Keep the lists whole where they disagree: a lost show stays listed, an open one
+        // stays served, a closed one is not.
         let mut conn = self.conn.clone();
         if let Some(m) = found {
-            let _: i64 = conn.sadd(SHOWS, show.as_str()).await?;
-            if m.open {
+            if !indexed.listed {
+                let _: i64 = conn.sadd(SHOWS, show.as_str()).await?;
+            }
+            if m.open && !indexed.open {
                 let _: i64 = conn.sadd(OPEN_SHOWS, show.as_str()).await?;
-            } else {
+            } else if !m.open && indexed.open {
                 let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
             }
         }

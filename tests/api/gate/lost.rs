@@ -148,3 +148,29 @@ async fn a_show_fenced_above_the_counter_heals_and_never_starves_the_others() {
     assert_ne!(first, stuck[0]);
     app.stop().await;
 }
+
+/// The list of open shows lost the show alone (on a cluster it lives on another node): the
+/// watchdog puts it back from the show's own state, and the admitter serves it again.
+#[tokio::test]
+async fn an_open_show_the_open_list_forgot_is_served_again() {
+    let app = spawn_app_with(Backend::Redis, config(1, TTL)).await;
+    app.open("listed").await;
+    let mut conn = app.redis.as_ref().unwrap().server().conn().await;
+    let removed: i64 = ::redis::cmd("SREM")
+        .arg("wr:open")
+        .arg("listed")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(removed, 1);
+    let fan = ticket_id(&app.join_ok("listed").await);
+    app.wait_admitted("listed", &fan, Duration::from_secs(4)).await;
+    let open: bool = ::redis::cmd("SISMEMBER")
+        .arg("wr:open")
+        .arg("listed")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(open, "the open list was mended");
+    app.stop().await;
+}
