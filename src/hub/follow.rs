@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::model::{Pace, ShowId, TicketState, TicketView};
 pub use crate::protocol::EventName;
-use crate::store::{QueueStore, StoreError};
+use crate::store::{QueueStore, StoreError, Touched};
 
 /// How often a live stream of an admitted ticket says its fan is still there: well inside the
 /// shortest arrival window ([`crate::store::MIN_ARRIVAL_WINDOW`]).
@@ -80,10 +80,13 @@ pub(super) async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
                     let ticket = f.current.view.ticket_id;
                     match f.store.touch(&f.show, ticket).await {
                         // Released, given back, or the show is gone: the admission is over.
-                        Ok(false) | Err(StoreError::NoSuchShow(_) | StoreError::ShowLost(_)) => {
+                        Ok(Touched::Over)
+                        | Err(StoreError::NoSuchShow(_) | StoreError::ShowLost(_)) => {
                             over = true;
                         }
-                        Ok(true) => {}
+                        Ok(Touched::Kept) => {}
+                        // No cap: nothing is ever released untaken; wait for the end.
+                        Ok(Touched::NotNeeded) => break,
                         Err(e) => tracing::debug!(error = %e, "could not touch an admission"),
                     }
                 }

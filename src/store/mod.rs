@@ -59,7 +59,7 @@ pub use self::limits::JoinLimits;
 pub use self::memory::MemoryStore;
 pub use self::orders::{OrderBook, OrderOutcome, order_fingerprint};
 pub use self::position::position;
-pub use self::queue::{AdmitOutcome, Joined, Queue, Status};
+pub use self::queue::{AdmitOutcome, Joined, Queue, Status, Touched};
 pub use self::redis::RedisStore;
 pub use self::shows::{Configured, Indexed, PaceControl, Pacing, ShowMeta, ShowSettings, Shows};
 

@@ -26,8 +26,8 @@ pub trait Queue: Send + Sync {
     /// Whether the ticket holds a valid admission of the show's current epoch.
     async fn is_admitted(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;
     /// A sign of life from an admitted fan following its ticket live: it keeps its admission
-    /// past the arrival window. False when the ticket holds no admission.
-    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;
+    /// past the arrival window.
+    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<Touched>;
     /// One admission step for one show: pops the show's rate of tickets and admits them,
     /// unless `fence` is stale or the show was already served this second.
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome>;
@@ -53,6 +53,18 @@ pub struct Joined {
     pub ticket: Uuid,
     pub seq: u64,
     pub status: Status,
+}
+
+/// What a sign of life from an admitted fan did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Touched {
+    /// Noted: the admission is kept past the arrival window.
+    Kept,
+    /// The show has no cap (or no arrival window): admissions are never released untaken, so
+    /// signs of life need not be sent (one call saved per admitted fan every few seconds).
+    NotNeeded,
+    /// The ticket holds no admission any more (released, given back, run out).
+    Over,
 }
 
 /// What one admission step did for one show.

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::MemoryStore;
 use crate::model::{ShowId, TicketState};
-use crate::store::{AdmitOutcome, EventKind, Joined, Queue, Result, Status};
+use crate::store::{AdmitOutcome, EventKind, Joined, Queue, Result, Status, Touched};
 
 #[async_trait]
 impl Queue for MemoryStore {
@@ -64,15 +64,19 @@ impl Queue for MemoryStore {
         Ok(self.lock().show(show)?.admitted_now(ticket, now))
     }
 
-    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
+    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<Touched> {
         let now = self.now_ms();
         let mut inner = self.lock();
         let s = inner.show(show)?;
         if !s.admitted_now(ticket, now) {
-            return Ok(false);
+            return Ok(Touched::Over);
+        }
+        let window = s.window.unwrap_or(self.settings.arrival_window);
+        if s.cap(&self.settings) == 0 || window.is_zero() {
+            return Ok(Touched::NotNeeded);
         }
         s.seen.insert(ticket, now);
-        Ok(true)
+        Ok(Touched::Kept)
     }
 
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome> {

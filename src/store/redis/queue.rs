@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::{RedisStore, ScriptArgs, pace, protocol, reply, show_script};
 use crate::model::{ShowId, TicketState};
-use crate::store::StoreError;
 use crate::store::{AdmitOutcome, Joined, Queue, Result, Status};
+use crate::store::{StoreError, Touched};
 
 static JOIN: LazyLock<Script> = show_script!("join.lua");
 static STATUS: LazyLock<Script> = show_script!("status.lua");
@@ -90,10 +90,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
         })
     }
 
-    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
-        let r: Vec<i64> = self.run(&TOUCH, show, ScriptArgs::ticket(ticket)).await?;
+    async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<Touched> {
+        let args = ScriptArgs {
+            window_ms: Some(self.settings.arrival_window.as_millis() as u64),
+            ..ScriptArgs::ticket(ticket)
+        };
+        let r: Vec<i64> = self.run(&TOUCH, show, args).await?;
         reply(show, "touch", r, |r| match *r {
-            [live] => Some(live == 1),
+            [1] => Some(Touched::Kept),
+            [2] => Some(Touched::NotNeeded),
+            [0] => Some(Touched::Over),
             _ => None,
         })
     }

@@ -164,7 +164,8 @@ async fn an_open_show_the_open_list_forgot_is_served_again() {
         .unwrap();
     assert_eq!(removed, 1);
     let fan = ticket_id(&app.join_ok("listed").await);
-    app.wait_admitted("listed", &fan, Duration::from_secs(4)).await;
+    app.wait_admitted("listed", &fan, Duration::from_secs(4))
+        .await;
     let open: bool = ::redis::cmd("SISMEMBER")
         .arg("wr:open")
         .arg("listed")

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use waiting_room::model::TicketState;
-use waiting_room::store::{AdmitOutcome, OrderOutcome, ShowSettings};
+use waiting_room::store::{AdmitOutcome, OrderOutcome, ShowSettings, Touched};
 
 use super::{cap, next_second, open_with_fans, order, position, rate, start_of_second};
 use crate::support::backend::{Backend, settings, store};
@@ -14,6 +14,7 @@ all_stores!(
     admission_runs_out_to_unknown,
     a_rate_of_its_own_changes_admissions_and_eta,
     a_buyer_cap_admits_only_into_free_places,
+    signs_of_life_are_kept_only_where_a_window_can_release,
 );
 
 async fn admission_takes_the_rate_in_arrival_order_once_a_second(backend: Backend) {
@@ -151,4 +152,26 @@ async fn a_buyer_cap_admits_only_into_free_places(backend: Backend) {
         s.admit(&sh, 1).await.unwrap(),
         AdmitOutcome::Admitted { count: 5, .. }
     ));
+}
+
+/// A live stream's sign of life costs a store call only where it can matter: under a cap,
+/// where untaken admissions are released; without one it is answered "not needed" once.
+async fn signs_of_life_are_kept_only_where_a_window_can_release(backend: Backend) {
+    let (s, _redis) = store(backend, settings(2, Duration::from_secs(60))).await;
+    let (sh, t) = open_with_fans(s.as_ref(), "life", 3).await;
+    s.admit(&sh, 1).await.unwrap();
+    assert_eq!(s.touch(&sh, t[0]).await.unwrap(), Touched::NotNeeded);
+    assert_eq!(
+        s.touch(&sh, t[2]).await.unwrap(),
+        Touched::Over,
+        "still waiting"
+    );
+    s.configure(&sh, cap(5)).await.unwrap();
+    assert_eq!(s.touch(&sh, t[0]).await.unwrap(), Touched::Kept);
+    s.leave(&sh, t[0]).await.unwrap();
+    assert_eq!(
+        s.touch(&sh, t[0]).await.unwrap(),
+        Touched::Over,
+        "given back"
+    );
 }
