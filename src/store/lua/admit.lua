@@ -26,8 +26,12 @@ local last = tonumber(redis.call('GET', TICK) or '-1')
 if second <= last then return {-2, (second + 1) * 1000 - now} end
 redis.call('SET', TICK, second)
 
-local ran_out = redis.call('ZREMRANGEBYSCORE', ADMISSIONS, '-inf', now)
-if ran_out > 0 then held(TTL / 1000, ran_out) end
+local ran_out = redis.call('ZRANGEBYSCORE', ADMISSIONS, '-inf', now, 'WITHSCORES')
+for i = 2, #ran_out, 2 do
+  local expired = tonumber(ran_out[i])
+  held(expired - TTL, expired)
+end
+redis.call('ZREMRANGEBYSCORE', ADMISSIONS, '-inf', now)
 redis.call('ZREMRANGEBYSCORE', SEEN, '-inf', now - TTL)
 local n_rate = rate()
 local places = n_rate
@@ -61,6 +65,7 @@ for i = 1, #popped, 2 do
   redis.call('SET', ADMITTED .. popped[i], epoch, 'PX', TTL)
   redis.call('ZADD', ADMISSIONS, now + TTL, popped[i])
 end
+if n > 0 then admitted_now(n, now) end
 local hd = head()
 if n > 0 then
   hd = tonumber(popped[#popped])

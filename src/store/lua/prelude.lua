@@ -38,34 +38,42 @@ local function active(now) return redis.call('ZCOUNT', ADMISSIONS, '(' .. now, '
 local function head() return tonumber(redis.call('GET', HEAD) or '0') end
 local function is_open() return redis.call('HGET', META, 'open') == '1' end
 
--- How long an admission holds its place behind the gate (seconds), smoothed over recent
--- admissions that ended, its variance, and how many were measured. Before any has ended,
--- nothing is known of the buyers: a hold anywhere from nothing to the whole TTL, alike
--- (mean TTL/2, variance TTL²/12), which the first measured holds soon replace.
+-- How long an admission holds its place behind the gate (seconds), and a variance for the
+-- range. Counted as time held over admissions ended: the ended ones' holds plus the ages of
+-- those still running (a buyer who is quick is measured at once, one who takes the whole TTL
+-- only when it runs out; counting only ended holds would be biased short until then), with the
+-- prior — a hold anywhere from nothing to the whole TTL, mean TTL/2 — weighing as one turnover
+-- of the cap. FLOW keeps: done_n/done_sum (ended, their holds), run_n/run_sum (running, the sum
+-- of their admission times), all in seconds.
 local function hold()
-  local f = redis.call('HMGET', FLOW, 'hold', 'hold_var', 'holds')
+  local f = redis.call('HMGET', FLOW, 'done_n', 'done_sum', 'run_n', 'run_sum')
+  local dn, ds = tonumber(f[1]) or 0, tonumber(f[2]) or 0
+  local rn, rs = tonumber(f[3]) or 0, tonumber(f[4]) or 0
   local ttl = TTL / 1000
-  return tonumber(f[1]) or ttl / 2, tonumber(f[2]) or ttl * ttl / 12, tonumber(f[3]) or 0
+  local k = math.max(cap(), 1)
+  local running = math.max(rn * now_ms() / 1000 - rs, 0)
+  local mean = (k * ttl / 2 + ds + running) / (k + dn)
+  return mean, ttl * ttl / 12 * k / (k + dn)
 end
 
--- `times` admissions ended (bought, given back, released or run out) after `secs` each. The
--- first ones are averaged with the prior, later ones smoothed over about the last ten.
-local function held(secs, times)
-  local mean, var, n = hold()
-  for _ = 1, math.min(times or 1, 50) do
-    n = n + 1
-    local alpha = math.max(1 / (n + 1), 0.1)
-    local d = secs - mean
-    mean = mean + alpha * d
-    var = (1 - alpha) * (var + alpha * d * d)
-  end
-  redis.call('HSET', FLOW, 'hold', mean, 'hold_var', var, 'holds', n)
+-- `times` admissions made at `at` ms (they run from now).
+local function admitted_now(times, at)
+  redis.call('HINCRBY', FLOW, 'run_n', times)
+  redis.call('HINCRBYFLOAT', FLOW, 'run_sum', times * at / 1000)
+end
+
+-- An admission made at `since` ms ended at `now` ms (bought, given back, released, run out).
+local function held(since, now)
+  redis.call('HINCRBY', FLOW, 'done_n', 1)
+  redis.call('HINCRBYFLOAT', FLOW, 'done_sum', (now - since) / 1000)
+  redis.call('HINCRBY', FLOW, 'run_n', -1)
+  redis.call('HINCRBYFLOAT', FLOW, 'run_sum', -since / 1000)
 end
 
 -- An admitted ticket's admission ends now: its hold is measured.
 local function ended(ticket, now)
   local expires = redis.call('ZSCORE', ADMISSIONS, ticket)
-  if expires then held((now - (tonumber(expires) - TTL)) / 1000) end
+  if expires then held(tonumber(expires) - TTL, now) end
 end
 
 -- The pace: places offered a second (mean, variance), and whether the last tick found every

@@ -12,6 +12,7 @@ use crate::store::{Feed, Result, ShowEvent, ShowSnapshot};
 #[async_trait]
 impl Feed for MemoryStore {
     async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot> {
+        let now = self.now_ms();
         let inner = self.lock();
         let ttl_ms = self.settings.admission_ttl.as_millis() as u64;
         Ok(match inner.shows.get(show) {
@@ -20,7 +21,7 @@ impl Feed for MemoryStore {
                 version: s.version,
                 head: s.head,
                 left: s.left.iter().copied().collect(),
-                pace: s.pace(&self.settings),
+                pace: s.pace(&self.settings, now),
                 ttl_ms,
             },
             None => ShowSnapshot {

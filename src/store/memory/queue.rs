@@ -32,7 +32,7 @@ impl Queue for MemoryStore {
             state,
             epoch: s.epoch,
             seq,
-            pace: s.pace(&self.settings),
+            pace: s.pace(&self.settings, now),
             version: s.version,
         })
     }
@@ -97,16 +97,20 @@ impl Queue for MemoryStore {
             });
         }
         s.last_second = Some(second);
+        // Those still buying when their admission ran out held it the whole TTL.
+        let ran_out: Vec<u64> = s
+            .buying
+            .iter()
+            .filter_map(|t| s.admitted.get(t).copied())
+            .filter(|&until| until <= now)
+            .collect();
+        for until in ran_out {
+            s.held(until.saturating_sub(ttl_ms), until);
+        }
         s.admitted.retain(|_, until| *until > now);
         let admitted = &s.admitted;
-        let buyers = s.buying.len();
         s.buying.retain(|t| admitted.contains_key(t));
         s.seen.retain(|t, _| admitted.contains_key(t));
-        // Those still buying when their admission ran out held it the whole TTL.
-        let ran_out = buyers - s.buying.len();
-        if ran_out > 0 {
-            s.held(ttl_ms as f64 / 1000.0, ran_out, &self.settings);
-        }
         let mut places = s.rate(&self.settings) as usize;
         let cap = s.cap(&self.settings);
         if cap > 0 {
@@ -140,6 +144,7 @@ impl Queue for MemoryStore {
             s.seq_of.remove(&ticket);
             s.admitted.insert(ticket, now + ttl_ms);
             s.buying.insert(ticket);
+            s.admitted_at(now);
             s.head = seq;
             count += 1;
         }
@@ -177,7 +182,7 @@ impl MemoryStore {
                         state,
                         epoch: s.epoch,
                         seq,
-                        pace: s.pace(&self.settings),
+                        pace: s.pace(&self.settings, now),
                         version: s.version,
                     },
                 };
@@ -201,7 +206,7 @@ impl MemoryStore {
                     state,
                     epoch: s.epoch,
                     seq: Some(seq),
-                    pace: s.pace(&self.settings),
+                    pace: s.pace(&self.settings, now),
                     version: s.version,
                 },
             },

@@ -42,9 +42,11 @@ pub(super) struct Show {
     pub(super) idem: HashMap<String, Uuid>,
     /// How long admissions held their place (seconds, smoothed; `None`: none ended yet, the
     /// whole TTL), and its variance.
-    pub(super) hold_mean: Option<f64>,
-    pub(super) hold_var: f64,
-    pub(super) holds_measured: u64,
+    pub(super) done_n: u64,
+    pub(super) done_sum: f64,
+    /// Admissions running, and the sum of their admission times (s).
+    pub(super) run_n: u64,
+    pub(super) run_sum: f64,
     /// The last tick offered no place: every place was taken.
     pub(super) full: bool,
     /// The show's own arrival window.
@@ -80,9 +82,10 @@ impl Show {
             holds: HashMap::new(),
             spent: HashSet::new(),
             idem: HashMap::new(),
-            hold_mean: None,
-            hold_var: 0.0,
-            holds_measured: 0,
+            done_n: 0,
+            done_sum: 0.0,
+            run_n: 0,
+            run_sum: 0.0,
             full: false,
             window: None,
             released: 0,
@@ -94,14 +97,14 @@ impl Show {
     }
 
     /// The pace, as `pace()` in `prelude.lua` works it out: the rate in force, or with a cap,
-    /// cap over the mean hold.
-    pub(super) fn pace(&self, settings: &StoreSettings) -> Pace {
+    /// cap over the mean time a place stays taken.
+    pub(super) fn pace(&self, settings: &StoreSettings, now_ms: u64) -> Pace {
         let rate = self.rate(settings);
         let cap = self.cap(settings);
         let (flow, spread) = if cap == 0 {
             (f64::from(rate), 0.0)
         } else {
-            let (mean, var) = self.hold(settings);
+            let (mean, var) = self.hold(settings, now_ms);
             // A place freed is filled at the next tick: half a second later, on average.
             let mean = mean + 0.5;
             let flow = f64::from(rate).min(f64::from(cap) / mean);
@@ -116,29 +119,30 @@ impl Show {
         )
     }
 
-    /// `times` admissions ended after holding their place `secs` each (as `held` in
-    /// `prelude.lua`).
-    /// The mean hold and its variance (as `hold()` in `prelude.lua`): before any admission
-    /// ended, anywhere from nothing to the whole TTL alike (mean TTL/2, variance TTL²/12).
-    fn hold(&self, settings: &StoreSettings) -> (f64, f64) {
+    /// The mean hold and a variance for the range, as `hold()` in `prelude.lua`: time held
+    /// (ended holds and the ages of running admissions) over admissions ended, with the prior
+    /// (mean TTL/2) weighing as one turnover of the cap.
+    fn hold(&self, settings: &StoreSettings, now_ms: u64) -> (f64, f64) {
         let ttl = settings.admission_ttl.as_secs_f64();
-        match self.hold_mean {
-            Some(mean) => (mean, self.hold_var),
-            None => (ttl / 2.0, ttl * ttl / 12.0),
-        }
+        let k = f64::from(self.cap(settings).max(1));
+        let running = (self.run_n as f64 * now_ms as f64 / 1000.0 - self.run_sum).max(0.0);
+        let done = self.done_n as f64;
+        let mean = (k * ttl / 2.0 + self.done_sum + running) / (k + done);
+        (mean, ttl * ttl / 12.0 * k / (k + done))
     }
 
-    pub(super) fn held(&mut self, secs: f64, times: usize, settings: &StoreSettings) {
-        let (mut mean, var) = self.hold(settings);
-        self.hold_var = var;
-        for _ in 0..times.min(50) {
-            self.holds_measured += 1;
-            let alpha = (1.0 / (self.holds_measured + 1) as f64).max(0.1);
-            let d = secs - mean;
-            mean += alpha * d;
-            self.hold_var = (1.0 - alpha) * (self.hold_var + alpha * d * d);
-        }
-        self.hold_mean = Some(mean);
+    /// An admission was made at `at_ms`.
+    pub(super) fn admitted_at(&mut self, at_ms: u64) {
+        self.run_n += 1;
+        self.run_sum += at_ms as f64 / 1000.0;
+    }
+
+    /// An admission made at `since_ms` ended at `now_ms` (as `held` in `prelude.lua`).
+    pub(super) fn held(&mut self, since_ms: u64, now_ms: u64) {
+        self.done_n += 1;
+        self.done_sum += now_ms.saturating_sub(since_ms) as f64 / 1000.0;
+        self.run_n = self.run_n.saturating_sub(1);
+        self.run_sum -= since_ms as f64 / 1000.0;
     }
 
     /// `ticket`'s admission ends now (bought, given back, released): its hold is measured.
@@ -148,8 +152,7 @@ impl Show {
         }
         let ttl_ms = settings.admission_ttl.as_millis() as u64;
         if let Some(&until) = self.admitted.get(&ticket) {
-            let since = until.saturating_sub(ttl_ms);
-            self.held(now_ms.saturating_sub(since) as f64 / 1000.0, 1, settings);
+            self.held(until.saturating_sub(ttl_ms), now_ms);
         }
     }
 
@@ -221,7 +224,7 @@ impl Show {
         settings: &StoreSettings,
         now_ms: u64,
     ) -> ShowEvent {
-        let pace = self.pace(settings);
+        let pace = self.pace(settings, now_ms);
         ShowEvent {
             show: show.clone(),
             epoch: self.epoch,

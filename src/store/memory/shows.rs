@@ -147,7 +147,7 @@ impl Shows for MemoryStore {
         let now = self.now_ms();
         let mut inner = self.lock();
         let s = inner.show(show)?;
-        let pace = s.pace(&self.settings);
+        let pace = s.pace(&self.settings, now);
         Ok(ShowStats {
             outflow_per_second: pace.flow_milli as f64 / 1000.0,
             paused: pace.paused,
