@@ -14,7 +14,8 @@ use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::model::ShowId;
 use crate::pace;
-use crate::store::{AdmitOutcome, QueueStore, Result};
+use crate::draw;
+use crate::store::{AdmitOutcome, Closing, QueueStore, Result};
 
 /// How long a lease lasts without renewal. The leader renews every half second, so a dead
 /// leader is replaced within this plus half a second.
@@ -72,6 +73,48 @@ async fn admit_shows(store: &dyn QueueStore, shows: &[ShowId], fence: u64) -> Ti
     report
 }
 
+/// Opens every scheduled show whose time has come: closes its pre-queue, works out the draw
+/// key from the committed seed, the participants digest and the beacon, and draws and opens
+/// it. Each step is fenced and idempotent: a leader that dies half-way leaves the next one to
+/// finish the very same draw.
+pub async fn open_due(store: &dyn QueueStore, fence: u64, now_ms: u64) {
+    let due = match store.due(now_ms).await {
+        Ok(due) => due,
+        Err(e) => return tracing::warn!(error = %e, "cannot list the shows due to open"),
+    };
+    for show in due {
+        if let Err(e) = open_scheduled(store, &show, fence).await {
+            tracing::warn!(%show, error = %e, "scheduled opening failed; retrying next tick");
+        }
+    }
+}
+
+/// Opens one scheduled show whose time has come; true when this call drew it.
+pub async fn open_scheduled(store: &dyn QueueStore, show: &ShowId, fence: u64) -> Result<bool> {
+    let (participants, seed, beacon_value) = match store.close_pre_queue(show, fence).await? {
+        Closing::Ready {
+            participants,
+            seed,
+            beacon_value,
+        } => (participants, seed, beacon_value),
+        Closing::AwaitingBeacon { participants } => {
+            tracing::info!(%show, participants, "pre-queue closed; the draw waits for the beacon");
+            return Ok(false);
+        }
+        Closing::Fenced | Closing::NotDue | Closing::Drawn => return Ok(false),
+    };
+    // A million arrivals hash in tens of milliseconds: off the async threads all the same.
+    let digest = tokio::task::spawn_blocking(move || draw::participants_digest(participants))
+        .await
+        .map_err(|e| crate::store::StoreError::Protocol(format!("digest: {e}")))?;
+    let key = draw::draw_key(&seed, &digest, &beacon_value);
+    let drawn = store.apply_draw(show, fence, &digest, &key).await?;
+    if drawn {
+        tracing::info!(%show, participants, %digest, "pre-queue drawn; on-sale open");
+    }
+    Ok(drawn)
+}
+
 /// A show found already served with less than this left of the store's second is tried
 /// again once that second ends: our clock is ahead of the store's by about that much. A
 /// longer wait means another admitter served it this second, and our next tick comes anyway.
@@ -117,6 +160,8 @@ pub async fn run(
         if !(on_the_second || fresh) {
             continue;
         }
+        // Scheduled shows whose time has come open first, so their tick is this one.
+        open_due(store.as_ref(), fence, clock.now_ms()).await;
         // The checkouts are asked beside the tick, never in its way: what they answer sets
         // the rate in force for the next tick.
         let shows = match store.open_shows().await {

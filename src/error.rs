@@ -53,6 +53,7 @@ impl From<StoreError> for AppError {
         match e {
             StoreError::NoSuchShow(_) => AppError::NotFound(e.to_string()),
             StoreError::ShowLost(_) => AppError::Unavailable(e.to_string()),
+            StoreError::Conflict(m) => AppError::Conflict(m),
             other => AppError::Store(other),
         }
     }

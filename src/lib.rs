@@ -13,6 +13,7 @@
 //! - [`store`]: the queue store, a small trait per concern, and its two backends, Redis
 //!   (shared, Lua scripts) and embedded (one process); the one place that decides order,
 //!   admission and the gate's data.
+//! - [`draw`]: the fair start's draw: commitment, digests, the keyed permutation.
 //! - [`admitter`]: the once-a-second admission loop behind a fenced lease, one per cluster.
 //! - [`watchdog`]: notices a show whose state the store lost, and keeps its gate shut.
 //! - [`pace`]: a show's rate in force following the health of its checkout.
@@ -33,6 +34,7 @@ pub mod admitter;
 pub mod clock;
 pub mod config;
 pub mod demo;
+pub mod draw;
 pub mod error;
 pub mod http;
 pub mod hub;

@@ -20,6 +20,10 @@ pub mod routes {
     pub const STATS: &str = "/orders/waiting-room/{show_id}/stats";
     pub const CONFIG: &str = "/orders/waiting-room/{show_id}/config";
     pub const JOIN: &str = "/orders/waiting-room/{show_id}/join";
+    /// A scheduled show's draw: the commitment, then what it revealed (public).
+    pub const DRAW: &str = "/orders/waiting-room/{show_id}/draw";
+    /// A show's audit: a record per tick that admitted anyone, and the draw (public, paged).
+    pub const AUDIT: &str = "/orders/waiting-room/{show_id}/audit";
     /// A ticket: `GET` (poll), `DELETE` (leave).
     pub const TICKET: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}";
     pub const EVENTS: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}/events";
@@ -45,6 +49,8 @@ pub mod routes {
         (STATS, &["GET"]),
         (CONFIG, &["PUT"]),
         (JOIN, &["POST"]),
+        (DRAW, &["GET"]),
+        (AUDIT, &["GET"]),
         (TICKET, &["GET", "DELETE"]),
         (EVENTS, &["GET"]),
         (WS, &["GET"]),

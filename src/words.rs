@@ -14,6 +14,22 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// Time until a scheduled opening as a clock: `4:05`, `1:02:03`, `3 d 04:05:06` beyond a
+/// day. `static/wait.js` counts down the same way.
+pub fn countdown(seconds: u64) -> String {
+    let (d, h, m, s) = (
+        seconds / 86_400,
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+    );
+    match (d, h) {
+        (0, 0) => format!("{m}:{s:02}"),
+        (0, _) => format!("{h}:{m:02}:{s:02}"),
+        _ => format!("{d} d {h:02}:{m:02}:{s:02}"),
+    }
+}
+
 /// A wait in words a fan reads at a glance. `static/wait.js` words it the same way.
 pub fn eta_words(seconds: u64) -> String {
     match seconds {
@@ -100,6 +116,14 @@ mod tests {
         assert_eq!(wait_words(40, Some((30, 50))), "less than a minute");
         assert_eq!(wait_words(9000, Some((5400, 14400))), "about 2–4 hours");
         assert_eq!(wait_words(1500, Some((1490, 1510))), "about 25 minutes");
+    }
+
+    #[test]
+    fn a_countdown_reads_as_a_clock() {
+        assert_eq!(countdown(0), "0:00");
+        assert_eq!(countdown(245), "4:05");
+        assert_eq!(countdown(3723), "1:02:03");
+        assert_eq!(countdown(3 * 86_400 + 4 * 3600 + 5 * 60 + 6), "3 d 04:05:06");
     }
 
     #[test]

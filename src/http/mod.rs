@@ -1,6 +1,7 @@
 //! The HTTP faces of the server, one file each, on one shared [`AppState`].
 
 mod admin;
+mod draw;
 mod fan;
 mod health;
 mod limits;
@@ -174,6 +175,8 @@ pub fn router(state: AppState) -> Router {
         .route(routes::STATS, get(operator::stats))
         .route(routes::CONFIG, put(operator::set_config))
         .route(routes::JOIN, post(fan::join))
+        .route(routes::DRAW, get(draw::draw))
+        .route(routes::AUDIT, get(draw::audit))
         .route(routes::TICKET, get(fan::status).delete(fan::leave))
         .route(routes::EVENTS, get(sse::events))
         .route(routes::WS, get(ws::upgrade))

@@ -301,6 +301,13 @@ fn extra(e: Extra) -> Parameter {
             None,
         ),
         Extra::PageTicket => ("ticket", Query, "A ticket to show, else the cookie's", uuid),
+        Extra::AuditAfter => (
+            "after",
+            Query,
+            "The id of the last record seen (`next` of the page before)",
+            None,
+        ),
+        Extra::AuditLimit => ("limit", Query, "Records a page, 1 to 1000 (100)", None),
         Extra::Upgrade => (
             "Upgrade",
             Header,

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::{AppJson, AppPath, AppState, Operator, show_id};
 use crate::error::AppError;
 use crate::model::{ShowId, ShowStats};
-use crate::store::{MAX_RATE, MIN_ARRIVAL_WINDOW, ShowSettings};
+use crate::store::{MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSettings};
 
 /// `POST …/{showId}/open`: 204; creates the show if needed, the admitter serves it and the
 /// gate closes. A show whose state was lost starts again from nothing: this is the
@@ -73,6 +73,16 @@ pub struct ShowConfig {
     pub checkout_health_url: Option<String>,
     /// The lowest rate the pace may fall to while it follows the checkout (default 1).
     pub min_admit_per_second: Option<u32>,
+    /// A fair start (RFC 3339, in the future): fans who join before it wait in a pre-queue,
+    /// drawn into a random order when the show opens by itself at this time. Set it before
+    /// anyone joins; it may move until then.
+    pub opens_at: Option<String>,
+    /// Public randomness the draw will take in, named before the pre-queue closes (for
+    /// example "drand quicknet round 12345678", a round published after `opensAt`): not even
+    /// the operator can then steer the draw. The draw waits for its value.
+    pub draw_beacon: Option<String>,
+    /// The named beacon's value, once published (after the pre-queue closed).
+    pub draw_beacon_value: Option<String>,
 }
 
 impl ShowConfig {
@@ -118,6 +128,7 @@ impl ShowConfig {
                 "minAdmitPerSecond: must be between 1 and {MAX_RATE}"
             )));
         }
+        self.schedule()?;
         Ok(ShowSettings {
             admit_per_second: self.admit_per_second,
             max_active_buyers: self.max_active_buyers,
@@ -126,6 +137,53 @@ impl ShowConfig {
             min_admit_per_second: self.min_admit_per_second,
         })
     }
+}
+
+impl ShowConfig {
+    /// The fair start's settings, or a 400 naming the field that is wrong.
+    fn schedule(&self) -> Result<Schedule, AppError> {
+        let opens_at_ms = match self.opens_at.as_deref() {
+            None => None,
+            Some(text) => Some(opening_time(text)?),
+        };
+        let text = |field: &str, value: &Option<String>, most: usize| match value {
+            Some(v) if v.is_empty() || v.len() > most || !v.bytes().all(|b| (b' '..=b'~').contains(&b)) => {
+                Err(AppError::BadRequest(format!(
+                    "{field}: 1 to {most} printable ASCII characters"
+                )))
+            }
+            v => Ok(v.clone()),
+        };
+        Ok(Schedule {
+            opens_at_ms,
+            beacon: text("drawBeacon", &self.draw_beacon, 200)?,
+            beacon_value: text("drawBeaconValue", &self.draw_beacon_value, 512)?,
+        })
+    }
+
+    /// Whether any fair-start field was sent.
+    fn schedules(&self) -> bool {
+        self.opens_at.is_some() || self.draw_beacon.is_some() || self.draw_beacon_value.is_some()
+    }
+}
+
+/// The furthest ahead an opening may be scheduled.
+const MOST_AHEAD: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// `opensAt` as ms since the epoch: RFC 3339, in the future, within a year.
+fn opening_time(text: &str) -> Result<u64, AppError> {
+    let bad = |why: &str| AppError::BadRequest(format!("opensAt: {why}"));
+    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .map_err(|_| bad("an RFC 3339 time, such as 2026-12-01T10:00:00Z"))?;
+    let ms = at.unix_timestamp_nanos() / 1_000_000;
+    let now = i128::from(crate::clock::wall_ms());
+    if ms <= now {
+        return Err(bad("must be in the future"));
+    }
+    if ms > now + MOST_AHEAD.as_millis() as i128 {
+        return Err(bad("at most a year ahead"));
+    }
+    Ok(ms as u64)
 }
 
 /// `PUT /orders/waiting-room/{showId}` with the show's settings (an empty object or no body
@@ -189,10 +247,11 @@ pub async fn set_config(
         && config.arrival_window_seconds.is_none()
         && config.checkout_health_url.is_none()
         && config.min_admit_per_second.is_none()
+        && !config.schedules()
     {
         return Err(AppError::BadRequest(
             "send at least one of admitPerSecond, maxActiveBuyers, arrivalWindowSeconds, \
-             checkoutHealthUrl, minAdmitPerSecond"
+             checkoutHealthUrl, minAdmitPerSecond, opensAt, drawBeacon, drawBeaconValue"
                 .into(),
         ));
     }
@@ -207,8 +266,15 @@ async fn configure(
     config: &ShowConfig,
 ) -> Result<(bool, ShowStats), AppError> {
     let settings = config.settings()?;
+    let schedule = config.schedule()?;
     let configured = state.store.configure(show, settings.clone()).await?;
     state.watchdog.remember(show, configured.epoch);
+    if config.schedules() {
+        state.store.schedule(show, schedule.clone()).await?;
+        if let Some(at) = config.opens_at.as_deref() {
+            tracing::info!(%show, opens_at = at, "on-sale scheduled; pre-queue open");
+        }
+    }
     if configured.created {
         tracing::info!(%show, "show created");
     }

@@ -234,6 +234,9 @@ struct WaitPage {
     full: bool,
     expires_in: u64,
     expires_text: String,
+    /// In a pre-queue: seconds until the show opens and draws it, and as a clock.
+    opens_in: u64,
+    opens_text: String,
     refresh_seconds: u32,
 }
 
@@ -300,6 +303,8 @@ async fn render_wait(
         full: false,
         expires_in: 0,
         expires_text: String::new(),
+        opens_in: 0,
+        opens_text: String::new(),
         refresh_seconds: NOSCRIPT_REFRESH_SECONDS,
     };
     let Some(ticket) = ticket else {
@@ -307,7 +312,12 @@ async fn render_wait(
     };
     let status = state.store.status(show, ticket).await?;
     match status.state {
-        TicketState::Waiting { position } => {
+        TicketState::PreQueue { opens_in_ms, .. } => {
+            page.state = "prequeue";
+            page.opens_in = opens_in_ms.div_ceil(1000);
+            page.opens_text = crate::words::countdown(page.opens_in);
+        }
+        TicketState::Waiting { position, .. } => {
             page.state = "waiting";
             page.position = position;
             page.ahead = position - 1;

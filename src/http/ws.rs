@@ -108,7 +108,11 @@ mod tests {
         let ticket = uuid::Uuid::nil();
         Update {
             event: EventName::Waiting,
-            view: TicketState::Waiting { position }.view(ticket, &crate::model::Pace::at_rate(1)),
+            view: TicketState::Waiting {
+                position,
+                arrival: position,
+            }
+            .view(ticket, &crate::model::Pace::at_rate(1)),
             version: position,
             expires_at: None,
         }

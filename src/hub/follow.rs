@@ -33,7 +33,7 @@ pub struct Update {
 impl Update {
     pub(super) fn new(ticket: Uuid, state: TicketState, pace: &Pace, version: u64) -> Update {
         let event = match state {
-            TicketState::Waiting { .. } => EventName::Waiting,
+            TicketState::Waiting { .. } | TicketState::PreQueue { .. } => EventName::Waiting,
             TicketState::Admitted { .. } => EventName::Admitted,
             TicketState::Unknown => EventName::Unknown,
         };

@@ -294,7 +294,7 @@ impl Hub {
         let first = Update::new(ticket, status.state, &status.pace, status.version);
         let (rx, guard) = match status {
             Status {
-                state: TicketState::Waiting { .. },
+                state: TicketState::Waiting { .. } | TicketState::PreQueue { .. },
                 seq: Some(seq),
                 epoch,
                 ..
@@ -346,6 +346,7 @@ impl Hub {
                 epoch,
                 from_version: first.version,
                 tx,
+                place: None,
             },
         );
         // The mirror may already be past the version the status was read at.

@@ -8,8 +8,9 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::Update;
+use crate::clock::wall_ms;
 use crate::model::{Pace, TicketState};
-use crate::store::{EventKind, ShowEvent, ShowSnapshot, position};
+use crate::store::{DrawPhase, EventKind, ShowEvent, ShowSnapshot, position};
 
 /// Fans of one show on this instance, and the show state their positions derive from.
 pub(super) struct ShowFans {
@@ -17,7 +18,8 @@ pub(super) struct ShowFans {
     pub(super) state: Option<Mirror>,
     /// Events that arrived while loading, replayed on top of the snapshot.
     pub(super) buffered: Vec<ShowEvent>,
-    /// Keyed by (sequence, connection id): iteration goes in queue order.
+    /// Keyed by (arrival, connection id): iteration goes in arrival order, which is queue
+    /// order except for a drawn pre-queue.
     pub(super) fans: BTreeMap<(u64, u64), Fan>,
     /// Leaves arrived that the fans have not been told yet: a burst of them is folded into
     /// one recompute.
@@ -31,6 +33,8 @@ pub(super) struct Fan {
     /// The version of the state this fan was last told; older events are not for it.
     pub(super) from_version: u64,
     pub(super) tx: watch::Sender<Update>,
+    /// Its drawn place, once worked out (a show is drawn once an epoch).
+    pub(super) place: Option<u64>,
 }
 
 /// The hub's copy of a show's positional state.
@@ -42,6 +46,7 @@ pub(super) struct Mirror {
     pub(super) left: BTreeSet<u64>,
     pub(super) pace: Pace,
     pub(super) ttl_ms: u64,
+    pub(super) draw: DrawPhase,
 }
 
 impl From<ShowSnapshot> for Mirror {
@@ -53,6 +58,7 @@ impl From<ShowSnapshot> for Mirror {
             left: s.left.into_iter().collect(),
             pace: s.pace,
             ttl_ms: s.ttl_ms,
+            draw: s.draw,
         }
     }
 }
@@ -77,6 +83,11 @@ impl Mirror {
         if e.version <= self.version {
             return Applied::Stale;
         }
+        if e.kind == EventKind::Draw {
+            // Who stands where changed (the opening moved, the pre-queue closed or was
+            // drawn): the snapshot carries the draw.
+            return Applied::Gap;
+        }
         if e.version != self.version + 1 {
             return Applied::Gap;
         }
@@ -91,7 +102,7 @@ impl Mirror {
                 }
             }
             EventKind::Tick => self.left = self.left.split_off(&(self.head + 1)),
-            EventKind::Rate | EventKind::Reset => {}
+            EventKind::Rate | EventKind::Reset | EventKind::Draw => {}
         }
         Applied::Moved
     }
@@ -126,38 +137,52 @@ impl ShowFans {
         let Some(m) = &self.state else {
             return Vec::new();
         };
-        // One walk over fans and leavers together, both in sequence order: `gone` is the
-        // number of leavers below the fan at hand.
+        // One walk over fans and leavers together, both in queue order: `gone` is the number
+        // of leavers ahead of the fan at hand.
+        let order = queue_order(&mut self.fans, &m.draw);
         let mut leavers = m.left.range(m.head + 1..).copied().peekable();
         let mut gone = 0u64;
         let mut finished = Vec::new();
         let mut admitted = Vec::new();
-        for (&(seq, id), fan) in &mut self.fans {
+        for (key, (arrival, id)) in order {
+            let Some(fan) = self.fans.get_mut(&(arrival, id)) else {
+                continue;
+            };
             let same_epoch = fan.epoch == m.epoch;
             if same_epoch && fan.from_version >= m.version {
                 continue;
             }
             let state = if !same_epoch {
                 TicketState::Unknown
-            } else if seq <= m.head {
-                admitted.push((seq, id));
-                continue;
-            } else {
-                while leavers.next_if(|&l| l < seq).is_some() {
+            } else if let Some(key) = key {
+                if key <= m.head {
+                    admitted.push((arrival, id));
+                    continue;
+                }
+                while leavers.next_if(|&l| l < key).is_some() {
                     gone += 1;
                 }
-                if leavers.peek() == Some(&seq) {
+                if leavers.peek() == Some(&key) {
                     TicketState::Unknown
                 } else {
                     TicketState::Waiting {
-                        position: position(seq, m.head, gone),
+                        position: position(key, m.head, gone),
+                        arrival,
                     }
+                }
+            } else {
+                TicketState::PreQueue {
+                    arrival,
+                    opens_in_ms: m.draw.opens_in_ms(wall_ms()),
                 }
             };
             fan.from_version = m.version;
             let update = Update::new(fan.ticket, state, &m.pace, m.version);
-            if !matches!(state, TicketState::Waiting { .. }) {
-                finished.push((seq, id));
+            if !matches!(
+                state,
+                TicketState::Waiting { .. } | TicketState::PreQueue { .. }
+            ) {
+                finished.push((arrival, id));
             }
             fan.tx.send_if_modified(|current| {
                 if current.view == update.view {
@@ -175,4 +200,30 @@ impl ShowFans {
             .filter_map(|key| self.fans.remove(&key))
             .collect()
     }
+}
+
+/// The fans in queue order, each with its place in the queue (`None` while its pre-queue
+/// waits for the draw; those come first, they are told no position). Arrival order is queue
+/// order, except for a drawn pre-queue, whose fans go first in drawn order.
+fn queue_order(
+    fans: &mut BTreeMap<(u64, u64), Fan>,
+    draw: &DrawPhase,
+) -> Vec<(Option<u64>, (u64, u64))> {
+    let mut order: Vec<(Option<u64>, (u64, u64))> = fans
+        .iter_mut()
+        .map(|(&(arrival, id), fan)| {
+            let key = match draw {
+                DrawPhase::Drawn(p) if arrival <= p.len() => {
+                    Some(*fan.place.get_or_insert_with(|| p.place(arrival)))
+                }
+                other => other.order_key(arrival),
+            };
+            (key, (arrival, id))
+        })
+        .collect();
+    if matches!(draw, DrawPhase::Drawn(_)) {
+        // Stable: fans of one ticket keep their order.
+        order.sort_by_key(|&(key, _)| key);
+    }
+    order
 }

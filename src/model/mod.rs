@@ -9,9 +9,13 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+mod draw;
 mod order;
 mod pace;
 
+pub use self::draw::{
+    AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, parse_ranges, ranges_text, to_ranges,
+};
 pub use self::order::{NewOrder, Order, OrderRequest};
 pub use self::pace::{Eta, Pace, Paused};
 
@@ -66,8 +70,11 @@ impl fmt::Display for ShowId {
 /// Where a ticket stands, as the store knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TicketState {
-    /// In the queue: `position` is rank + 1.
-    Waiting { position: u64 },
+    /// In the queue: `position` is rank + 1; `arrival` its arrival number.
+    Waiting { position: u64, arrival: u64 },
+    /// In a scheduled show's pre-queue, before the draw: no place yet; the show opens in
+    /// `opens_in_ms` (0: opening now, the draw is under way).
+    PreQueue { arrival: u64, opens_in_ms: u64 },
     /// Let through; the admission runs out after `expires_in_ms`.
     Admitted { expires_in_ms: u64 },
     /// Never joined, left, or the admission ran out.
@@ -86,9 +93,12 @@ impl TicketState {
             eta_max_seconds: None,
             paused: None,
             expires_in_seconds: None,
+            pre_queue: None,
+            opens_in_seconds: None,
+            arrival: None,
         };
         match self {
-            TicketState::Waiting { position } => {
+            TicketState::Waiting { position, arrival } => {
                 let eta = pace.eta(position);
                 view.status = TicketStatus::Waiting;
                 view.position = Some(position);
@@ -96,6 +106,16 @@ impl TicketState {
                 view.eta_min_seconds = eta.range.map(|r| r.0);
                 view.eta_max_seconds = eta.range.map(|r| r.1);
                 view.paused = pace.paused;
+                view.arrival = Some(arrival);
+            }
+            TicketState::PreQueue {
+                arrival,
+                opens_in_ms,
+            } => {
+                view.status = TicketStatus::Waiting;
+                view.pre_queue = Some(true);
+                view.opens_in_seconds = Some(opens_in_ms.div_ceil(1000));
+                view.arrival = Some(arrival);
             }
             TicketState::Admitted { expires_in_ms } => {
                 view.status = TicketStatus::Admitted;
@@ -140,6 +160,16 @@ pub struct TicketView {
     /// While admitted: the seconds left to order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_in_seconds: Option<u64>,
+    /// In a scheduled show's pre-queue: `true`, with no position until the draw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_queue: Option<bool>,
+    /// In the pre-queue: seconds until the show opens and the pre-queue is drawn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opens_in_seconds: Option<u64>,
+    /// While waiting: the arrival number (the audit and the draw name fans by it, never by
+    /// ticket id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<u64>,
 }
 
 /// What an operator sees of one show.
@@ -190,11 +220,15 @@ mod tests {
     fn ticket_json_omits_null_fields() {
         let id = Uuid::nil();
         let waiting =
-            serde_json::to_value(TicketState::Waiting { position: 3 }.view(id, &Pace::at_rate(2)))
+            serde_json::to_value(TicketState::Waiting {
+                position: 3,
+                arrival: 7,
+            }
+            .view(id, &Pace::at_rate(2)))
                 .unwrap();
         assert_eq!(
             waiting,
-            serde_json::json!({"ticketId": id, "status": "WAITING", "position": 3, "etaSeconds": 2})
+            serde_json::json!({"ticketId": id, "status": "WAITING", "position": 3, "etaSeconds": 2, "arrival": 7})
         );
         let admitted = serde_json::to_value(
             TicketState::Admitted {

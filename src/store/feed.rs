@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
-use super::Result;
+use super::{DrawPhase, Result};
 use crate::model::{Pace, Paused, ShowId};
 
 /// What a hub needs to push every fan its position without asking the store per fan.
@@ -25,6 +25,9 @@ pub enum EventKind {
     Tick,
     Leave,
     Rate,
+    /// A scheduled show's opening moved, its pre-queue closed, or it was drawn: who stands
+    /// where changed for every fan, and only a snapshot tells.
+    Draw,
     /// The show's state was created anew (re-opened after a loss, or deleted): every
     /// position of the old epoch is void.
     Reset,
@@ -99,4 +102,6 @@ pub struct ShowSnapshot {
     pub left: Vec<u64>,
     pub pace: Pace,
     pub ttl_ms: u64,
+    /// Where the show's draw stands: whether arrivals have a place yet, and which.
+    pub draw: DrawPhase,
 }

@@ -11,6 +11,7 @@
 //!   admission step.
 //! - [`Feed`] (`feed.rs`): what a hub mirrors, a show's snapshot and every show's events.
 //! - [`AdmitterLease`] (`lease.rs`): which instance admits, with a fencing token.
+//! - [`Draws`] (`draws.rs`): scheduled openings, the pre-queue's draw, the audit of ticks.
 //! - [`JoinLimits`] (`limits.rs`): joins a second per client, shared by every instance.
 //! - [`OrderBook`] (`orders.rs`): orders placed through the gate.
 //! - [`Health`]: whether the store answers.
@@ -37,6 +38,7 @@
 //! instance that notices ([`Shows::check_show`]); it refuses everything with
 //! [`StoreError::ShowLost`] until an operator opens it again.
 
+mod draws;
 mod feed;
 mod lease;
 mod limits;
@@ -53,6 +55,10 @@ use async_trait::async_trait;
 
 use crate::model::ShowId;
 
+pub use self::draws::{
+    AUDIT_MAX_RECORDS, AuditKind, AuditRecord, Closing, DrawPhase, DrawState, Draws, Drawn, Schedule,
+    parse_ranges, ranges_text, to_ranges,
+};
 pub use self::feed::{EventKind, Feed, ShowEvent, ShowSnapshot, pace_of};
 pub use self::lease::AdmitterLease;
 pub use self::limits::JoinLimits;
@@ -66,12 +72,12 @@ pub use self::shows::{Configured, Indexed, PaceControl, Pacing, ShowMeta, ShowSe
 /// The whole store: every concern at once. Nothing to implement: any type with all the parts
 /// is one. Callers hold `Arc<dyn QueueStore>` and call any part's methods on it.
 pub trait QueueStore:
-    Shows + Pacing + Queue + Feed + AdmitterLease + JoinLimits + OrderBook + Health + 'static
+    Shows + Pacing + Queue + Feed + Draws + AdmitterLease + JoinLimits + OrderBook + Health + 'static
 {
 }
 
 impl<T> QueueStore for T where
-    T: Shows + Pacing + Queue + Feed + AdmitterLease + JoinLimits + OrderBook + Health + 'static
+    T: Shows + Pacing + Queue + Feed + Draws + AdmitterLease + JoinLimits + OrderBook + Health + 'static
 {
 }
 
@@ -98,6 +104,9 @@ pub enum StoreError {
          nothing is admitted or sold until an operator re-opens it"
     )]
     ShowLost(ShowId),
+    /// The call does not fit the show's state (a schedule change after its draw, say).
+    #[error("{0}")]
+    Conflict(String),
 }
 
 /// Result alias for store calls.

@@ -8,7 +8,7 @@ use utoipa::openapi::schema::{
 use utoipa::openapi::{Ref, RefOr, Schema};
 
 use crate::http::operator::ShowConfig;
-use crate::model::{Order, OrderRequest, ShowStats, TicketStatus};
+use crate::model::{AuditPage, DrawView, Order, OrderRequest, ShowStats, TicketStatus};
 use crate::protocol::{ErrorBody, EventName, Frame, TicketView};
 
 /// The alphabet of a show id, as [`crate::model::ShowId`] checks it.
@@ -54,6 +54,8 @@ pub fn schemas() -> Vec<(String, RefOr<Schema>)> {
     add::<ShowConfig>(&mut all);
     add::<OrderRequest>(&mut all);
     add::<Order>(&mut all);
+    add::<DrawView>(&mut all);
+    add::<AuditPage>(&mut all);
     let show_id = string(None)
         .pattern(Some(SHOW_ID_PATTERN))
         .description(Some("A show id: 1 to 64 of A-Z, a-z, 0-9, `.`, `_`, `-`"));

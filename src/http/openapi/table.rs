@@ -79,6 +79,8 @@ pub enum Extra {
     WatchedShows,
     PageTicket,
     Upgrade,
+    AuditAfter,
+    AuditLimit,
 }
 
 /// One response: its status, what it carries, what it means.
@@ -224,6 +226,31 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
             ],
         )
         .cookie(),
+        (DRAW, "GET") => Op::new(
+            "draw",
+            Fan,
+            "A scheduled show's draw: the commitment to its seed from the start; once drawn, \
+             the seed, the participants and their digest, the beacon's value and the key, \
+             from which anyone recomputes the drawn order",
+            &[
+                (200, Json("DrawView"), "The draw"),
+                (404, ERROR, "No show of that id, or a show that was never scheduled"),
+                LOST,
+            ],
+        ),
+        (AUDIT, "GET") => Op::new(
+            "audit",
+            Fan,
+            "A page of the show's audit, oldest first: one record per tick that admitted \
+             anyone (time, fencing token, rate, epoch, the arrival numbers admitted) and the \
+             draw. Never a ticket id",
+            &[
+                (200, Json("AuditPage"), "Up to `limit` records after `after`"),
+                (400, ERROR, "`after` is not a record id, or `limit` is out of range"),
+                NO_SHOW,
+            ],
+        )
+        .with(&[Extra::AuditAfter, Extra::AuditLimit]),
         (TICKET, "GET") => Op::new(
             "ticket",
             Fan,

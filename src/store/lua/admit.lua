@@ -58,20 +58,48 @@ end
 
 redis.call('HSET', FLOW, 'full', (max_active > 0 and places == 0) and '1' or '0')
 
-local popped = {}
-if places > 0 then popped = redis.call('ZPOPMIN', Q, places) end
-local n = #popped / 2
-for i = 1, #popped, 2 do
-  redis.call('SET', ADMITTED .. popped[i], epoch, 'PX', TTL)
-  redis.call('ZADD', ADMISSIONS, now + TTL, popped[i])
-end
-if n > 0 then admitted_now(n, now) end
 local hd = head()
-if n > 0 then
-  hd = tonumber(popped[#popped])
+local head_before = hd
+local n = 0
+-- The arrival numbers admitted, for the audit.
+local arrivals = {}
+local function let_in(ticket)
+  redis.call('SET', ADMITTED .. ticket, epoch, 'PX', TTL)
+  redis.call('ZADD', ADMISSIONS, now + TTL, ticket)
+  n = n + 1
+end
+-- A drawn pre-queue goes first, in drawn order: place hd + 1 holds the arrival the
+-- permutation put there (skipped if it left).
+local d = draw_phase()
+if d and d.p then
+  while n < places and hd < d.closed do
+    hd = hd + 1
+    local a = drawn_arrival(d.p, hd)
+    local t = redis.call('ZRANGEBYSCORE', Q, a, a)[1]
+    if t then
+      redis.call('ZREM', Q, t)
+      let_in(t)
+      arrivals[#arrivals + 1] = a
+    end
+  end
+end
+if n < places then
+  local popped = redis.call('ZPOPMIN', Q, places - n)
+  for i = 1, #popped, 2 do
+    let_in(popped[i])
+    hd = tonumber(popped[i + 1])
+    arrivals[#arrivals + 1] = hd
+  end
+end
+if hd ~= head_before then
   redis.call('SET', HEAD, hd)
   -- Early leavers at or below the new head no longer shift anyone's position.
   redis.call('ZREMRANGEBYSCORE', LEFT, '-inf', hd)
+end
+if n > 0 then
+  admitted_now(n, now)
+  audit({'kind', 'tick', 'at_ms', now, 'fence', token, 'epoch', epoch, 'rate', n_rate,
+    'admitted', ranges(arrivals)})
 end
 -- Every tick is published, one that admitted nobody too: the pace moved, so did the ETAs.
 local ver = redis.call('INCR', VER)

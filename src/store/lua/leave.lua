@@ -8,9 +8,11 @@ local seq = redis.call('ZSCORE', Q, A.ticket)
 if seq then
   seq = tonumber(seq)
   redis.call('ZREM', Q, A.ticket)
-  redis.call('ZADD', LEFT, seq, seq)
+  -- Kept by its place in the queue; a pre-queue's arrival until the draw places it.
+  local key = order_key(draw_phase(), seq) or seq
+  redis.call('ZADD', LEFT, key, key)
   local ver = redis.call('INCR', VER)
-  publish('leave', epoch, ver, head(), seq, 0, now)
+  publish('leave', epoch, ver, head(), key, 0, now)
   return {1}
 end
 if admitted(A.ticket, epoch) then

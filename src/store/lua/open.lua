@@ -1,5 +1,6 @@
 -- Opens the on-sale, creating the show if nobody did. A lost show starts again from nothing
 -- under a new epoch (A.new_epoch), and the hubs are told so that every old position is void.
+-- A scheduled show opens by itself, after its draw: {-409} until then.
 -- Returns {created, recovered, epoch}.
 local m = redis.call('HMGET', META, 'epoch', 'lost', 'deleted')
 local now = now_ms()
@@ -15,6 +16,8 @@ elseif m[2] == '1' then
   recovered = 1
   publish('reset', epoch, 0, 0, nil, 0, now)
 end
+local d = draw_phase()
+if d and not d.p then return {-409} end
 if not is_open() then
   redis.call('HSET', META, 'open', '1')
   -- Every waiting fan's queue starts moving: a new pace (and no "closed" any more).

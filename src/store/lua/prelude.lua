@@ -6,16 +6,16 @@ local A = cjson.decode(ARGV[1])
 local K = {}
 for i, name in ipairs(A.keys) do K[name] = KEYS[i] end
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
-  SEEN =
+  SEEN, AUDIT =
   K.queue, K.seq, K.head, K.left, K.version, K.rate, K.admissions, K.fence, K.tick, K.cap,
-  K.meta, K.holds, K.spent, K.flow, K.seen
+  K.meta, K.holds, K.spent, K.flow, K.seen, K.audit
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP =
   A.show, A.default_rate, A.ttl_ms, A.admitted_prefix, A.channel, A.default_cap
 
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
 local STATE = {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW,
-  SEEN}
+  SEEN, AUDIT}
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -103,6 +103,117 @@ local function with_pace(reply)
   for _, v in ipairs(pace_reply()) do reply[#reply + 1] = v end
   return reply
 end
+-- The fair start's draw (src/draw.rs, which says why): a keyed permutation of 1..n, eight
+-- Feistel rounds over 2h bits with cycle-walking, round function MurmurHash3's fmix32 of the
+-- half XOR the round's key word. Lua numbers are doubles and `bit` works on 32-bit signed
+-- integers, so products are taken in 16-bit halves and results kept unsigned.
+local TWO32 = 4294967296
+local function u32(x) if x < 0 then return x + TWO32 end return x end
+local function mul32(a, b)
+  local al, ah = a % 65536, math.floor(a / 65536)
+  local bl, bh = b % 65536, math.floor(b / 65536)
+  return (((ah * bl + al * bh) % 65536) * 65536 + al * bl) % TWO32
+end
+local function fmix32(x)
+  x = u32(bit.bxor(x, bit.rshift(x, 16)))
+  x = mul32(x, 2246822507)
+  x = u32(bit.bxor(x, bit.rshift(x, 13)))
+  x = mul32(x, 3266489909)
+  return u32(bit.bxor(x, bit.rshift(x, 16)))
+end
+-- {n, h, keys} for `n` arrivals under the hex `key`.
+local function permutation(key, n)
+  local keys = {}
+  for i = 1, 8 do keys[i] = tonumber(string.sub(key, i * 8 - 7, i * 8), 16) end
+  local bits, m = 0, n - 1
+  while m > 0 do bits = bits + 1; m = math.floor(m / 2) end
+  local h = math.max(math.ceil(bits / 2), 1)
+  return {n = n, h = h, size = 2 ^ h, keys = keys}
+end
+local function feistel_round(p, i, half)
+  return fmix32(u32(bit.bxor(half, p.keys[i]))) % p.size
+end
+local function encrypt(p, x)
+  local l, r = math.floor(x / p.size), x % p.size
+  for i = 1, 8 do
+    l, r = r, u32(bit.bxor(l, feistel_round(p, i, r)))
+  end
+  return l * p.size + r
+end
+local function decrypt(p, x)
+  local l, r = math.floor(x / p.size), x % p.size
+  for i = 8, 1, -1 do
+    l, r = u32(bit.bxor(r, feistel_round(p, i, l))), l
+  end
+  return l * p.size + r
+end
+-- The place arrival `a` was drawn to, and the arrival drawn to place `k` (both 1..n).
+local function drawn_place(p, a)
+  local x = encrypt(p, a - 1)
+  while x >= p.n do x = encrypt(p, x) end
+  return x + 1
+end
+local function drawn_arrival(p, k)
+  local x = decrypt(p, k - 1)
+  while x >= p.n do x = decrypt(p, x) end
+  return x + 1
+end
+
+-- Where a scheduled show's draw stands (meta fields `opens_at`, `closed_n` once the pre-queue
+-- closed, `draw_key` once drawn): nil when the show was never scheduled, else {opens_at,
+-- closed, p (the permutation once drawn)}.
+local function draw_phase()
+  local m = redis.call('HMGET', META, 'opens_at', 'closed_n', 'draw_key')
+  if not m[1] then return nil end
+  local d = {opens_at = tonumber(m[1]), closed = tonumber(m[2] or '')}
+  if m[3] and d.closed then d.p = permutation(m[3], d.closed) end
+  return d
+end
+
+-- The place in the queue of arrival `a` (its drawn place, or its arrival number after the
+-- pre-queue); nil while it waits in a pre-queue not drawn yet.
+local function order_key(d, a)
+  if not d then return a end
+  if d.closed and a > d.closed then return a end
+  if d.p then return drawn_place(d.p, a) end
+  return nil
+end
+
+-- Where the queued ticket with arrival `seq` stands: {1, position} or, in a pre-queue not
+-- drawn yet, {3, ms until the show opens}.
+local function standing(ticket, seq)
+  local d = draw_phase()
+  local key = order_key(d, seq)
+  if not key then
+    if d.closed then return {3, 0} end
+    return {3, math.max(d.opens_at - now_ms(), 0)}
+  end
+  if d and d.p and seq <= d.closed then
+    local hd = head()
+    return {1, key - hd - redis.call('ZCOUNT', LEFT, '(' .. hd, '(' .. key)}
+  end
+  -- Everyone ahead is still in the queue, whatever their order: the rank says it.
+  return {1, redis.call('ZRANK', Q, ticket) + 1}
+end
+
+-- Appends a record (field, value, …) to the show's audit, keeping the newest A.audit_max.
+local function audit(fields)
+  redis.call('XADD', AUDIT, 'MAXLEN', '~', A.audit_max, '*', unpack(fields))
+end
+
+-- Arrival numbers as inclusive ranges of consecutive numbers: '4-6,9,2-3'.
+local function ranges(arrivals)
+  local out, from, to = {}, nil, nil
+  local function flush()
+    if from then out[#out + 1] = (from == to) and tostring(from) or (from .. '-' .. to) end
+  end
+  for _, a in ipairs(arrivals) do
+    if from and a == to + 1 then to = a else flush(); from, to = a, a end
+  end
+  flush()
+  return table.concat(out, ',')
+end
+
 local function version() return tonumber(redis.call('GET', VER) or '0') end
 
 -- The show's epoch (a string of digits) if an operator made it and its state is whole;

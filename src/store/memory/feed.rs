@@ -23,6 +23,7 @@ impl Feed for MemoryStore {
                 left: s.left.iter().copied().collect(),
                 pace: s.pace(&self.settings, now),
                 ttl_ms,
+                draw: s.phase(),
             },
             None => ShowSnapshot {
                 epoch: 0,
@@ -31,6 +32,7 @@ impl Feed for MemoryStore {
                 left: Vec::new(),
                 pace: Pace::at_rate(self.settings.default_rate),
                 ttl_ms,
+                draw: Default::default(),
             },
         })
     }

@@ -7,6 +7,7 @@
 //! scripts do on it live in `show.rs`, and each concern of the store is implemented in a file
 //! of its own: `shows.rs`, `queue.rs`, `feed.rs`, `lease.rs`, `limits.rs`, `orders.rs`.
 
+mod draws;
 mod feed;
 mod lease;
 mod limits;

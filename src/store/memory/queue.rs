@@ -43,10 +43,12 @@ impl Queue for MemoryStore {
         let s = inner.show(show)?;
         if let Some(seq) = s.seq_of.remove(&ticket) {
             s.queue.remove(&seq);
-            s.left.insert(seq);
+            // Kept by its place in the queue; a pre-queue's arrival until the draw places it.
+            let key = s.phase().order_key(seq).unwrap_or(seq);
+            s.left.insert(key);
             s.version += 1;
             let mut event = s.event(show, EventKind::Leave, &self.settings, now);
-            event.left = Some(seq);
+            event.left = Some(key);
             drop(inner);
             self.publish(event);
             return Ok(true);
@@ -137,6 +139,23 @@ impl Queue for MemoryStore {
         }
         s.full = cap > 0 && places == 0;
         let mut count = 0;
+        let mut arrivals = Vec::new();
+        // A drawn pre-queue goes first, in drawn order: place head + 1 is the arrival the
+        // permutation put there (skipped if it left).
+        if let crate::store::DrawPhase::Drawn(p) = s.phase() {
+            while count < places && s.head < p.len() {
+                s.head += 1;
+                let arrival = p.arrival_at(s.head);
+                if let Some(ticket) = s.queue.remove(&arrival) {
+                    s.seq_of.remove(&ticket);
+                    s.admitted.insert(ticket, now + ttl_ms);
+                    s.buying.insert(ticket);
+                    s.admitted_at(now);
+                    arrivals.push(arrival);
+                    count += 1;
+                }
+            }
+        }
         while count < places {
             let Some((seq, ticket)) = s.queue.pop_first() else {
                 break;
@@ -146,7 +165,12 @@ impl Queue for MemoryStore {
             s.buying.insert(ticket);
             s.admitted_at(now);
             s.head = seq;
+            arrivals.push(seq);
             count += 1;
+        }
+        if count > 0 {
+            let rate = s.rate(&self.settings);
+            s.record(super::show::Show::tick_record(now, fence, rate, &arrivals));
         }
         let head = s.head;
         s.left = s.left.split_off(&(head + 1));

@@ -6,8 +6,12 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use crate::draw::Permutation;
 use crate::model::{Pace, ShowId, TicketState};
-use crate::store::{EventKind, ShowEvent, ShowMeta, StoreSettings, new_epoch, pace_of, position};
+use crate::store::{
+    AuditKind, AuditRecord, DrawPhase, Drawn, EventKind, ShowEvent, ShowMeta, StoreSettings,
+    new_epoch, pace_of, position,
+};
 
 /// One show an operator made. This store never loses state, so a show is never lost here.
 pub(super) struct Show {
@@ -59,6 +63,22 @@ pub(super) struct Show {
     pub(super) health_url: Option<String>,
     pub(super) floor: u32,
     pub(super) pace: Option<u32>,
+    /// The fair start, when the show was given an opening time.
+    pub(super) schedule: Option<Scheduled>,
+    /// The audit: every tick that admitted someone, and the draw.
+    pub(super) audit: Vec<AuditRecord>,
+}
+
+/// A scheduled show's opening and draw.
+pub(super) struct Scheduled {
+    pub(super) opens_at_ms: u64,
+    pub(super) seed: String,
+    pub(super) commitment: String,
+    pub(super) beacon: Option<String>,
+    pub(super) beacon_value: Option<String>,
+    /// The pre-queue's size once it closed.
+    pub(super) closed: Option<u64>,
+    pub(super) drawn: Option<(Permutation, Drawn)>,
 }
 
 impl Show {
@@ -93,6 +113,48 @@ impl Show {
             health_url: None,
             floor: 1,
             pace: None,
+            schedule: None,
+            audit: Vec::new(),
+        }
+    }
+
+    /// Where the show's draw stands.
+    pub(super) fn phase(&self) -> DrawPhase {
+        match &self.schedule {
+            None => DrawPhase::None,
+            Some(Scheduled {
+                drawn: Some((p, _)),
+                ..
+            }) => DrawPhase::Drawn(p.clone()),
+            Some(Scheduled {
+                closed: Some(n), ..
+            }) => DrawPhase::Closed { participants: *n },
+            Some(s) => DrawPhase::PreQueue {
+                opens_at_ms: s.opens_at_ms,
+            },
+        }
+    }
+
+    /// Appends an audit record, with an id in Redis stream form (`ms-n`).
+    pub(super) fn record(&mut self, mut record: AuditRecord) {
+        let n = self.audit.len();
+        record.id = format!("{}-{n}", record.at_ms);
+        record.epoch = self.epoch;
+        self.audit.push(record);
+    }
+
+    /// A tick's audit record.
+    pub(super) fn tick_record(at_ms: u64, fence: u64, rate: u32, arrivals: &[u64]) -> AuditRecord {
+        AuditRecord {
+            id: String::new(),
+            kind: AuditKind::Tick,
+            at_ms,
+            fence,
+            epoch: 0,
+            rate: Some(rate),
+            admitted: crate::store::to_ranges(arrivals),
+            participants: None,
+            participants_digest: None,
         }
     }
 
@@ -199,11 +261,23 @@ impl Show {
     /// Where `ticket` stands, and its sequence while it waits.
     pub(super) fn state(&self, ticket: Uuid, now_ms: u64) -> (TicketState, Option<u64>) {
         if let Some(&seq) = self.seq_of.get(&ticket) {
+            let phase = self.phase();
+            let Some(key) = phase.order_key(seq) else {
+                let state = TicketState::PreQueue {
+                    arrival: seq,
+                    opens_in_ms: phase.opens_in_ms(now_ms),
+                };
+                return (state, Some(seq));
+            };
             // rank + 1 without walking the queue: everything up to `head` is gone, and so are
-            // the early leavers between `head` and `seq`.
-            let gone = self.left.range(self.head + 1..seq).count() as u64;
-            let position = position(seq, self.head, gone);
-            return (TicketState::Waiting { position }, Some(seq));
+            // the early leavers between `head` and the ticket's place.
+            let gone = self.left.range(self.head + 1..key).count() as u64;
+            let position = position(key, self.head, gone);
+            let state = TicketState::Waiting {
+                position,
+                arrival: seq,
+            };
+            return (state, Some(seq));
         }
         match self.admitted.get(&ticket) {
             Some(&until) if until > now_ms => (

@@ -74,6 +74,9 @@ impl Shows for MemoryStore {
             created = true;
             Show::new()
         });
+        if s.schedule.as_ref().is_some_and(|d| d.drawn.is_none()) {
+            return Err(crate::store::draws::opens_by_itself(show));
+        }
         let configured = Configured {
             created,
             recovered: false,

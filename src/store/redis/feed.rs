@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{EVENTS_CHANNEL, RedisStore, ScriptArgs, pace, protocol, show_script};
 use crate::model::ShowId;
-use crate::store::{Feed, Result, ShowEvent, ShowSnapshot, StoreError};
+use crate::draw::Permutation;
+use crate::store::{DrawPhase, Feed, Result, ShowEvent, ShowSnapshot, StoreError};
 
 static SNAPSHOT: LazyLock<Script> = show_script!("snapshot.lua");
 
@@ -51,10 +52,18 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
             spread,
             open,
             full,
-            ref left @ ..,
+            ref rest @ ..,
         ] = r[..]
         else {
             return Err(protocol("snapshot", &r));
+        };
+        let (draw, left) = match rest {
+            [] => (DrawPhase::None, rest),
+            [opens_at, closed, words @ .., ] if words.len() >= 8 => {
+                let (key, left) = words.split_at(8);
+                (draw_phase(*opens_at, *closed, key), left)
+            }
+            _ => return Err(protocol("snapshot", &r)),
         };
         Ok(ShowSnapshot {
             epoch: epoch as u64,
@@ -63,6 +72,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
             left: left.iter().map(|&s| s as u64).collect(),
             pace: pace(&[rate, flow, spread, open, full]).expect("five figures"),
             ttl_ms: self.ttl_ms(),
+            draw,
         })
     }
 
@@ -121,5 +131,27 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
                 }
             })
             .boxed())
+    }
+}
+
+/// The draw's phase from `snapshot.lua`'s figures: the opening time (-1: not scheduled), the
+/// pre-queue's size once closed (-1: open), the draw key's eight words (-1: not drawn).
+fn draw_phase(opens_at: i64, closed: i64, key: &[i64]) -> DrawPhase {
+    if opens_at < 0 {
+        return DrawPhase::None;
+    }
+    if closed < 0 {
+        return DrawPhase::PreQueue {
+            opens_at_ms: opens_at as u64,
+        };
+    }
+    let participants = closed as u64;
+    if key.iter().any(|&w| w < 0) {
+        return DrawPhase::Closed { participants };
+    }
+    let hex: String = key.iter().map(|w| format!("{:08x}", *w as u32)).collect();
+    match Permutation::new(&hex, participants) {
+        Some(p) => DrawPhase::Drawn(p),
+        None => DrawPhase::Closed { participants },
     }
 }

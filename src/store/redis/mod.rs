@@ -8,9 +8,10 @@
 //!
 //! This file holds the connection and the one way a per-show script is run ([`ScriptArgs`],
 //! `run`, and the readers of its replies); each concern of the store is implemented in a
-//! file of its own, next to the scripts it runs: `shows.rs`, `queue.rs`, `feed.rs` (pub/sub),
+//! file of its own, next to the scripts it runs: `shows.rs`, `queue.rs`, `draws.rs`, `feed.rs` (pub/sub),
 //! `lease.rs`, `limits.rs`, `orders.rs`.
 
+mod draws;
 mod feed;
 mod lease;
 mod limits;
@@ -35,6 +36,8 @@ pub const EVENTS_CHANNEL: &str = "wr:events";
 const OPEN_SHOWS: &str = "wr:open";
 /// Every show an operator made (the open ones too).
 const SHOWS: &str = "wr:shows";
+/// Scheduled shows not drawn yet, scored by their opening time (ms).
+const SCHEDULED: &str = "wr:scheduled";
 
 /// A per-show script: `prelude.lua` (keys and arguments by name, shared helpers), then the
 /// script's own file in `lua/`.
@@ -64,6 +67,8 @@ struct ScriptArgs {
     admitted_prefix: String,
     channel: &'static str,
     default_cap: u32,
+    /// The most records a show's audit keeps.
+    audit_max: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     ticket: Option<String>,
     /// The key an `Idempotency-Key` keeps its ticket under.
@@ -95,6 +100,20 @@ struct ScriptArgs {
     fingerprint: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     order: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    opens_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commitment: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    beacon: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    beacon_value: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digest: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
 }
 
 impl ScriptArgs {
@@ -111,7 +130,7 @@ impl ScriptArgs {
 }
 
 /// A show's keys, in the order `ScriptArgs::keys` names them (`wr:{<show>}:<name>`).
-const SHOW_KEYS: [&str; 15] = [
+const SHOW_KEYS: [&str; 16] = [
     "queue",
     "seq",
     "head",
@@ -127,6 +146,7 @@ const SHOW_KEYS: [&str; 15] = [
     "spent",
     "flow",
     "seen",
+    "audit",
 ];
 
 /// The Redis-backed store, over one Redis or a Redis Cluster.
@@ -196,6 +216,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             admitted_prefix: format!("{tag}:admitted:"),
             channel: EVENTS_CHANNEL,
             default_cap: self.settings.max_active_buyers,
+            audit_max: super::AUDIT_MAX_RECORDS,
             ..own
         };
         let json = serde_json::to_string(&args).map_err(|e| StoreError::Protocol(e.to_string()))?;

@@ -48,12 +48,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
                 return None;
             };
             let (state, seq) = match kind {
-                1 => (
-                    TicketState::Waiting {
-                        position: value as u64,
-                    },
-                    Some(seq as u64),
-                ),
+                1 | 3 => (standing(kind, value, seq), Some(seq as u64)),
                 2 => (
                     TicketState::Admitted {
                         expires_in_ms: value as u64,
@@ -144,16 +139,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             return Ok(None);
         }
         reply(show, "join", r, |r| {
-            let [seq, position, version, epoch, ref rest @ ..] = *r else {
+            let [seq, kind, value, version, epoch, ref rest @ ..] = *r else {
                 return None;
             };
             Some(Some(Joined {
                 ticket,
                 seq: seq as u64,
                 status: Status {
-                    state: TicketState::Waiting {
-                        position: position as u64,
-                    },
+                    state: standing(kind, value, seq),
                     epoch: epoch as u64,
                     seq: Some(seq as u64),
                     pace: pace(rest)?,
@@ -180,5 +173,22 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             seq: status.seq.unwrap_or(0),
             status,
         }))
+    }
+}
+
+/// A queued ticket's state as `standing()` in `prelude.lua` answers it: kind 1 waiting at
+/// position `value`, kind 3 in a pre-queue that opens in `value` ms.
+fn standing(kind: i64, value: i64, seq: i64) -> TicketState {
+    let arrival = seq as u64;
+    if kind == 3 {
+        TicketState::PreQueue {
+            arrival,
+            opens_in_ms: value.max(0) as u64,
+        }
+    } else {
+        TicketState::Waiting {
+            position: value as u64,
+            arrival,
+        }
     }
 }

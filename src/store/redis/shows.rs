@@ -54,6 +54,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             ..Default::default()
         };
         let r: Vec<i64> = self.run(&OPEN, show, args).await?;
+        if r == [-409] {
+            return Err(crate::store::draws::opens_by_itself(show));
+        }
         let [created, recovered, epoch] = r[..] else {
             return Err(protocol("open", &r));
         };
@@ -84,6 +87,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
         let _: i64 = conn.srem(SHOWS, show.as_str()).await?;
+        let _: i64 = conn.zrem(super::SCHEDULED, show.as_str()).await?;
         Ok(r == [1])
     }
 

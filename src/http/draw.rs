@@ -1,0 +1,137 @@
+//! The fair start's public faces: a scheduled show's draw, and the audit of every tick.
+//! Neither needs a token: anyone may check that the on-sale was fair.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use serde::Deserialize;
+
+use super::{AppPath, AppState, show_id};
+use crate::draw::ALGORITHM;
+use crate::error::AppError;
+use crate::model::{AuditPage, DrawStage, DrawView};
+use crate::store::DrawState;
+
+/// `GET …/{showId}/draw`: the commitment from the start; the seed, the participants, the
+/// beacon's value and the key once drawn. 404 for a show that was never scheduled.
+pub async fn draw(
+    State(state): State<AppState>,
+    AppPath(show): AppPath<String>,
+) -> Result<Json<DrawView>, AppError> {
+    let show = show_id(&show)?;
+    let Some(d) = state.store.draw(&show).await? else {
+        return Err(AppError::NotFound(format!(
+            "{show} has no draw: it was not scheduled with opensAt"
+        )));
+    };
+    Ok(Json(view(show.as_str(), d)))
+}
+
+/// The public view of a draw: the seed only once drawn.
+fn view(show: &str, d: DrawState) -> DrawView {
+    let stage = match (&d.drawn, d.participants) {
+        (Some(_), _) => DrawStage::Drawn,
+        (None, Some(_)) => DrawStage::Closed,
+        (None, None) => DrawStage::Scheduled,
+    };
+    let drawn = d.drawn;
+    DrawView {
+        show_id: show.to_owned(),
+        opens_at: rfc3339(d.opens_at_ms),
+        state: stage,
+        algorithm: ALGORITHM.to_owned(),
+        commitment: d.commitment,
+        beacon: d.beacon,
+        participants: d.participants,
+        participants_digest: drawn.as_ref().map(|x| x.participants_digest.clone()),
+        seed: drawn.as_ref().map(|x| x.seed.clone()),
+        beacon_value: drawn.as_ref().map(|x| x.beacon_value.clone()),
+        draw_key: drawn.as_ref().map(|x| x.key.clone()),
+        drawn_at: drawn.as_ref().map(|x| rfc3339(x.at_ms)),
+    }
+}
+
+/// Milliseconds since the epoch as RFC 3339 in UTC, to the millisecond.
+pub fn rfc3339(ms: u64) -> String {
+    let nanos = i128::from(ms) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+/// The audit's paging: `after` a record id, `limit` records.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    after: Option<String>,
+    limit: Option<usize>,
+}
+
+/// Records a page by default, and at most.
+const AUDIT_PAGE: usize = 100;
+const AUDIT_PAGE_MAX: usize = 1000;
+
+/// `GET …/{showId}/audit?after=ID&limit=N`: up to `limit` records after `after`, oldest
+/// first; `next` pages on.
+pub async fn audit(
+    State(state): State<AppState>,
+    AppPath(show): AppPath<String>,
+    query: Result<Query<AuditQuery>, QueryRejection>,
+) -> Result<Json<AuditPage>, AppError> {
+    let show = show_id(&show)?;
+    let Query(q) = query.map_err(|e| AppError::BadRequest(format!("audit query: {e}")))?;
+    let limit = q.limit.unwrap_or(AUDIT_PAGE);
+    if !(1..=AUDIT_PAGE_MAX).contains(&limit) {
+        return Err(AppError::BadRequest(format!(
+            "limit: 1 to {AUDIT_PAGE_MAX} records a page"
+        )));
+    }
+    if let Some(after) = q.after.as_deref()
+        && !is_record_id(after)
+    {
+        return Err(AppError::BadRequest(
+            "after: a record id (`<ms>-<n>`, the `next` of a page)".into(),
+        ));
+    }
+    let records = state
+        .store
+        .audit(&show, q.after.as_deref(), limit)
+        .await?;
+    let next = (records.len() == limit)
+        .then(|| records.last().map(|r| r.id.clone()))
+        .flatten();
+    Ok(Json(AuditPage { records, next }))
+}
+
+/// Whether `id` is a stream id: `<digits>-<digits>`, each fitting 64 bits.
+fn is_record_id(id: &str) -> bool {
+    id.split_once('-').is_some_and(|(ms, n)| {
+        [ms, n]
+            .iter()
+            .all(|p| p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u64>().is_ok())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_ids_are_stream_ids() {
+        for ok in ["0-0", "1767225600000-3", "18446744073709551615-1"] {
+            assert!(is_record_id(ok), "{ok}");
+        }
+        for bad in ["", "-", "1", "1-", "-1", "a-1", "1-2-3", "18446744073709551616-0", "+1-0"] {
+            assert!(!is_record_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn times_read_as_rfc3339_in_utc() {
+        assert_eq!(rfc3339(1_767_225_600_123), "2026-01-01T00:00:00.123Z");
+    }
+}

@@ -1,0 +1,150 @@
+//! The fair start's JSON: a scheduled show's draw (`GET …/draw`) and its audit
+//! (`GET …/audit`), as `waiting-room-client verify` reads them.
+
+use serde::{Deserialize, Serialize};
+
+/// `GET …/{showId}/draw`: the commitment from the moment the show is scheduled; the seed,
+/// the participants and the beacon's value once drawn. The draw is recomputed from these
+/// alone (see the README, and [`crate::draw`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DrawView {
+    pub show_id: String,
+    /// When the show opens by itself (RFC 3339, UTC).
+    pub opens_at: String,
+    /// `scheduled` (the pre-queue takes fans), `closed` (the pre-queue closed; the draw
+    /// waits for the beacon's value) or `drawn`.
+    pub state: DrawStage,
+    /// How the order is worked out (see the README).
+    pub algorithm: String,
+    /// SHA-256 of the secret seed, published before anyone joins.
+    pub commitment: String,
+    /// The public randomness named in advance, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beacon: Option<String>,
+    /// Once the pre-queue closed: how many arrivals it holds (1 to this number).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub participants: Option<u64>,
+    /// Once drawn: SHA-256 of the arrival numbers 1 to `participants`, one per line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub participants_digest: Option<String>,
+    /// Once drawn: the seed (its SHA-256 is `commitment`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<String>,
+    /// Once drawn: the beacon's value ("" without a beacon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beacon_value: Option<String>,
+    /// Once drawn: SHA-256 of `seed \n participantsDigest \n beaconValue \n`, the
+    /// permutation's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draw_key: Option<String>,
+    /// Once drawn: when (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drawn_at: Option<String>,
+}
+
+/// Where a draw stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DrawStage {
+    Scheduled,
+    Closed,
+    Drawn,
+}
+
+/// `GET …/{showId}/audit`: a page of the audit, oldest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditPage {
+    pub records: Vec<AuditRecord>,
+    /// Pass as `after` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+/// One record of a show's audit: a tick that admitted someone, or the draw.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRecord {
+    /// The record's id in the audit (page on with `after`).
+    pub id: String,
+    pub kind: AuditKind,
+    /// The store's clock (ms since the epoch).
+    pub at_ms: u64,
+    /// The admitter's fencing token.
+    pub fence: u64,
+    pub epoch: u64,
+    /// Ticks: the rate in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
+    /// Ticks: the arrival numbers admitted, in admission order, as inclusive ranges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub admitted: Vec<[u64; 2]>,
+    /// The draw: the pre-queue's size and digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub participants: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub participants_digest: Option<String>,
+}
+
+/// The kinds of audit record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditKind {
+    Tick,
+    Draw,
+}
+
+/// Arrival numbers, in admission order, as inclusive ranges of consecutive numbers.
+pub fn to_ranges(arrivals: &[u64]) -> Vec<[u64; 2]> {
+    let mut out: Vec<[u64; 2]> = Vec::new();
+    for &a in arrivals {
+        match out.last_mut() {
+            Some(last) if last[1] + 1 == a => last[1] = a,
+            _ => out.push([a, a]),
+        }
+    }
+    out
+}
+
+/// Ranges as the Redis store keeps them: `a-b` or `a`, comma-separated.
+pub fn ranges_text(ranges: &[[u64; 2]]) -> String {
+    ranges
+        .iter()
+        .map(|[a, b]| if a == b { a.to_string() } else { format!("{a}-{b}") })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The ranges back from their text; `None` if it is not one.
+pub fn parse_ranges(text: &str) -> Option<Vec<[u64; 2]>> {
+    if text.is_empty() {
+        return Some(Vec::new());
+    }
+    text.split(',')
+        .map(|item| match item.split_once('-') {
+            Some((a, b)) => Some([a.parse().ok()?, b.parse().ok()?]),
+            None => {
+                let a = item.parse().ok()?;
+                Some([a, a])
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrivals_fold_into_ranges_and_back() {
+        let arrivals = [4, 5, 6, 9, 2, 3, 10];
+        let ranges = to_ranges(&arrivals);
+        assert_eq!(ranges, vec![[4, 6], [9, 9], [2, 3], [10, 10]]);
+        let text = ranges_text(&ranges);
+        assert_eq!(text, "4-6,9,2-3,10");
+        assert_eq!(parse_ranges(&text), Some(ranges));
+        assert_eq!(parse_ranges(""), Some(vec![]));
+        assert_eq!(parse_ranges("1-x"), None);
+    }
+}

@@ -1,0 +1,253 @@
+//! The fair start in Redis: `schedule.lua`, `close_pre_queue.lua`, `draw.lua`; the draw's
+//! fields in the show's meta hash, the audit in the stream `wr:{show}:audit`, and the shows
+//! waiting to open in `wr:scheduled` (scored by their opening time).
+
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+use redis::aio::ConnectionLike;
+use redis::{AsyncCommands, Script, Value};
+
+use super::{RedisStore, SCHEDULED, ScriptArgs, protocol, reply, show_script};
+use crate::draw;
+use crate::model::ShowId;
+use crate::store::{
+    AuditKind, AuditRecord, Closing, DrawState, Draws, Drawn, Result, Schedule, StoreError,
+    parse_ranges,
+};
+use crate::store::draws::Refused;
+
+static SCHEDULE: LazyLock<Script> = show_script!("schedule.lua");
+static CLOSE_PRE_QUEUE: LazyLock<Script> = show_script!("close_pre_queue.lua");
+static DRAW: LazyLock<Script> = show_script!("draw.lua");
+
+/// The meta fields `GET …/draw` shows, in the order [`Draws::draw`] reads them.
+const DRAW_FIELDS: [&str; 11] = [
+    "epoch",
+    "lost",
+    "deleted",
+    "opens_at",
+    "commitment",
+    "beacon",
+    "closed_n",
+    "seed",
+    "digest",
+    "beacon_value",
+    "drawn_at",
+];
+
+#[async_trait]
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> {
+    async fn schedule(&self, show: &ShowId, schedule: Schedule) -> Result<()> {
+        let seed = draw::new_seed();
+        let args = ScriptArgs {
+            opens_at: schedule.opens_at_ms,
+            commitment: Some(draw::commitment(&seed)),
+            seed: Some(seed),
+            beacon: schedule.beacon,
+            beacon_value: schedule.beacon_value,
+            ..Default::default()
+        };
+        let r: Vec<i64> = self.run(&SCHEDULE, show, args).await?;
+        if let [-409, why] = r[..] {
+            return Err(Refused::from_code(why).error(show));
+        }
+        reply(show, "schedule", r, |r| (r == [0]).then_some(()))?;
+        if let Some(at) = schedule.opens_at_ms {
+            let mut conn = self.conn.clone();
+            let _: i64 = conn.zadd(SCHEDULED, show.as_str(), at).await?;
+        }
+        Ok(())
+    }
+
+    async fn due(&self, now_ms: u64) -> Result<Vec<ShowId>> {
+        let mut conn = self.conn.clone();
+        let names: Vec<String> = conn.zrangebyscore(SCHEDULED, "-inf", now_ms).await?;
+        Ok(names.iter().filter_map(|n| n.parse().ok()).collect())
+    }
+
+    async fn close_pre_queue(&self, show: &ShowId, fence: u64) -> Result<Closing> {
+        let args = ScriptArgs {
+            fence: Some(fence),
+            ..Default::default()
+        };
+        let r: Vec<Value> = self.run(&CLOSE_PRE_QUEUE, show, args).await?;
+        let int = |v: &Value| match v {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        };
+        let text = |v: &Value| match v {
+            Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+            _ => None,
+        };
+        let closing = match &r[..] {
+            [code] => match int(code) {
+                Some(-1) => Some(Closing::Fenced),
+                Some(-3) => Some(Closing::NotDue),
+                Some(-4) => Some(Closing::Drawn),
+                _ => None,
+            },
+            [n, waiting] if int(waiting) == Some(1) => int(n).map(|n| Closing::AwaitingBeacon {
+                participants: n as u64,
+            }),
+            [n, _, seed, beacon_value] => match (int(n), text(seed), text(beacon_value)) {
+                (Some(n), Some(seed), Some(beacon_value)) => Some(Closing::Ready {
+                    participants: n as u64,
+                    seed,
+                    beacon_value,
+                }),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(Closing::Drawn) = closing {
+            // Drawn already (by a leader that died before it could say so): off the list.
+            let mut conn = self.conn.clone();
+            let _: i64 = conn.zrem(SCHEDULED, show.as_str()).await?;
+        }
+        closing.ok_or_else(|| StoreError::Protocol(format!("close_pre_queue: {r:?}")))
+    }
+
+    async fn apply_draw(
+        &self,
+        show: &ShowId,
+        fence: u64,
+        digest: &str,
+        key: &str,
+    ) -> Result<bool> {
+        let args = ScriptArgs {
+            fence: Some(fence),
+            digest: Some(digest.to_owned()),
+            key: Some(key.to_owned()),
+            ..Default::default()
+        };
+        let r: Vec<i64> = self.run(&DRAW, show, args).await?;
+        let drawn = match r[..] {
+            [1] => true,
+            [0] => false,
+            _ => return Err(protocol("draw", &r)),
+        };
+        if drawn {
+            let mut conn = self.conn.clone();
+            let _: i64 = conn.zrem(SCHEDULED, show.as_str()).await?;
+            let _: i64 = conn.sadd(super::OPEN_SHOWS, show.as_str()).await?;
+        }
+        Ok(drawn)
+    }
+
+    async fn draw(&self, show: &ShowId) -> Result<Option<DrawState>> {
+        let mut conn = self.conn.clone();
+        let f: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(format!("wr:{{{show}}}:meta"))
+            .arg(&DRAW_FIELDS[..])
+            .query_async(&mut conn)
+            .await?;
+        let [
+            epoch,
+            lost,
+            deleted,
+            opens_at,
+            commitment,
+            beacon,
+            closed,
+            seed,
+            digest,
+            beacon_value,
+            drawn_at,
+        ] = <[Option<String>; 11]>::try_from(f)
+            .map_err(|f| StoreError::Protocol(format!("draw fields: {f:?}")))?;
+        if epoch.is_none() || deleted.is_some() {
+            return Err(StoreError::NoSuchShow(show.clone()));
+        }
+        if lost.as_deref() == Some("1") {
+            return Err(StoreError::ShowLost(show.clone()));
+        }
+        let (Some(opens_at), Some(commitment)) = (opens_at, commitment) else {
+            return Ok(None);
+        };
+        let number = |s: Option<&str>| s.and_then(|s| s.parse::<u64>().ok());
+        let participants = number(closed.as_deref());
+        let drawn = match (seed, digest, number(drawn_at.as_deref()), participants) {
+            (Some(seed), Some(digest), Some(at_ms), Some(_)) => {
+                let beacon_value = beacon_value.unwrap_or_default();
+                Some(Drawn {
+                    key: draw::draw_key(&seed, &digest, &beacon_value),
+                    seed,
+                    participants_digest: digest,
+                    beacon_value,
+                    at_ms,
+                })
+            }
+            _ => None,
+        };
+        Ok(Some(DrawState {
+            opens_at_ms: number(Some(&opens_at)).unwrap_or(0),
+            commitment,
+            beacon,
+            participants,
+            drawn,
+        }))
+    }
+
+    async fn audit(
+        &self,
+        show: &ShowId,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<AuditRecord>> {
+        let mut conn = self.conn.clone();
+        let meta: (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(format!("wr:{{{show}}}:meta"))
+            .arg("epoch")
+            .arg("deleted")
+            .query_async(&mut conn)
+            .await?;
+        if meta.0.is_none() || meta.1.is_some() {
+            return Err(StoreError::NoSuchShow(show.clone()));
+        }
+        let start = after.map_or_else(|| "-".to_owned(), |a| format!("({a}"));
+        let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+            .arg(format!("wr:{{{show}}}:audit"))
+            .arg(start)
+            .arg("+")
+            .arg("COUNT")
+            .arg(limit)
+            .query_async(&mut conn)
+            .await?;
+        entries
+            .into_iter()
+            .map(|(id, fields)| record(id, &fields))
+            .collect()
+    }
+}
+
+/// An audit record from its stream entry.
+fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let number = |name: &str| field(name).and_then(|v| v.parse::<u64>().ok());
+    let bad = || StoreError::Protocol(format!("audit record {id}: {fields:?}"));
+    let kind = match field("kind") {
+        Some("tick") => AuditKind::Tick,
+        Some("draw") => AuditKind::Draw,
+        _ => return Err(bad()),
+    };
+    Ok(AuditRecord {
+        kind,
+        at_ms: number("at_ms").ok_or_else(bad)?,
+        fence: number("fence").ok_or_else(bad)?,
+        epoch: number("epoch").ok_or_else(bad)?,
+        rate: number("rate").map(|r| r as u32),
+        admitted: match field("admitted") {
+            Some(text) => parse_ranges(text).ok_or_else(bad)?,
+            None => Vec::new(),
+        },
+        participants: number("participants"),
+        participants_digest: field("participants_digest").map(str::to_owned),
+        id,
+    })
+}
