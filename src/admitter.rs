@@ -11,10 +11,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::draw;
 use crate::metrics::Metrics;
 use crate::model::ShowId;
 use crate::pace;
-use crate::draw;
 use crate::store::{AdmitOutcome, Closing, QueueStore, Result};
 
 /// How long a lease lasts without renewal. The leader renews every half second, so a dead

@@ -123,7 +123,10 @@ mod tests {
         assert_eq!(countdown(0), "0:00");
         assert_eq!(countdown(245), "4:05");
         assert_eq!(countdown(3723), "1:02:03");
-        assert_eq!(countdown(3 * 86_400 + 4 * 3600 + 5 * 60 + 6), "3 d 04:05:06");
+        assert_eq!(
+            countdown(3 * 86_400 + 4 * 3600 + 5 * 60 + 6),
+            "3 d 04:05:06"
+        );
     }
 
     #[test]

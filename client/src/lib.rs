@@ -7,6 +7,8 @@
 //!   update for a person to read, reconnects across `--url`s and exits 0 once admitted.
 //! - [`load`]: `waiting-room-client load`, many fans at a set join rate, with the figures
 //!   BENCHMARKS.md quotes, a CSV and a plot.
+//! - [`verify`]: `waiting-room-client verify`, which checks a show's draw and audit from what
+//!   it published, and exits 0 when all holds.
 //! - [`follow`]: the two transports (SSE and WebSocket) as one stream of [`follow::Push`]es,
 //!   and joining; shared by both clients.
 //! - [`backoff`]: the delays between attempts (exponential, capped, with jitter).
@@ -17,3 +19,4 @@ pub mod follow;
 pub mod load;
 mod plot;
 mod text;
+pub mod verify;

@@ -97,10 +97,7 @@ pub async fn audit(
             "after: a record id (`<ms>-<n>`, the `next` of a page)".into(),
         ));
     }
-    let records = state
-        .store
-        .audit(&show, q.after.as_deref(), limit)
-        .await?;
+    let records = state.store.audit(&show, q.after.as_deref(), limit).await?;
     let next = (records.len() == limit)
         .then(|| records.last().map(|r| r.id.clone()))
         .flatten();
@@ -125,7 +122,17 @@ mod tests {
         for ok in ["0-0", "1767225600000-3", "18446744073709551615-1"] {
             assert!(is_record_id(ok), "{ok}");
         }
-        for bad in ["", "-", "1", "1-", "-1", "a-1", "1-2-3", "18446744073709551616-0", "+1-0"] {
+        for bad in [
+            "",
+            "-",
+            "1",
+            "1-",
+            "-1",
+            "a-1",
+            "1-2-3",
+            "18446744073709551616-0",
+            "+1-0",
+        ] {
             assert!(!is_record_id(bad), "{bad}");
         }
     }

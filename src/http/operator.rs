@@ -147,7 +147,11 @@ impl ShowConfig {
             Some(text) => Some(opening_time(text)?),
         };
         let text = |field: &str, value: &Option<String>, most: usize| match value {
-            Some(v) if v.is_empty() || v.len() > most || !v.bytes().all(|b| (b' '..=b'~').contains(&b)) => {
+            Some(v)
+                if v.is_empty()
+                    || v.len() > most
+                    || !v.bytes().all(|b| (b' '..=b'~').contains(&b)) =>
+            {
                 Err(AppError::BadRequest(format!(
                     "{field}: 1 to {most} printable ASCII characters"
                 )))

@@ -88,7 +88,9 @@ pub struct AuditRecord {
 }
 
 /// The kinds of audit record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum AuditKind {
     Tick,
@@ -111,7 +113,13 @@ pub fn to_ranges(arrivals: &[u64]) -> Vec<[u64; 2]> {
 pub fn ranges_text(ranges: &[[u64; 2]]) -> String {
     ranges
         .iter()
-        .map(|[a, b]| if a == b { a.to_string() } else { format!("{a}-{b}") })
+        .map(|[a, b]| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(",")
 }

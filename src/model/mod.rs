@@ -219,13 +219,14 @@ mod tests {
     #[test]
     fn ticket_json_omits_null_fields() {
         let id = Uuid::nil();
-        let waiting =
-            serde_json::to_value(TicketState::Waiting {
+        let waiting = serde_json::to_value(
+            TicketState::Waiting {
                 position: 3,
                 arrival: 7,
             }
-            .view(id, &Pace::at_rate(2)))
-                .unwrap();
+            .view(id, &Pace::at_rate(2)),
+        )
+        .unwrap();
         assert_eq!(
             waiting,
             serde_json::json!({"ticketId": id, "status": "WAITING", "position": 3, "etaSeconds": 2, "arrival": 7})

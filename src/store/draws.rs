@@ -18,8 +18,8 @@ use async_trait::async_trait;
 
 use super::{Result, StoreError};
 use crate::draw::Permutation;
-pub use crate::model::{AuditKind, AuditRecord, parse_ranges, ranges_text, to_ranges};
 use crate::model::ShowId;
+pub use crate::model::{AuditKind, AuditRecord, parse_ranges, ranges_text, to_ranges};
 
 /// The fair start's calls.
 #[async_trait]
@@ -33,13 +33,16 @@ pub trait Draws: Send + Sync {
     async fn close_pre_queue(&self, show: &ShowId, fence: u64) -> Result<Closing>;
     /// Draws the closed pre-queue under `key` and opens the show (fenced, once). False when
     /// it was drawn already.
-    async fn apply_draw(&self, show: &ShowId, fence: u64, digest: &str, key: &str)
-    -> Result<bool>;
+    async fn apply_draw(&self, show: &ShowId, fence: u64, digest: &str, key: &str) -> Result<bool>;
     /// The show's draw as `GET …/draw` shows it; `None` when the show was never scheduled.
     async fn draw(&self, show: &ShowId) -> Result<Option<DrawState>>;
     /// Up to `limit` audit records after the record `after` (from the first when `None`).
-    async fn audit(&self, show: &ShowId, after: Option<&str>, limit: usize)
-    -> Result<Vec<AuditRecord>>;
+    async fn audit(
+        &self,
+        show: &ShowId,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<AuditRecord>>;
 }
 
 /// What an operator sets about a show's opening; `None` leaves it as it is.

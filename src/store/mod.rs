@@ -56,8 +56,8 @@ use async_trait::async_trait;
 use crate::model::ShowId;
 
 pub use self::draws::{
-    AUDIT_MAX_RECORDS, AuditKind, AuditRecord, Closing, DrawPhase, DrawState, Draws, Drawn, Schedule,
-    parse_ranges, ranges_text, to_ranges,
+    AUDIT_MAX_RECORDS, AuditKind, AuditRecord, Closing, DrawPhase, DrawState, Drawn, Draws,
+    Schedule, parse_ranges, ranges_text, to_ranges,
 };
 pub use self::feed::{EventKind, Feed, ShowEvent, ShowSnapshot, pace_of};
 pub use self::lease::AdmitterLease;
@@ -77,7 +77,16 @@ pub trait QueueStore:
 }
 
 impl<T> QueueStore for T where
-    T: Shows + Pacing + Queue + Feed + Draws + AdmitterLease + JoinLimits + OrderBook + Health + 'static
+    T: Shows
+        + Pacing
+        + Queue
+        + Feed
+        + Draws
+        + AdmitterLease
+        + JoinLimits
+        + OrderBook
+        + Health
+        + 'static
 {
 }
 

@@ -234,7 +234,11 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
              from which anyone recomputes the drawn order",
             &[
                 (200, Json("DrawView"), "The draw"),
-                (404, ERROR, "No show of that id, or a show that was never scheduled"),
+                (
+                    404,
+                    ERROR,
+                    "No show of that id, or a show that was never scheduled",
+                ),
                 LOST,
             ],
         ),
@@ -245,8 +249,16 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
              anyone (time, fencing token, rate, epoch, the arrival numbers admitted) and the \
              draw. Never a ticket id",
             &[
-                (200, Json("AuditPage"), "Up to `limit` records after `after`"),
-                (400, ERROR, "`after` is not a record id, or `limit` is out of range"),
+                (
+                    200,
+                    Json("AuditPage"),
+                    "Up to `limit` records after `after`",
+                ),
+                (
+                    400,
+                    ERROR,
+                    "`after` is not a record id, or `limit` is out of range",
+                ),
                 NO_SHOW,
             ],
         )

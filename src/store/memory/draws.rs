@@ -9,7 +9,7 @@ use crate::draw::{self, Permutation};
 use crate::model::ShowId;
 use crate::store::draws::Refused;
 use crate::store::{
-    AuditKind, AuditRecord, Closing, DrawState, Draws, Drawn, EventKind, Result, Schedule,
+    AuditKind, AuditRecord, Closing, DrawState, Drawn, Draws, EventKind, Result, Schedule,
     StoreError,
 };
 
@@ -106,13 +106,7 @@ impl Draws for MemoryStore {
         })
     }
 
-    async fn apply_draw(
-        &self,
-        show: &ShowId,
-        fence: u64,
-        digest: &str,
-        key: &str,
-    ) -> Result<bool> {
+    async fn apply_draw(&self, show: &ShowId, fence: u64, digest: &str, key: &str) -> Result<bool> {
         let now = self.now_ms();
         let mut inner = self.lock();
         let Some(s) = inner.shows.get_mut(show) else {

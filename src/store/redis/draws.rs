@@ -11,11 +11,11 @@ use redis::{AsyncCommands, Script, Value};
 use super::{RedisStore, SCHEDULED, ScriptArgs, protocol, reply, show_script};
 use crate::draw;
 use crate::model::ShowId;
+use crate::store::draws::Refused;
 use crate::store::{
-    AuditKind, AuditRecord, Closing, DrawState, Draws, Drawn, Result, Schedule, StoreError,
+    AuditKind, AuditRecord, Closing, DrawState, Drawn, Draws, Result, Schedule, StoreError,
     parse_ranges,
 };
-use crate::store::draws::Refused;
 
 static SCHEDULE: LazyLock<Script> = show_script!("schedule.lua");
 static CLOSE_PRE_QUEUE: LazyLock<Script> = show_script!("close_pre_queue.lua");
@@ -108,13 +108,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> 
         closing.ok_or_else(|| StoreError::Protocol(format!("close_pre_queue: {r:?}")))
     }
 
-    async fn apply_draw(
-        &self,
-        show: &ShowId,
-        fence: u64,
-        digest: &str,
-        key: &str,
-    ) -> Result<bool> {
+    async fn apply_draw(&self, show: &ShowId, fence: u64, digest: &str, key: &str) -> Result<bool> {
         let args = ScriptArgs {
             fence: Some(fence),
             digest: Some(digest.to_owned()),

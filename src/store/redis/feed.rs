@@ -12,8 +12,8 @@ use redis::aio::{ConnectionLike, PubSubSink};
 use tokio_util::sync::CancellationToken;
 
 use super::{EVENTS_CHANNEL, RedisStore, ScriptArgs, pace, protocol, show_script};
-use crate::model::ShowId;
 use crate::draw::Permutation;
+use crate::model::ShowId;
 use crate::store::{DrawPhase, Feed, Result, ShowEvent, ShowSnapshot, StoreError};
 
 static SNAPSHOT: LazyLock<Script> = show_script!("snapshot.lua");
@@ -59,7 +59,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
         };
         let (draw, left) = match rest {
             [] => (DrawPhase::None, rest),
-            [opens_at, closed, words @ .., ] if words.len() >= 8 => {
+            [opens_at, closed, words @ ..] if words.len() >= 8 => {
                 let (key, left) = words.split_at(8);
                 (draw_phase(*opens_at, *closed, key), left)
             }

@@ -34,11 +34,17 @@ async fn admission_takes_the_rate_in_arrival_order_once_a_second(backend: Backen
     }
     assert_eq!(
         position(s.as_ref(), "s1", tickets[3]).await,
-        TicketState::Waiting { position: 1 }
+        TicketState::Waiting {
+            position: 1,
+            arrival: 4
+        }
     );
     assert_eq!(
         position(s.as_ref(), "s1", tickets[4]).await,
-        TicketState::Waiting { position: 2 }
+        TicketState::Waiting {
+            position: 2,
+            arrival: 5
+        }
     );
 
     // A second admission in the same second admits nobody, whoever asks.
@@ -52,7 +58,10 @@ async fn admission_takes_the_rate_in_arrival_order_once_a_second(backend: Backen
     ));
     assert_eq!(
         position(s.as_ref(), "s1", tickets[3]).await,
-        TicketState::Waiting { position: 1 }
+        TicketState::Waiting {
+            position: 1,
+            arrival: 4
+        }
     );
 
     next_second().await;
@@ -143,7 +152,10 @@ async fn a_buyer_cap_admits_only_into_free_places(backend: Backend) {
     ));
     assert_eq!(
         position(s.as_ref(), "cap", t[5]).await,
-        TicketState::Waiting { position: 1 }
+        TicketState::Waiting {
+            position: 1,
+            arrival: 6
+        }
     );
     // No cap: the rate again.
     s.configure(&sh, cap(0)).await.unwrap();

@@ -26,7 +26,13 @@ async fn joins_get_dense_sequences_and_positions(backend: Backend) {
     for expected in 1..=5u64 {
         let j = s.join(&sh).await.unwrap();
         assert_eq!(j.seq, expected, "sequences are dense and start at 1");
-        assert_eq!(j.status.state, TicketState::Waiting { position: expected });
+        assert_eq!(
+            j.status.state,
+            TicketState::Waiting {
+                position: expected,
+                arrival: expected
+            }
+        );
         tickets.push(j.ticket);
     }
     for (i, t) in tickets.iter().enumerate() {
@@ -34,7 +40,8 @@ async fn joins_get_dense_sequences_and_positions(backend: Backend) {
         assert_eq!(
             st.state,
             TicketState::Waiting {
-                position: i as u64 + 1
+                position: i as u64 + 1,
+                arrival: i as u64 + 1
             }
         );
         assert_eq!(st.seq, Some(i as u64 + 1));
@@ -60,15 +67,24 @@ async fn leaving_moves_everyone_behind_up(backend: Backend) {
     assert_eq!(position(s.as_ref(), "s1", t[1]).await, TicketState::Unknown);
     assert_eq!(
         position(s.as_ref(), "s1", t[0]).await,
-        TicketState::Waiting { position: 1 }
+        TicketState::Waiting {
+            position: 1,
+            arrival: 1
+        }
     );
     assert_eq!(
         position(s.as_ref(), "s1", t[2]).await,
-        TicketState::Waiting { position: 2 }
+        TicketState::Waiting {
+            position: 2,
+            arrival: 3
+        }
     );
     assert_eq!(
         position(s.as_ref(), "s1", t[3]).await,
-        TicketState::Waiting { position: 3 }
+        TicketState::Waiting {
+            position: 3,
+            arrival: 4
+        }
     );
     assert!(
         !s.leave(&sh, t[1]).await.unwrap(),
@@ -105,7 +121,7 @@ async fn snapshot_positions_equal_ranks(backend: Backend) {
     );
     for (seq, ticket) in &joined {
         let st = s.status(&sh, *ticket).await.unwrap();
-        if let TicketState::Waiting { position } = st.state {
+        if let TicketState::Waiting { position, .. } = st.state {
             let gone = snap
                 .left
                 .iter()

@@ -26,6 +26,10 @@
 
 use sha2::{Digest, Sha256};
 
+mod verify;
+
+pub use self::verify::{ArrivalReport, Verified, Violation, verify};
+
 /// The name of the draw's algorithm, published with every draw.
 pub const ALGORITHM: &str = "sha256-commit/feistel-fmix32-8r/v1";
 
