@@ -61,6 +61,7 @@
     ticketLine: $('ticket-line'), ticketId: $('ticket-id'),
     announce: $('announce'), alert: $('alert'),
     errorText: $('error-text'), errorRetry: $('error-retry'),
+    opensIn: $('opens-in'), openingNow: $('opening-now'), arrival: $('arrival'),
   };
 
   let record = null;      // { ticketId, firstPosition, joinedAt, order? }
@@ -68,6 +69,8 @@
   let state = root.dataset.state;
   let deadline = 0;       // when the admission runs out (ms, local clock)
   let countdownTimer = 0;
+  let opensAt = 0;        // when a scheduled on-sale opens (ms, local clock)
+  let openingTimer = 0;
   const EXPIRY_GRACE_MS = 2000;
   let lastAnnounced = 0;
   let showOpen = root.dataset.open === 'true';
@@ -150,7 +153,8 @@
       panel.hidden = panel.dataset.panel !== next;
     }
     if (next !== 'admitted') stopCountdown();
-    const following = next === 'waiting' || next === 'admitted';
+    if (next !== 'prequeue') clearInterval(openingTimer);
+    const following = next === 'waiting' || next === 'admitted' || next === 'prequeue';
     if (!following) setConn(null);
   }
 
@@ -206,6 +210,37 @@
     if (!wasWaiting || now - lastAnnounced > ANNOUNCE_EVERY_MS) {
       lastAnnounced = now;
       announce(`You are number ${fmt(position)} in the queue. Estimated wait: ${waitWords(view)}.`);
+    }
+  }
+
+  // Time until an opening as a clock, as the server words it (words.rs `countdown`).
+  function countdown(total) {
+    const d = Math.floor(total / 86400);
+    const h = Math.floor(total / 3600) % 24;
+    const m = Math.floor(total / 60) % 60;
+    const s = total % 60;
+    const two = (n) => String(n).padStart(2, '0');
+    if (d > 0) return `${d} d ${two(h)}:${two(m)}:${two(s)}`;
+    if (h > 0) return `${h}:${two(m)}:${two(s)}`;
+    return `${m}:${two(s)}`;
+  }
+
+  // In a scheduled show's pre-queue: no place until the draw, a countdown to the opening.
+  function renderPreQueue(view) {
+    const wasPre = state === 'prequeue';
+    setState('prequeue');
+    if (view.arrival) els.arrival.textContent = fmt(view.arrival);
+    opensAt = Date.now() + (view.opensInSeconds || 0) * 1000;
+    clearInterval(openingTimer);
+    const tick = () => {
+      const left = Math.max(0, Math.ceil((opensAt - Date.now()) / 1000));
+      els.opensIn.textContent = countdown(left);
+      els.openingNow.hidden = left > 0;
+    };
+    tick();
+    openingTimer = setInterval(tick, 500);
+    if (!wasPre) {
+      announce(`You are in the pre-queue. The on-sale opens in ${countdown(view.opensInSeconds || 0)}; a draw then gives everyone here a place.`);
     }
   }
 
@@ -277,7 +312,17 @@
     if (!record || !view || view.ticketId !== record.ticketId) return false;
     if (state === 'ordered') return true;
     switch (event) {
-      case 'waiting': renderWaiting(view); return false;
+      case 'waiting':
+        if (view.preQueue) {
+          renderPreQueue(view);
+        } else {
+          if (state === 'prequeue') {
+            clearInterval(openingTimer);
+            announce(`The draw is done: you are number ${fmt(view.position)} in the queue.`, true);
+          }
+          renderWaiting(view);
+        }
+        return false;
       case 'admitted': renderAdmitted(view); return false;
       case 'expired': finish('expired'); return true;
       default: finish('unknown'); return true;
@@ -446,7 +491,8 @@
 
   function startFollowing(firstView) {
     if (firstView) handle(eventOf(firstView), firstView);
-    if (state === 'waiting' || state === 'admitted' || state === 'joining' || state === 'new') {
+    const following = new Set(['prequeue', 'waiting', 'admitted', 'joining', 'new']);
+    if (following.has(state)) {
       follow(startTransport);
     }
   }
@@ -527,6 +573,7 @@
       form.addEventListener('submit', (e) => { e.preventDefault(); join(); });
     }
     $('leave').addEventListener('click', leave);
+    $('leave-pre').addEventListener('click', leave);
     els.checkout.addEventListener('submit', placeOrder);
 
     // An explicit ?ticket= wins, then this browser's own, then the one the server painted
@@ -555,7 +602,9 @@
       return;
     }
     // Start from what the server painted if it is this ticket's, then follow.
-    if (painted === ticket && state === 'waiting') {
+    if (painted === ticket && state === 'prequeue') {
+      renderPreQueue({ ticketId: ticket, opensInSeconds: Number(root.dataset.opens) });
+    } else if (painted === ticket && state === 'waiting') {
       renderWaiting({ ticketId: ticket, position: Number(root.dataset.position), etaSeconds: Number(root.dataset.eta), fromPaint: true });
     } else if (painted === ticket && state === 'admitted') {
       renderAdmitted({ ticketId: ticket, expiresInSeconds: Number(root.dataset.expires) });

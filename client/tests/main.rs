@@ -9,3 +9,4 @@ mod fan;
 mod helpers;
 mod load;
 mod split;
+mod verify;

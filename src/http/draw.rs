@@ -53,13 +53,10 @@ fn view(show: &str, d: DrawState) -> DrawView {
 
 /// Milliseconds since the epoch as RFC 3339 in UTC, to the millisecond.
 pub fn rfc3339(ms: u64) -> String {
-    let nanos = i128::from(ms) * 1_000_000;
-    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+    i64::try_from(ms)
         .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map(|t| t.to_string())
         .unwrap_or_default()
 }
 

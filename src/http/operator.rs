@@ -177,14 +177,15 @@ const MOST_AHEAD: Duration = Duration::from_secs(366 * 24 * 3600);
 /// `opensAt` as ms since the epoch: RFC 3339, in the future, within a year.
 fn opening_time(text: &str) -> Result<u64, AppError> {
     let bad = |why: &str| AppError::BadRequest(format!("opensAt: {why}"));
-    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+    let at: jiff::Timestamp = text
+        .parse()
         .map_err(|_| bad("an RFC 3339 time, such as 2026-12-01T10:00:00Z"))?;
-    let ms = at.unix_timestamp_nanos() / 1_000_000;
-    let now = i128::from(crate::clock::wall_ms());
+    let ms = at.as_millisecond();
+    let now = crate::clock::wall_ms() as i64;
     if ms <= now {
         return Err(bad("must be in the future"));
     }
-    if ms > now + MOST_AHEAD.as_millis() as i128 {
+    if ms > now + MOST_AHEAD.as_millis() as i64 {
         return Err(bad("at most a year ahead"));
     }
     Ok(ms as u64)

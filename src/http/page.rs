@@ -221,7 +221,8 @@ struct WaitPage {
     routes: PageRoutes,
     show: String,
     open: bool,
-    /// `new`, `waiting`, `admitted` or `unknown`: which part of the page shows first.
+    /// `new`, `prequeue`, `waiting`, `admitted` or `unknown`: which part of the page shows
+    /// first.
     state: &'static str,
     ticket: Option<String>,
     position: u64,
@@ -237,6 +238,9 @@ struct WaitPage {
     /// In a pre-queue: seconds until the show opens and draws it, and as a clock.
     opens_in: u64,
     opens_text: String,
+    /// The fan's arrival number, and where the show's draw is published.
+    arrival: u64,
+    draw_url: String,
     refresh_seconds: u32,
 }
 
@@ -305,6 +309,8 @@ async fn render_wait(
         expires_text: String::new(),
         opens_in: 0,
         opens_text: String::new(),
+        arrival: 0,
+        draw_url: routes::show(routes::DRAW, show.as_str()),
         refresh_seconds: NOSCRIPT_REFRESH_SECONDS,
     };
     let Some(ticket) = ticket else {
@@ -312,8 +318,12 @@ async fn render_wait(
     };
     let status = state.store.status(show, ticket).await?;
     match status.state {
-        TicketState::PreQueue { opens_in_ms, .. } => {
+        TicketState::PreQueue {
+            opens_in_ms,
+            arrival,
+        } => {
             page.state = "prequeue";
+            page.arrival = arrival;
             page.opens_in = opens_in_ms.div_ceil(1000);
             page.opens_text = crate::words::countdown(page.opens_in);
         }

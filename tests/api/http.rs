@@ -38,12 +38,12 @@ async fn the_seeds_try_it_sequence(backend: Backend) {
     let app = spawn_app(backend).await;
     // open → 204
     app.open("show-42").await;
-    // join → 202 WAITING position 1 eta 1
+    // join → 202 WAITING position 1 eta 1 (and, added since the seed, its arrival number)
     let joined = app.join_ok("show-42").await;
     let id = ticket_id(&joined);
     assert_eq!(
         joined,
-        json!({"ticketId": id, "status": "WAITING", "position": 1, "etaSeconds": 1})
+        json!({"ticketId": id, "status": "WAITING", "position": 1, "etaSeconds": 1, "arrival": 1})
     );
     // a moment later → ADMITTED with expiresInSeconds
     let admitted = app

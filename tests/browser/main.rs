@@ -9,6 +9,7 @@
 mod support;
 
 mod console;
+mod fair_start;
 mod helpers;
 mod pages;
 mod waiting;

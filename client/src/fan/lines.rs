@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::Url;
 use waiting_room::model::{Paused, TicketView};
 use waiting_room::protocol::{ADMISSION_HEADER, EventName};
-use waiting_room::words::{thousands, wait_words};
+use waiting_room::words::{countdown, thousands, wait_words};
 
 use crate::follow::Push;
 use crate::text::{clock, span};
@@ -36,6 +36,18 @@ pub(super) fn describe(push: &Push) -> String {
 /// Where a waiting fan stands: `position 1,204 · about 20–30 minutes`, and why the queue
 /// stands still when it does (as the waiting page says it).
 fn waiting(t: &TicketView) -> String {
+    if t.pre_queue == Some(true) {
+        // No place before the draw: the countdown, and the number the draw goes by.
+        let opens = match t.opens_in_seconds {
+            Some(0) | None => "opening now: drawing the order".to_owned(),
+            Some(s) => format!(
+                "opens in {}, then a draw gives everyone here a place",
+                countdown(s)
+            ),
+        };
+        let arrival = t.arrival.map(|a| format!(" · arrival {}", thousands(a)));
+        return format!("pre-queue · {opens}{}", arrival.unwrap_or_default());
+    }
     let range = t.eta_min_seconds.zip(t.eta_max_seconds);
     let wait = t.eta_seconds.map(|s| wait_words(s, range));
     let parts = match t.paused {
@@ -124,6 +136,14 @@ mod tests {
                 json!({"position": 95, "etaSeconds": 1500, "etaMinSeconds": 1200, "etaMaxSeconds": 1800})
             ),
             "position 95 · about 20–30 minutes"
+        );
+        assert_eq!(
+            waiting(json!({"preQueue": true, "opensInSeconds": 3725, "arrival": 1204})),
+            "pre-queue · opens in 1:02:05, then a draw gives everyone here a place · arrival 1,204"
+        );
+        assert_eq!(
+            waiting(json!({"preQueue": true, "opensInSeconds": 0, "arrival": 7})),
+            "pre-queue · opening now: drawing the order · arrival 7"
         );
         assert_eq!(
             waiting(

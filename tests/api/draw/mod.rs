@@ -1,6 +1,7 @@
 //! The fair start through HTTP: a scheduled show's pre-queue, the draw at its opening, the
 //! audit of every tick, and `verify` over what the show published.
 
+mod handover;
 mod opening;
 mod schedule;
 mod verifying;
@@ -17,9 +18,10 @@ use crate::support::api::Api;
 
 /// `secs` from now as RFC 3339, to the millisecond.
 fn in_secs(secs: f64) -> String {
-    let at = time::OffsetDateTime::now_utc() + time::Duration::seconds_f64(secs);
-    at.format(&time::format_description::well_known::Rfc3339)
+    let now = jiff::Timestamp::now().as_millisecond();
+    jiff::Timestamp::from_millisecond(now + (secs * 1000.0) as i64)
         .unwrap()
+        .to_string()
 }
 
 /// Makes `show` with `settings`, answering its status and body.
