@@ -9,6 +9,8 @@
 #                                                 the others abandon (never order)
 #   scripts/eta-bench.sh halved [embedded|redis]  600 fans join at 20 a second, 10 admitted a
 #                                                 second, halved to 5 at 15 s
+#   scripts/eta-bench.sh announced [embedded|redis]  as `halved`, but the halving is
+#                                                 announced at the start (rateChangeAt)
 #   scripts/eta-bench.sh crowd  [embedded|redis]  300 fans join at once, 10 a second, halved
 #                                                 to 5 at 10 s
 #   scripts/eta-bench.sh cap-stay   [embedded|redis]  as `cap`, but those who never buy stay
@@ -180,6 +182,13 @@ halved)
   watch_pace eta-halved
   load --show eta-halved --fans 600 --join-rate 20 --open --rate-change 15s:5 --duration 180s
   ;;
+announced)
+  start_server
+  operator PUT /orders/waiting-room/eta-announced '{"admitPerSecond":10}'
+  watch_pace eta-announced
+  load --show eta-announced --fans 600 --join-rate 20 --open --rate-change 15s:5 \
+    --announce-rate-changes --duration 180s
+  ;;
 crowd)
   start_server
   operator PUT /orders/waiting-room/eta-crowd '{"admitPerSecond":10}'
@@ -187,7 +196,7 @@ crowd)
   load --show eta-crowd --fans 300 --join-rate 500 --open --rate-change 10s:5 --duration 120s
   ;;
 *)
-  sed -n '2,27p' "$0"
+  sed -n '2,26p' "$0"
   exit 2
   ;;
 esac

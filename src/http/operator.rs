@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::{AppJson, AppPath, AppState, Operator, show_id};
 use crate::error::AppError;
 use crate::model::{ShowId, ShowStats};
-use crate::store::{MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSettings};
+use crate::store::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSettings};
 
 /// `POST …/{showId}/open`: 204; creates the show if needed, the admitter serves it and the
 /// gate closes. A show whose state was lost starts again from nothing: this is the
@@ -83,6 +83,11 @@ pub struct ShowConfig {
     pub draw_beacon: Option<String>,
     /// The named beacon's value, once published (after the pre-queue closed).
     pub draw_beacon_value: Option<String>,
+    /// Announce a rate change (RFC 3339, in the future; `""` withdraws it): from then on the
+    /// rate is `rateChangeTo`, and until then every ETA counts with it.
+    pub rate_change_at: Option<String>,
+    /// The rate from `rateChangeAt` on (1 to 10,000).
+    pub rate_change_to: Option<u32>,
 }
 
 impl ShowConfig {
@@ -129,7 +134,9 @@ impl ShowConfig {
             )));
         }
         self.schedule()?;
+        let rate_change = self.rate_change()?;
         Ok(ShowSettings {
+            rate_change,
             admit_per_second: self.admit_per_second,
             max_active_buyers: self.max_active_buyers,
             arrival_window: self.arrival_window_seconds.map(Duration::from_secs),
@@ -144,7 +151,7 @@ impl ShowConfig {
     fn schedule(&self) -> Result<Schedule, AppError> {
         let opens_at_ms = match self.opens_at.as_deref() {
             None => None,
-            Some(text) => Some(opening_time(text)?),
+            Some(text) => Some(future_time("opensAt", text)?),
         };
         let text = |field: &str, value: &Option<String>, most: usize| match value {
             Some(v)
@@ -165,6 +172,28 @@ impl ShowConfig {
         })
     }
 
+    /// The announced rate change, or a 400 naming what is wrong with it.
+    fn rate_change(&self) -> Result<Option<Option<AnnouncedRate>>, AppError> {
+        match (self.rate_change_at.as_deref(), self.rate_change_to) {
+            (None, None) => Ok(None),
+            (Some(""), None) => Ok(Some(None)),
+            (Some(at), Some(rate)) if !at.is_empty() => {
+                if !(1..=MAX_RATE).contains(&rate) {
+                    return Err(AppError::BadRequest(format!(
+                        "rateChangeTo: must be between 1 and {MAX_RATE}"
+                    )));
+                }
+                let at_ms = future_time("rateChangeAt", at)?;
+                Ok(Some(Some(AnnouncedRate { at_ms, rate })))
+            }
+            _ => Err(AppError::BadRequest(
+                "rateChangeAt and rateChangeTo go together (rateChangeAt \"\" alone withdraws \
+                 the change)"
+                    .into(),
+            )),
+        }
+    }
+
     /// Whether any fair-start field was sent.
     fn schedules(&self) -> bool {
         self.opens_at.is_some() || self.draw_beacon.is_some() || self.draw_beacon_value.is_some()
@@ -174,9 +203,10 @@ impl ShowConfig {
 /// The furthest ahead an opening may be scheduled.
 const MOST_AHEAD: Duration = Duration::from_secs(366 * 24 * 3600);
 
-/// `opensAt` as ms since the epoch: RFC 3339, in the future, within a year.
-fn opening_time(text: &str) -> Result<u64, AppError> {
-    let bad = |why: &str| AppError::BadRequest(format!("opensAt: {why}"));
+/// A time the operator sets (`field`) as ms since the epoch: RFC 3339, in the future,
+/// within a year.
+fn future_time(field: &str, text: &str) -> Result<u64, AppError> {
+    let bad = |why: &str| AppError::BadRequest(format!("{field}: {why}"));
     let at: jiff::Timestamp = text
         .parse()
         .map_err(|_| bad("an RFC 3339 time, such as 2026-12-01T10:00:00Z"))?;
@@ -252,11 +282,14 @@ pub async fn set_config(
         && config.arrival_window_seconds.is_none()
         && config.checkout_health_url.is_none()
         && config.min_admit_per_second.is_none()
+        && config.rate_change_at.is_none()
+        && config.rate_change_to.is_none()
         && !config.schedules()
     {
         return Err(AppError::BadRequest(
             "send at least one of admitPerSecond, maxActiveBuyers, arrivalWindowSeconds, \
-             checkoutHealthUrl, minAdmitPerSecond, opensAt, drawBeacon, drawBeaconValue"
+             checkoutHealthUrl, minAdmitPerSecond, rateChangeAt, rateChangeTo, opensAt, \
+             drawBeacon, drawBeaconValue"
                 .into(),
         ));
     }

@@ -17,7 +17,7 @@ pub use self::draw::{
     AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, parse_ranges, ranges_text, to_ranges,
 };
 pub use self::order::{NewOrder, Order, OrderRequest};
-pub use self::pace::{Eta, Pace, Paused};
+pub use self::pace::{Eta, Pace, Paused, RateChange};
 
 /// A show id as the outside may name it: `[A-Za-z0-9._-]{1,64}`.
 ///

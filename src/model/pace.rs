@@ -18,6 +18,17 @@ pub struct Pace {
     pub spread_milli: u64,
     /// Why nothing moves now, if nothing does.
     pub paused: Option<Paused>,
+    /// A rate change the operator announced: every ETA counts with it.
+    pub change: Option<RateChange>,
+}
+
+/// An announced rate change, as seen when the pace was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateChange {
+    /// How long until it takes effect (at the first tick from then).
+    pub in_ms: u64,
+    /// The admissions a second from then.
+    pub rate: u32,
 }
 
 /// Why a queue stands still.
@@ -38,6 +49,7 @@ impl Pace {
             flow_milli: u64::from(rate) * 1000,
             spread_milli: 0,
             paused: None,
+            change: None,
         }
     }
 
@@ -46,7 +58,7 @@ impl Pace {
         // Never divide by a standstill: a queue that offers no place yet still moves once
         // buyers finish, at no less than a fiftieth of a place a second in this model.
         let flow = (self.flow_milli as f64 / 1000.0).max(0.02);
-        let seconds = |per_second: f64| (position as f64 / per_second).ceil() as u64;
+        let seconds = |per_second: f64| self.wait(position, per_second);
         let eta = seconds(flow);
         let spread = self.spread_milli as f64 / 1000.0;
         // A range only when the pace wanders by more than a tenth.
@@ -59,6 +71,31 @@ impl Pace {
             seconds: eta,
             range,
         }
+    }
+}
+
+impl Pace {
+    /// Seconds until `position` is let in at `flow` places a second, and from an announced
+    /// change on at the flow it brings: the new rate, or no more than `flow` while a cap
+    /// on active buyers holds the queue below the rate.
+    fn wait(&self, position: u64, flow: f64) -> u64 {
+        let whole = |places: f64, per_second: f64| (places / per_second).ceil();
+        let Some(change) = self.change else {
+            return whole(position as f64, flow) as u64;
+        };
+        // One tick a second: about as many ticks at the old rate as whole seconds remain.
+        let before = (change.in_ms as f64 / 1000.0).round();
+        let by_then = flow * before;
+        if position as f64 <= by_then {
+            return whole(position as f64, flow) as u64;
+        }
+        let capped = flow < f64::from(self.rate);
+        let after = if capped {
+            flow.min(f64::from(change.rate))
+        } else {
+            f64::from(change.rate)
+        };
+        (before + whole(position as f64 - by_then, after.max(0.02))).ceil() as u64
     }
 }
 
@@ -98,6 +135,7 @@ mod tests {
             flow_milli: 2_000,
             spread_milli: 1_000,
             paused: None,
+            change: None,
         };
         let eta = pace.eta(100);
         assert_eq!(eta.seconds, 50);
@@ -108,5 +146,41 @@ mod tests {
             ..pace
         };
         assert_eq!(stopped.eta(1).seconds, 50);
+    }
+
+    #[test]
+    fn an_announced_change_counts_in_every_eta() {
+        // 10 a second for 15 s more, then 5: position 100 goes before, 200 after.
+        let pace = Pace {
+            change: Some(RateChange {
+                in_ms: 15_000,
+                rate: 5,
+            }),
+            ..Pace::at_rate(10)
+        };
+        assert_eq!(pace.eta(100).seconds, 10);
+        assert_eq!(pace.eta(150).seconds, 15);
+        assert_eq!(pace.eta(200).seconds, 25);
+        // Raised instead: faster after.
+        let up = Pace {
+            change: Some(RateChange {
+                in_ms: 10_000,
+                rate: 20,
+            }),
+            ..Pace::at_rate(10)
+        };
+        assert_eq!(up.eta(300).seconds, 20);
+        // A cap holding the queue at 2 a second is not lifted by a higher rate.
+        let capped = Pace {
+            rate: 10,
+            flow_milli: 2_000,
+            spread_milli: 0,
+            paused: None,
+            change: Some(RateChange {
+                in_ms: 5_000,
+                rate: 20,
+            }),
+        };
+        assert_eq!(capped.eta(30).seconds, 15);
     }
 }

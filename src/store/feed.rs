@@ -6,7 +6,7 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
 use super::{DrawPhase, Result};
-use crate::model::{Pace, Paused, ShowId};
+use crate::model::{Pace, Paused, RateChange, ShowId};
 
 /// What a hub needs to push every fan its position without asking the store per fan.
 #[async_trait]
@@ -61,18 +61,29 @@ pub struct ShowEvent {
     pub ttl_ms: u64,
     /// The store's clock when it happened (ms since the epoch).
     pub at_ms: u64,
+    /// An announced rate change: in how long (ms from `at_ms`), and to what rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_in_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_rate: Option<u32>,
 }
 
 impl ShowEvent {
     /// The pace this event carries.
     pub fn pace(&self) -> Pace {
-        pace_of(
-            self.rate,
-            self.flow_milli,
-            self.spread_milli,
-            self.open,
-            self.full,
-        )
+        Pace {
+            change: self
+                .change_in_ms
+                .zip(self.change_rate)
+                .map(|(in_ms, rate)| RateChange { in_ms, rate }),
+            ..pace_of(
+                self.rate,
+                self.flow_milli,
+                self.spread_milli,
+                self.open,
+                self.full,
+            )
+        }
     }
 }
 
@@ -89,6 +100,7 @@ pub fn pace_of(rate: u32, flow_milli: u64, spread_milli: u64, open: bool, full: 
         } else {
             None
         },
+        change: None,
     }
 }
 

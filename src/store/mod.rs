@@ -67,7 +67,9 @@ pub use self::orders::{OrderBook, OrderOutcome, order_fingerprint};
 pub use self::position::position;
 pub use self::queue::{AdmitOutcome, Joined, Queue, Status, Touched};
 pub use self::redis::RedisStore;
-pub use self::shows::{Configured, Indexed, PaceControl, Pacing, ShowMeta, ShowSettings, Shows};
+pub use self::shows::{
+    AnnouncedRate, Configured, Indexed, PaceControl, Pacing, ShowMeta, ShowSettings, Shows,
+};
 
 /// The whole store: every concern at once. Nothing to implement: any type with all the parts
 /// is one. Callers hold `Arc<dyn QueueStore>` and call any part's methods on it.

@@ -61,6 +61,16 @@ pub struct ShowSettings {
     pub checkout_health_url: Option<String>,
     /// The lowest rate the pace may fall to while it follows the checkout.
     pub min_admit_per_second: Option<u32>,
+    /// Announce a rate change: from `at_ms` (ms since the epoch) on, `rate` a second; every
+    /// ETA counts with it. `Some(None)` withdraws an announced change.
+    pub rate_change: Option<Option<AnnouncedRate>>,
+}
+
+/// A rate change announced ahead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnnouncedRate {
+    pub at_ms: u64,
+    pub rate: u32,
 }
 
 /// What the admitter needs to let a show's pace follow its checkout.

@@ -41,5 +41,6 @@ mod http;
 mod hub;
 mod openapi;
 mod push;
+mod rate_change;
 mod silence;
 mod store;

@@ -63,6 +63,12 @@ pub struct LoadArgs {
     #[arg(long = "rate-change", value_name = "AFTER:RATE")]
     pub rate_changes: Vec<RateChange>,
 
+    /// Announce the --rate-change at the start of the run instead of making it live
+    /// (`PUT …/config {"rateChangeAt","rateChangeTo"}`): the server applies it at its time and
+    /// every ETA counts with it from the start. One change at most.
+    #[arg(long, requires = "rate_changes")]
+    pub announce_rate_changes: bool,
+
     /// Where to write the once-a-second timeline.
     #[arg(long, default_value = "load.csv")]
     pub csv: PathBuf,

@@ -178,6 +178,7 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         run.clone(),
         args.admin_token.clone().unwrap_or_default(),
         args.rate_changes.clone(),
+        args.announce_rate_changes,
         stop.clone(),
     ));
 

@@ -1,6 +1,8 @@
 //! `--rate-change AFTER:RATE`: the operator changes the show's rate while the run goes on
 //! (`PUT …/config {"admitPerSecond":RATE}` on the first `--url`, AFTER into the run), so a
-//! run can measure how honest ETAs stay across a live change.
+//! run can measure how honest ETAs stay across a live change. With `--announce-rate-changes`
+//! the change is announced at the start instead (`{"rateChangeAt","rateChangeTo"}`) and the
+//! server makes it at its time.
 
 use std::fmt;
 use std::str::FromStr;
@@ -82,13 +84,15 @@ impl fmt::Display for RateChangeDone {
     }
 }
 
-/// Makes each change in `changes` at its time into the run on its first server, until
-/// `stop`; returns what became of each, in the order asked. The first change made is marked
-/// on the run's counters (the ETAs told after it are measured on their own).
+/// Makes each change in `changes` at its time into the run on its first server (or, when
+/// `announce`, announces it at once for that time), until `stop`; returns what became of
+/// each, in the order asked. The first change made is marked on the run's counters at its
+/// time (the ETAs told after it are measured on their own).
 pub async fn run(
     run: Arc<Run>,
     token: String,
     changes: Vec<RateChange>,
+    announce: bool,
     stop: CancellationToken,
 ) -> Vec<RateChangeDone> {
     let (client, base, show, start) = (&run.clients[0].1, &run.urls[0], &run.show, run.start);
@@ -102,21 +106,33 @@ pub async fn run(
     let url = follow::show_url(base, routes::CONFIG, show);
     for i in order {
         let change = changes[i];
-        tokio::select! {
-            _ = tokio::time::sleep_until((start + change.after).into()) => {}
-            _ = stop.cancelled() => break,
-        }
+        let body = if announce {
+            let wall = jiff::Timestamp::now()
+                + (start + change.after).saturating_duration_since(std::time::Instant::now());
+            serde_json::json!({ "rateChangeAt": wall.to_string(), "rateChangeTo": change.rate })
+        } else {
+            tokio::select! {
+                _ = tokio::time::sleep_until((start + change.after).into()) => {}
+                _ = stop.cancelled() => break,
+            }
+            serde_json::json!({ "admitPerSecond": change.rate })
+        };
         let answer = client
             .put(url.clone())
             .bearer_auth(&token)
-            .json(&serde_json::json!({ "admitPerSecond": change.rate }))
+            .json(&body)
             .timeout(follow::CONNECT_TIMEOUT)
             .send()
             .await;
         let entry = &mut done[i];
         match answer {
             Ok(response) => {
-                let at = start.elapsed();
+                // An announced change is made at its time, not when it was announced.
+                let at = if announce {
+                    change.after
+                } else {
+                    start.elapsed()
+                };
                 if response.status().is_success() {
                     run.counters
                         .rate_changed_us

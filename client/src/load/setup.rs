@@ -35,6 +35,9 @@ pub(super) fn check_rate_changes(args: &LoadArgs) -> anyhow::Result<()> {
     if args.admin_token.is_none() {
         bail!("--rate-change needs the operator token (--admin-token or ADMIN_TOKEN)");
     }
+    if args.announce_rate_changes && args.rate_changes.len() > 1 {
+        bail!("--announce-rate-changes announces one --rate-change (a show holds one at a time)");
+    }
     if let Some(late) = args.rate_changes.iter().find(|c| c.after >= args.duration) {
         bail!(
             "--rate-change at {} comes after the run's --duration of {}",

@@ -40,6 +40,7 @@ pub(super) fn args(app: &TestApp, show_name: &str, fans: u64, transport: Transpo
         eta_csv: Some(scratch("eta.csv")),
         eta_plot: Some(scratch("eta.svg")),
         rate_changes: Vec::new(),
+        announce_rate_changes: false,
     }
 }
 

@@ -26,6 +26,13 @@ local last = tonumber(redis.call('GET', TICK) or '-1')
 if second <= last then return {-2, (second + 1) * 1000 - now} end
 redis.call('SET', TICK, second)
 
+-- An announced rate change takes effect at the first tick from its time.
+local change = redis.call('HMGET', META, 'change_at', 'change_rate')
+if change[1] and tonumber(change[1]) <= now then
+  redis.call('SET', RATE, change[2])
+  redis.call('HDEL', META, 'change_at', 'change_rate')
+end
+
 local ran_out = redis.call('ZRANGEBYSCORE', ADMISSIONS, '-inf', now, 'WITHSCORES')
 for i = 2, #ran_out, 2 do
   local expired = tonumber(ran_out[i])

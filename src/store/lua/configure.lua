@@ -1,7 +1,9 @@
 -- Creates the show if nobody did (A.new_epoch) and applies the operator's settings, each
 -- optional: A.rate, A.cap (on active buyers), A.window_ms (arrival window), A.health_url (the
--- checkout's; '' stops following it), A.floor (the lowest rate while following it). A new
--- rate is published: every waiting fan's ETA changes with it. Returns {created, epoch}.
+-- checkout's; '' stops following it), A.floor (the lowest rate while following it),
+-- A.change_at and A.change_rate (a rate change announced for that time, ms; A.change_at 0
+-- withdraws it). A new rate or an announced change is published: every waiting fan's ETA
+-- changes with it. Returns {created, epoch}.
 local m = redis.call('HMGET', META, 'epoch', 'deleted')
 local created = 0
 local epoch = m[1]
@@ -19,8 +21,13 @@ elseif A.health_url then
   redis.call('HSET', META, 'health_url', A.health_url)
 end
 if A.floor then redis.call('HSET', META, 'floor', A.floor) end
-if A.rate then
-  redis.call('SET', RATE, A.rate)
+if A.change_at == 0 then
+  redis.call('HDEL', META, 'change_at', 'change_rate')
+elseif A.change_at then
+  redis.call('HSET', META, 'change_at', A.change_at, 'change_rate', A.change_rate)
+end
+if A.rate then redis.call('SET', RATE, A.rate) end
+if A.rate or A.change_at then
   local ver = redis.call('INCR', VER)
   publish('rate', epoch, ver, head(), nil, 0, now)
 end

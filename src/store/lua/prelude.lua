@@ -92,11 +92,20 @@ local function pace()
   local spread = flow * math.sqrt(var) / mean / 2
   return flow, spread * spread, full
 end
--- {rate, flow, spread (thousandths), open, full}: what a ticket's ETA is worked out from.
+-- A rate change the operator announced (meta `change_at`, ms, and `change_rate`): {ms until
+-- it, the rate}, or nil.
+local function announced_change()
+  local c = redis.call('HMGET', META, 'change_at', 'change_rate')
+  if not c[1] then return nil end
+  return {math.max(tonumber(c[1]) - now_ms(), 0), tonumber(c[2])}
+end
+-- {rate, flow, spread (thousandths), open, full, ms until an announced change (-1: none),
+-- its rate}: what a ticket's ETA is worked out from.
 local function pace_reply()
   local mean, var, full = pace()
+  local change = announced_change() or {-1, 0}
   return {rate(), math.floor(mean * 1000 + 0.5), math.floor(math.sqrt(var) * 1000 + 0.5),
-    is_open() and 1 or 0, full and 1 or 0}
+    is_open() and 1 or 0, full and 1 or 0, change[1], change[2]}
 end
 -- Appends the pace to a reply.
 local function with_pace(reply)
@@ -239,6 +248,7 @@ local function publish(kind, epoch, ver, hd, left, admitted_now, at)
     show = SHOW, epoch = tonumber(epoch), version = ver, kind = kind, head = hd, left = left,
     rate = p[1], flow_milli = p[2], spread_milli = p[3], open = p[4] == 1, full = p[5] == 1,
     admitted = admitted_now, ttl_ms = TTL, at_ms = at,
+    change_in_ms = p[6] >= 0 and p[6] or nil, change_rate = p[6] >= 0 and p[7] or nil,
   }))
 end
 

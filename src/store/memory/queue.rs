@@ -99,6 +99,11 @@ impl Queue for MemoryStore {
             });
         }
         s.last_second = Some(second);
+        // An announced rate change takes effect at the first tick from its time.
+        if let Some(change) = s.change.filter(|c| c.at_ms <= now) {
+            s.rate = Some(change.rate);
+            s.change = None;
+        }
         // Those still buying when their admission ran out held it the whole TTL.
         let ran_out: Vec<u64> = s
             .buying

@@ -63,6 +63,8 @@ pub(super) struct Show {
     pub(super) health_url: Option<String>,
     pub(super) floor: u32,
     pub(super) pace: Option<u32>,
+    /// A rate change announced ahead.
+    pub(super) change: Option<crate::store::AnnouncedRate>,
     /// The fair start, when the show was given an opening time.
     pub(super) schedule: Option<Scheduled>,
     /// The audit: every tick that admitted someone, and the draw.
@@ -113,6 +115,7 @@ impl Show {
             health_url: None,
             floor: 1,
             pace: None,
+            change: None,
             schedule: None,
             audit: Vec::new(),
         }
@@ -172,13 +175,19 @@ impl Show {
             let flow = f64::from(rate).min(f64::from(cap) / mean);
             (flow, flow * var.sqrt() / mean / 2.0)
         };
-        pace_of(
-            rate,
-            (flow * 1000.0).round() as u64,
-            (spread * 1000.0).round() as u64,
-            self.open,
-            self.full,
-        )
+        Pace {
+            change: self.change.map(|c| crate::model::RateChange {
+                in_ms: c.at_ms.saturating_sub(now_ms),
+                rate: c.rate,
+            }),
+            ..pace_of(
+                rate,
+                (flow * 1000.0).round() as u64,
+                (spread * 1000.0).round() as u64,
+                self.open,
+                self.full,
+            )
+        }
     }
 
     /// The mean hold and a variance for the range, as `hold()` in `prelude.lua`: time held
@@ -314,6 +323,8 @@ impl Show {
             admitted: 0,
             ttl_ms: settings.admission_ttl.as_millis() as u64,
             at_ms: now_ms,
+            change_in_ms: pace.change.map(|c| c.in_ms),
+            change_rate: pace.change.map(|c| c.rate),
         }
     }
 }

@@ -49,9 +49,14 @@ impl Shows for MemoryStore {
         if let Some(floor) = settings.min_admit_per_second {
             s.floor = floor;
         }
-        let mut event = None;
+        if let Some(change) = settings.rate_change {
+            s.change = change;
+        }
         if let Some(rate) = settings.admit_per_second {
             s.rate = Some(rate);
+        }
+        let mut event = None;
+        if settings.admit_per_second.is_some() || settings.rate_change.is_some() {
             s.version += 1;
             event = Some(s.event(show, EventKind::Rate, &self.settings, now));
         }

@@ -11,7 +11,7 @@ use redis::Script;
 use redis::aio::{ConnectionLike, PubSubSink};
 use tokio_util::sync::CancellationToken;
 
-use super::{EVENTS_CHANNEL, RedisStore, ScriptArgs, pace, protocol, show_script};
+use super::{EVENTS_CHANNEL, PACE_FIGURES, RedisStore, ScriptArgs, pace, protocol, show_script};
 use crate::draw::Permutation;
 use crate::model::ShowId;
 use crate::store::{DrawPhase, Feed, Result, ShowEvent, ShowSnapshot, StoreError};
@@ -43,20 +43,11 @@ async fn keep_alive(mut sink: PubSubSink, dead: CancellationToken, dropped: Canc
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
     async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot> {
         let r: Vec<i64> = self.run(&SNAPSHOT, show, ScriptArgs::none()).await?;
-        let [
-            epoch,
-            version,
-            head,
-            rate,
-            flow,
-            spread,
-            open,
-            full,
-            ref rest @ ..,
-        ] = r[..]
-        else {
+        if r.len() < 3 + PACE_FIGURES {
             return Err(protocol("snapshot", &r));
-        };
+        }
+        let (&[epoch, version, head], rest) = r.split_first_chunk::<3>().expect("checked");
+        let (figures, rest) = rest.split_at(PACE_FIGURES);
         let (draw, left) = match rest {
             [] => (DrawPhase::None, rest),
             [opens_at, closed, words @ ..] if words.len() >= 8 => {
@@ -70,7 +61,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
             version: version as u64,
             head: head as u64,
             left: left.iter().map(|&s| s as u64).collect(),
-            pace: pace(&[rate, flow, spread, open, full]).expect("five figures"),
+            pace: pace(figures).ok_or_else(|| protocol("snapshot", &r))?,
             ttl_ms: self.ttl_ms(),
             draw,
         })

@@ -29,7 +29,7 @@ use redis::{Client, Script};
 use uuid::Uuid;
 
 use super::{Health, Result, StoreError, StoreSettings, pace_of};
-use crate::model::{Pace, ShowId};
+use crate::model::{Pace, RateChange, ShowId};
 
 /// The pub/sub channel every show's events go out on; every hub subscribes once.
 pub const EVENTS_CHANNEL: &str = "wr:events";
@@ -100,6 +100,10 @@ struct ScriptArgs {
     fingerprint: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     order: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    change_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    change_rate: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     opens_at: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -256,18 +260,27 @@ fn reply<T>(
     parse(&got).ok_or_else(|| protocol(what, &got))
 }
 
-/// The five pace figures every script appends with `with_pace`.
+/// How many figures every script appends with `with_pace`.
+const PACE_FIGURES: usize = 7;
+
+/// The pace figures every script appends with `with_pace`.
 fn pace(got: &[i64]) -> Option<Pace> {
-    let [rate, flow, spread, open, full] = *got else {
+    let [rate, flow, spread, open, full, change_in_ms, change_rate] = *got else {
         return None;
     };
-    Some(pace_of(
-        rate as u32,
-        flow.max(0) as u64,
-        spread.max(0) as u64,
-        open == 1,
-        full == 1,
-    ))
+    Some(Pace {
+        change: (change_in_ms >= 0).then_some(RateChange {
+            in_ms: change_in_ms as u64,
+            rate: change_rate as u32,
+        }),
+        ..pace_of(
+            rate as u32,
+            flow.max(0) as u64,
+            spread.max(0) as u64,
+            open == 1,
+            full == 1,
+        )
+    })
 }
 
 #[async_trait]

@@ -33,6 +33,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             window_ms: settings.arrival_window.map(|w| w.as_millis() as u64),
             health_url: settings.checkout_health_url,
             floor: settings.min_admit_per_second,
+            // 0 withdraws an announced change.
+            change_at: settings.rate_change.map(|c| c.map_or(0, |c| c.at_ms)),
+            change_rate: settings.rate_change.flatten().map(|c| c.rate),
             ..Default::default()
         };
         let r: Vec<i64> = self.run(&CONFIGURE, show, args).await?;
