@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, StoreCaller};
 use crate::model::ShowId;
 use crate::pace;
 use crate::store::{AdmitOutcome, QueueStore, Result};
@@ -101,6 +101,7 @@ pub async fn run(
         let held = match store.lease(&instance, LEASE_TTL, floor).await {
             Ok(t) => t,
             Err(e) => {
+                metrics.store_error(StoreCaller::Admitter);
                 tracing::warn!(error = %e, "admitter lease check failed");
                 None
             }
@@ -122,6 +123,7 @@ pub async fn run(
         let shows = match store.open_shows().await {
             Ok(shows) => shows,
             Err(e) => {
+                metrics.store_error(StoreCaller::Admitter);
                 tracing::warn!(error = %e, "admission tick failed");
                 continue;
             }
