@@ -155,7 +155,7 @@ impl Default for Metrics {
         // Every series from the start at 0: a rate over a series that appears only with the
         // first error shows nothing until then, and misses that first error.
         for caller in StoreCaller::ALL {
-            store_errors.get_or_create(&caller.label());
+            let _ = store_errors.get_or_create(&caller.label());
         }
         Metrics {
             store_up,
