@@ -14,29 +14,30 @@ use crate::support::backend::Backend;
 
 const FANS: u64 = 60;
 
+/// Opens the show once every fan joined and a second and a half went by (every fan has heard
+/// its ticket while the show stood still); when it opened.
+fn open_once_all_joined(app: &Api, show: &'static str) -> tokio::task::JoinHandle<Instant> {
+    let app = app.clone();
+    tokio::spawn(async move {
+        wait_for_stats(&app, show, Duration::from_secs(10), |s| s["joined"] == FANS).await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        app.open(show).await;
+        Instant::now()
+    })
+}
+
 /// Sixty fans join a closed show and poll; once all have joined it opens at 20 a second. Each
 /// learns new positions and its admission from answers, never from a push.
 async fn polling_fans_learn_positions_and_admission(backend: Backend) {
     let app = crate::support::app::spawn_app(backend).await;
+    admitter_ready(&app).await;
     let show_name = "polled";
     let args = LoadArgs {
         open: false,
         admit_per_second: Some(20),
         ..args(&app, show_name, FANS, Transport::Poll)
     };
-    let opener = {
-        let app = (*app).clone();
-        tokio::spawn(async move {
-            wait_for_stats(&app, show_name, Duration::from_secs(10), |s| {
-                s["joined"] == FANS
-            })
-            .await;
-            // A second of standing still: every fan has asked at least once while waiting.
-            tokio::time::sleep(Duration::from_millis(1500)).await;
-            app.open(show_name).await;
-            Instant::now()
-        })
-    };
+    let opener = open_once_all_joined(&app, show_name);
     let started = Instant::now();
     let report = tokio::time::timeout(
         Duration::from_secs(30),
@@ -98,11 +99,17 @@ async fn polling_fans_learn_positions_and_admission_on_redis() {
 #[tokio::test]
 async fn pushed_fans_are_measured_for_staleness_alike() {
     let app = spawn_app().await;
+    // The admitter's first tick, on taking its lease, comes off the once-a-second cadence
+    // staleness is counted from.
+    admitter_ready(&app).await;
     let args = LoadArgs {
+        open: false,
         admit_per_second: Some(20),
         ..args(&app, "pushed", FANS, Transport::Sse)
     };
+    let opener = open_once_all_joined(&app, "pushed");
     let report = load::run(&args, CancellationToken::new()).await.unwrap();
+    opener.await.unwrap();
     assert_eq!(report.admitted, FANS, "{report}");
     assert!(report.positions_learned >= FANS, "{report}");
     assert_eq!(report.staleness.count, report.positions_learned, "{report}");
