@@ -7,13 +7,16 @@
 //!   update for a person to read, reconnects across `--url`s and exits 0 once admitted.
 //! - [`load`]: `waiting-room-client load`, many fans at a set join rate, with the figures
 //!   BENCHMARKS.md quotes, a CSV and a plot.
-//! - [`follow`]: the two transports (SSE and WebSocket) as one stream of [`follow::Push`]es,
-//!   and joining; shared by both clients.
+//! - [`follow`]: the two transports (SSE and WebSocket), and polling, as one stream of
+//!   [`follow::Push`]es, and joining; shared by both clients.
 //! - [`backoff`]: the delays between attempts (exponential, capped, with jitter).
+//! - [`staleness_plot`]: `waiting-room-client staleness-plot`, several load runs' staleness
+//!   on one plot (push beside polling).
 
 pub mod backoff;
 pub mod fan;
 pub mod follow;
 pub mod load;
 mod plot;
+pub mod staleness_plot;
 mod text;

@@ -1,4 +1,5 @@
-//! The `waiting-room-client` binary: `fan` and `load`, each handed over to the library.
+//! The `waiting-room-client` binary: `fan`, `load` and `staleness-plot`, each handed over to
+//! the library.
 //!
 //! It reads only its own flags (and the operator token `load` may take from `ADMIN_TOKEN`):
 //! none of the server's settings, so a shell set up to run a server runs the clients too.
@@ -7,6 +8,7 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use waiting_room_client::fan::{self, FanArgs};
 use waiting_room_client::load::{self, LoadArgs};
+use waiting_room_client::staleness_plot::{self, StalenessPlotArgs};
 
 /// Clients of the waiting room: one fan, or a bounded load run.
 #[derive(Parser)]
@@ -22,6 +24,8 @@ enum Command {
     Fan(FanArgs),
     /// A bounded load run against loopback servers: many fans, a CSV and a plot.
     Load(Box<LoadArgs>),
+    /// Several `load --json` runs' staleness on one plot (SVG), push beside polling.
+    StalenessPlot(StalenessPlotArgs),
 }
 
 #[tokio::main]
@@ -37,5 +41,6 @@ async fn main() -> anyhow::Result<()> {
         // The fan's exit code tells scripts how it ended (see `FanError::exit_code`).
         Command::Fan(args) => std::process::exit(fan::main(args).await),
         Command::Load(args) => load::main(*args).await,
+        Command::StalenessPlot(args) => staleness_plot::main(args),
     }
 }

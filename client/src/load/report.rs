@@ -84,6 +84,9 @@ pub struct LoadReport {
     /// From the admitter's tick that changed a fan's position (or admitted it) to the fan
     /// knowing it, pushed or polled (see `load::staleness`); one sample per change learned.
     pub staleness: Percentiles,
+    /// The staleness distribution: `[milliseconds, share of changes learned within them]` at
+    /// every percent, for plots that set runs side by side.
+    pub staleness_cdf: Vec<[f64; 2]>,
     /// Changes learned: new positions and admissions heard.
     pub positions_learned: u64,
     /// With `--transport poll`: the interval each fan polled at, in seconds.
@@ -215,6 +218,19 @@ impl fmt::Display for LoadReport {
     }
 }
 
+/// `[ms, q]` at q = 0, 0.01, …, 1 (none for an empty histogram of microseconds).
+fn cdf(h: &Histogram<u64>) -> Vec<[f64; 2]> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    (0..=100)
+        .map(|p| {
+            let q = f64::from(p) / 100.0;
+            [h.value_at_quantile(q) as f64 / 1000.0, q]
+        })
+        .collect()
+}
+
 pub(super) fn report(
     args: &LoadArgs,
     run: &Run,
@@ -247,6 +263,7 @@ pub(super) fn report(
         first_event: pct(&run.first_event),
         push_latency: pct(&run.push_latency),
         staleness: pct(&run.staleness),
+        staleness_cdf: cdf(&run.staleness.lock().unwrap_or_else(|e| e.into_inner())),
         positions_learned: get(&c.positions_learned),
         poll_interval_seconds: (args.transport == Transport::Poll)
             .then_some(args.poll_interval.as_secs_f64()),
