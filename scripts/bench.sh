@@ -12,6 +12,7 @@
 #                                                for WINDOW (60) seconds Redis commands, server
 #                                                CPU and the bytes on the server's sockets are
 #                                                measured; staleness from the load reports
+#                                                (JOIN_RATE per process, default 1,000/s)
 #   scripts/bench.sh crowd-plot                  the staleness plot of every crowd run in $OUT
 #
 # Loopback only, every run bounded in fans and time. It ends only the processes it started,
@@ -107,8 +108,9 @@ sample_window() {
   { uptime; ps -eo pid,comm,pcpu --sort=-pcpu | head -8; } >"$OUT/$CASE-$n.machine"
 }
 
+# Tickets handed out for show $1, or 0 while the server cannot say (a 503 under load).
 show_joined() {
-  curl -fsS -H "Authorization: Bearer $TOKEN" "$URL/orders/waiting-room/$1/stats" | jq '.joined'
+  curl -fsS -H "Authorization: Bearer $TOKEN" "$URL/orders/waiting-room/$1/stats" 2>/dev/null | jq '.joined' 2>/dev/null || echo 0
 }
 
 case "${1:-}" in
@@ -176,17 +178,17 @@ latency)
   ;;
 crowd)
   transport=${2:?sse|ws|poll}; fans=${3:?FANS}; procs=${4:?PROCS}
-  window=${WINDOW:-60}; rate=${RATE:-5}
+  window=${WINDOW:-60}; rate=${RATE:-5}; join_rate=${JOIN_RATE:-1000}
   per=$((fans / procs)); CASE=crowd-$transport-$fans
   start_redis
   start_server "$REDIS_URL"
   # Closed: everyone joins and waits; then it opens, and every tick moves every position.
   operator PUT /orders/waiting-room/crowd "{\"admitPerSecond\":$rate}"
-  # Long enough to join (1,000 a second per process), settle, and outlast the window.
-  duration=$((per / 1000 + 40 + window))
+  # Long enough to join (JOIN_RATE a second per process), settle, and outlast the window.
+  duration=$((per / join_rate + 40 + window))
   LOAD_PIDS=()
   for k in $(seq "$procs"); do
-    (loadgen "$k" --show crowd --fans "$per" --transport "$transport" --join-rate 1000 \
+    (loadgen "$k" --show crowd --fans "$per" --transport "$transport" --join-rate "$join_rate" \
       --duration "${duration}s") &
     LOAD_PIDS+=("$!")
   done
