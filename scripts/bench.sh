@@ -7,10 +7,18 @@
 #   scripts/bench.sh joins embedded|redis N      join throughput (join only, no streams)
 #   scripts/bench.sh latency FANS RATE [sse|ws]  tick→push latency: FANS join at 1,000/s into an
 #                                                open show admitting RATE a second
+#   scripts/bench.sh crowd sse|ws|poll FANS PROCS  push against polling: FANS join a closed
+#                                                show on Redis, it opens at 5 a second, and
+#                                                for WINDOW (60) seconds Redis commands, server
+#                                                CPU and the bytes on the server's sockets are
+#                                                measured; staleness from the load reports
+#                                                (JOIN_RATE per process, default 1,000/s)
+#   scripts/bench.sh crowd-plot                  the staleness plot of every crowd run in $OUT
 #
 # Loopback only, every run bounded in fans and time. It ends only the processes it started,
 # by PID. Results go to $OUT (default target/bench/). Needs: a release build, curl, jq, and
-# redis-server for `joins redis` (its own, on a free port; never the one on 6379).
+# redis-server for `joins redis` and `crowd` (its own, on a free port; never the one on 6379);
+# `crowd` also ss (iproute2) and python3.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -79,6 +87,32 @@ loadgen() {
     --csv "$OUT/load-$k.csv" --plot "$OUT/load-$k.svg" "$@" >"$OUT/report-$k.json"
 }
 
+# The crowd case's window: what it reads at each end.
+# sample_window N: the server's sockets with their TCP counters, Redis's counters, and the CPU
+# seconds of the server, redis-server and every load process, into $OUT/$CASE-N.*.
+sample_window() {
+  local n=$1 port=${URL##*:}
+  ss -tinH state established "( sport = :$port )" >"$OUT/$CASE-$n.sockets"
+  redis-cli -u "$REDIS_URL" INFO stats >"$OUT/$CASE-$n.redis-stats"
+  redis-cli -u "$REDIS_URL" INFO commandstats >"$OUT/$CASE-$n.redis-commandstats"
+  {
+    echo "at $(date +%s.%N)"
+    echo "server $(cpu_seconds "$SERVER_PID")"
+    echo "redis $(cpu_seconds "$REDIS_PID")"
+    for pid in "${LOAD_PIDS[@]}"; do
+      # The load process is /usr/bin/time's child when time is there.
+      local child; child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null | awk '{print $1}')
+      echo "load $(cpu_seconds "${child:-$pid}" 2>/dev/null || echo 0)"
+    done
+  } >"$OUT/$CASE-$n.cpu"
+  { uptime; ps -eo pid,comm,pcpu --sort=-pcpu | head -8; } >"$OUT/$CASE-$n.machine"
+}
+
+# Tickets handed out for show $1, or 0 while the server cannot say (a 503 under load).
+show_joined() {
+  curl -fsS -H "Authorization: Bearer $TOKEN" "$URL/orders/waiting-room/$1/stats" 2>/dev/null | jq '.joined' 2>/dev/null || echo 0
+}
+
 case "${1:-}" in
 hold)
   total=${2:?TOTAL fans}; procs=${3:?PROCS}; transport=${4:-sse}
@@ -142,8 +176,117 @@ latency)
   jq '{fans, transport, admitted, messages, push_latency, first_event, join_latency, stream_errors}' \
     "$OUT/report-1.json" | tee "$OUT/latency-summary.json"
   ;;
+crowd)
+  transport=${2:?sse|ws|poll}; fans=${3:?FANS}; procs=${4:?PROCS}
+  window=${WINDOW:-60}; rate=${RATE:-5}; join_rate=${JOIN_RATE:-1000}
+  per=$((fans / procs)); CASE=crowd-$transport-$fans
+  start_redis
+  start_server "$REDIS_URL"
+  # Closed: everyone joins and waits; then it opens, and every tick moves every position.
+  operator PUT /orders/waiting-room/crowd "{\"admitPerSecond\":$rate}"
+  # Long enough to join (JOIN_RATE a second per process), settle, and outlast the window.
+  duration=$((per / join_rate + 40 + window))
+  LOAD_PIDS=()
+  for k in $(seq "$procs"); do
+    (loadgen "$k" --show crowd --fans "$per" --transport "$transport" --join-rate "$join_rate" \
+      --duration "${duration}s") &
+    LOAD_PIDS+=("$!")
+  done
+  PIDS+=("${LOAD_PIDS[@]}")
+  for _ in $(seq 60); do
+    sleep 1
+    [ "$(show_joined crowd)" -ge "$((per * procs))" ] && break
+  done
+  joined=$(show_joined crowd)
+  [ "$joined" -ge "$((per * procs))" ] || { echo "only $joined of $((per * procs)) joined in 60 s" >&2; exit 1; }
+  sleep 3
+  operator POST /orders/waiting-room/crowd/open
+  sleep 5
+  sample_window 0
+  sleep "$window"
+  sample_window 1
+  for pid in "${LOAD_PIDS[@]}"; do
+    kill -0 "$pid" 2>/dev/null || echo "warning: a load process ended inside the window" >&2
+  done
+  wait "${LOAD_PIDS[@]}" || true
+  for k in $(seq "$procs"); do
+    mv "$OUT/report-$k.json" "$OUT/$CASE-report-$k.json"
+    mv "$OUT/load-$k.svg" "$OUT/$CASE-load-$k.svg"
+  done
+  python3 - "$OUT" "$CASE" "$transport" "$fans" "$procs" "$window" "$rate" <<'PY' | tee "$OUT/$CASE.json"
+import glob, json, re, sys
+out, case, transport, fans, procs, window, rate = sys.argv[1:]
+window, fans = float(window), int(fans)
+
+def sockets(n):
+    """peer -> (bytes_sent, bytes_received, segs_out, segs_in), from the server's side."""
+    found, peer = {}, None
+    for line in open(f"{out}/{case}-{n}.sockets"):
+        if not line.startswith((" ", "\t")):
+            peer = line.split()[-1]
+            continue
+        f = dict(re.findall(r"(bytes_sent|bytes_received|segs_out|segs_in):(\d+)", line))
+        found[peer] = tuple(int(f.get(k, 0)) for k in ("bytes_sent", "bytes_received", "segs_out", "segs_in"))
+    return found
+
+def info(n, what):
+    return dict(l.strip().split(":", 1) for l in open(f"{out}/{case}-{n}.redis-{what}") if ":" in l)
+
+def cpu(n):
+    rows = [l.split() for l in open(f"{out}/{case}-{n}.cpu")]
+    at = float(rows[0][1])
+    server = float(rows[1][1]); redis = float(rows[2][1])
+    load = sum(float(r[1]) for r in rows[3:])
+    return at, server, redis, load
+
+s0, s1 = sockets(0), sockets(1)
+delta = [0, 0, 0, 0]
+for peer, now in s1.items():
+    before = s0.get(peer, (0, 0, 0, 0))
+    for i in range(4):
+        delta[i] += now[i] - before[i]
+held = (len(s0) + len(s1)) / 2
+(t0, srv0, red0, load0), (t1, srv1, red1, load1) = cpu(0), cpu(1)
+seconds = t1 - t0
+payload = delta[0] + delta[1]
+# Loopback carries no Ethernet frame: each segment is a 20-byte IPv4 and a 32-byte TCP
+# header (with the timestamp option) around its payload.
+wire = payload + 52 * (delta[2] + delta[3])
+fan_minutes = held * seconds / 60
+cmds = int(info(1, "stats")["total_commands_processed"]) - int(info(0, "stats")["total_commands_processed"])
+c0, c1 = info(0, "commandstats"), info(1, "commandstats")
+per_command = {}
+for key, value in c1.items():
+    calls = int(re.search(r"calls=(\d+)", value).group(1))
+    before = int(re.search(r"calls=(\d+)", c0.get(key, "calls=0")).group(1))
+    if calls - before:
+        per_command[key.removeprefix("cmdstat_")] = round((calls - before) / seconds, 1)
+reports = [json.load(open(p)) for p in sorted(glob.glob(f"{out}/{case}-report-*.json"))]
+print(json.dumps({
+    "transport": transport, "fans": fans, "processes": int(procs), "admit_per_second": int(rate),
+    "window_seconds": round(seconds, 1),
+    "server_sockets_held": held,
+    "redis_commands_per_second": round(cmds / seconds, 1),
+    "redis_commands_per_second_by_command": dict(sorted(per_command.items(), key=lambda kv: -kv[1])),
+    "server_cpu_percent_of_one_core": round(100 * (srv1 - srv0) / seconds, 1),
+    "redis_cpu_percent_of_one_core": round(100 * (red1 - red0) / seconds, 1),
+    "load_generators_cpu_percent_of_one_core": round(100 * (load1 - load0) / seconds, 1),
+    "payload_bytes_per_fan_minute": round(payload / fan_minutes),
+    "wire_bytes_per_fan_minute": round(wire / fan_minutes),
+    "segments_per_fan_minute": round((delta[2] + delta[3]) / fan_minutes, 1),
+    "staleness_ms": [{k: r["staleness"][k] for k in ("count", "p50", "p90", "p99", "max")} for r in reports],
+    "messages": sum(r["messages"] for r in reports),
+    "admitted": sum(r["admitted"] for r in reports),
+    "stream_errors": sum(r["stream_errors"] for r in reports),
+    "lost": sum(r["lost"] for r in reports),
+}, indent=2))
+PY
+  ;;
+crowd-plot)
+  "$CLIENT" staleness-plot --out "$OUT/crowd-staleness.svg" "$OUT"/crowd-*-report-*.json
+  ;;
 *)
-  sed -n '2,13p' "$0"
+  sed -n '2,19p' "$0"
   exit 2
   ;;
 esac

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::draw;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, StoreCaller};
 use crate::model::ShowId;
 use crate::pace;
 use crate::store::{AdmitOutcome, Closing, QueueStore, Result};
@@ -144,6 +144,7 @@ pub async fn run(
         let held = match store.lease(&instance, LEASE_TTL, floor).await {
             Ok(t) => t,
             Err(e) => {
+                metrics.store_error(StoreCaller::Admitter);
                 tracing::warn!(error = %e, "admitter lease check failed");
                 None
             }
@@ -167,6 +168,7 @@ pub async fn run(
         let shows = match store.open_shows().await {
             Ok(shows) => shows,
             Err(e) => {
+                metrics.store_error(StoreCaller::Admitter);
                 tracing::warn!(error = %e, "admission tick failed");
                 continue;
             }

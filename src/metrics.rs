@@ -24,6 +24,8 @@ pub struct Metrics {
     leader: Gauge,
     show_lost: Family<Labels, Gauge>,
     admitter_errors: Counter,
+    store_up: Gauge,
+    store_errors: Family<Labels, Counter>,
 }
 
 /// The transports a fan can follow a ticket over.
@@ -40,6 +42,35 @@ impl Transport {
             Transport::WebSocket => "ws",
         };
         vec![("transport", name.to_owned())]
+    }
+}
+
+/// The parts of an instance that call the store in the background or for `/metrics`, as
+/// `store_errors` counts their failures.
+#[derive(Clone, Copy, Debug)]
+pub enum StoreCaller {
+    Admitter,
+    Hub,
+    Watchdog,
+    Metrics,
+}
+
+impl StoreCaller {
+    const ALL: [StoreCaller; 4] = [
+        StoreCaller::Admitter,
+        StoreCaller::Hub,
+        StoreCaller::Watchdog,
+        StoreCaller::Metrics,
+    ];
+
+    fn label(self) -> Labels {
+        let name = match self {
+            StoreCaller::Admitter => "admitter",
+            StoreCaller::Hub => "hub",
+            StoreCaller::Watchdog => "watchdog",
+            StoreCaller::Metrics => "metrics",
+        };
+        vec![("source", name.to_owned())]
     }
 }
 
@@ -109,7 +140,26 @@ impl Default for Metrics {
             "Admission steps of one show that failed (store errors) or were refused",
             admitter_errors.clone(),
         );
+        let store_up = Gauge::default();
+        registry.register(
+            "store_up",
+            "1 while the store answered this instance's last check (every second, and every scrape)",
+            store_up.clone(),
+        );
+        let store_errors = Family::<Labels, Counter>::default();
+        registry.register(
+            "store_errors",
+            "Store calls that failed, by the part of this instance that made them",
+            store_errors.clone(),
+        );
+        // Every series from the start at 0: a rate over a series that appears only with the
+        // first error shows nothing until then, and misses that first error.
+        for caller in StoreCaller::ALL {
+            let _ = store_errors.get_or_create(&caller.label());
+        }
         Metrics {
+            store_up,
+            store_errors,
             show_lost,
             admitter_errors,
             registry,
@@ -176,6 +226,16 @@ impl Metrics {
     /// One show's admission step failed.
     pub fn admitter_error(&self) {
         self.admitter_errors.inc();
+    }
+
+    /// Whether the store answered this instance's latest check.
+    pub fn set_store_up(&self, up: bool) {
+        self.store_up.set(i64::from(up));
+    }
+
+    /// A store call made by `caller` failed.
+    pub fn store_error(&self, caller: StoreCaller) {
+        self.store_errors.get_or_create(&caller.label()).inc();
     }
 
     /// Whether this instance is the admitter.

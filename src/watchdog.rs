@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::Hub;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, StoreCaller};
 use crate::model::ShowId;
 use crate::store::{Indexed, QueueStore, ShowMeta};
 
@@ -123,7 +123,10 @@ impl Watchdog {
                 _ = every.tick() => {}
                 _ = shutdown.cancelled() => return,
             }
-            if let Err(e) = self.check().await {
+            let checked = self.check().await;
+            self.inner.metrics.set_store_up(checked.is_ok());
+            if let Err(e) = checked {
+                self.inner.metrics.store_error(StoreCaller::Watchdog);
                 tracing::warn!(error = %e, "show check failed; trying again");
             }
         }

@@ -9,14 +9,17 @@
 //!   BENCHMARKS.md quotes, a CSV and a plot.
 //! - [`verify`]: `waiting-room-client verify`, which checks a show's draw and audit from what
 //!   it published, and exits 0 when all holds.
-//! - [`follow`]: the two transports (SSE and WebSocket) as one stream of [`follow::Push`]es,
-//!   and joining; shared by both clients.
+//! - [`follow`]: the two transports (SSE and WebSocket), and polling, as one stream of
+//!   [`follow::Push`]es, and joining; shared by both clients.
 //! - [`backoff`]: the delays between attempts (exponential, capped, with jitter).
+//! - [`staleness_plot`]: `waiting-room-client staleness-plot`, several load runs' staleness
+//!   on one plot (push beside polling).
 
 pub mod backoff;
 pub mod fan;
 pub mod follow;
 pub mod load;
 mod plot;
+pub mod staleness_plot;
 mod text;
 pub mod verify;

@@ -1,5 +1,5 @@
-//! The `waiting-room-client` binary: `fan`, `load` and `verify`, each handed over to the
-//! library.
+//! The `waiting-room-client` binary: `fan`, `load`, `verify` and `staleness-plot`, each
+//! handed over to the library.
 //!
 //! It reads only its own flags (and the operator token `load` may take from `ADMIN_TOKEN`):
 //! none of the server's settings, so a shell set up to run a server runs the clients too.
@@ -9,6 +9,7 @@ use tracing_subscriber::EnvFilter;
 use waiting_room_client::fan::{self, FanArgs};
 use waiting_room_client::load::{self, LoadArgs};
 use waiting_room_client::verify::{self, VerifyArgs};
+use waiting_room_client::staleness_plot::{self, StalenessPlotArgs};
 
 /// Clients of the waiting room: one fan, or a bounded load run.
 #[derive(Parser)]
@@ -27,6 +28,8 @@ enum Command {
     /// Check an on-sale from what it published: the draw against its commitment, and every
     /// tick of the audit. Exit 0 when all holds, 1 naming the first violation.
     Verify(VerifyArgs),
+    /// Several `load --json` runs' staleness on one plot (SVG), push beside polling.
+    StalenessPlot(StalenessPlotArgs),
 }
 
 #[tokio::main]
@@ -43,5 +46,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Fan(args) => std::process::exit(fan::main(args).await),
         Command::Load(args) => load::main(*args).await,
         Command::Verify(args) => std::process::exit(verify::main(args).await.exit_code()),
+        Command::StalenessPlot(args) => staleness_plot::main(args),
     }
 }

@@ -6,6 +6,7 @@ use axum::response::IntoResponse;
 
 use super::AppState;
 use crate::error::AppError;
+use crate::metrics::StoreCaller;
 use crate::model::ShowId;
 
 /// `GET /healthz`: the process answers.
@@ -29,15 +30,28 @@ pub async fn readyz(State(state): State<AppState>) -> Result<&'static str, AppEr
     Ok("ready")
 }
 
-/// `GET /metrics`: Prometheus text; per-show gauges cost one store call per open show.
-pub async fn metrics(State(state): State<AppState>) -> Result<impl IntoResponse, AppError> {
-    let stats = state.open_show_stats().await?;
-    Ok((
+/// `GET /metrics`: Prometheus text; per-show gauges cost one store call per open show. A
+/// store that does not answer is itself a figure (`store_up` 0, without the per-show gauges),
+/// not a failed scrape: the operator's dashboard must show the outage, not go blank.
+pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let stats = match state.open_show_stats().await {
+        Ok(stats) => {
+            state.metrics.set_store_up(true);
+            stats
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "metrics without the per-show figures: the store failed");
+            state.metrics.set_store_up(false);
+            state.metrics.store_error(StoreCaller::Metrics);
+            Vec::new()
+        }
+    };
+    (
         StatusCode::OK,
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
         state.metrics.render(&stats),
-    ))
+    )
 }

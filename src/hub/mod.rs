@@ -35,7 +35,7 @@ pub use self::follow::{EventName, Update};
 use self::follow::{Follow, next_update};
 use self::show::{Applied, Fan, Mirror, ShowFans};
 use crate::clock::wall_ms;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, StoreCaller};
 use crate::model::{ShowId, TicketState};
 use crate::store::{EventKind, QueueStore, Result, ShowEvent, ShowSnapshot, Status};
 
@@ -101,7 +101,10 @@ impl Hub {
                     }
                     tracing::warn!("event subscription dropped; resubscribing");
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot subscribe to events; retrying"),
+                Err(e) => {
+                    self.inner.metrics.store_error(StoreCaller::Hub);
+                    tracing::warn!(error = %e, "cannot subscribe to events; retrying");
+                }
             }
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
@@ -234,7 +237,10 @@ impl Hub {
             loop {
                 match hub.inner.store.snapshot(&show).await {
                     Ok(snapshot) => return hub.install(&show, snapshot),
-                    Err(e) => tracing::warn!(%show, error = %e, "snapshot failed; retrying"),
+                    Err(e) => {
+                        hub.inner.metrics.store_error(StoreCaller::Hub);
+                        tracing::warn!(%show, error = %e, "snapshot failed; retrying");
+                    }
                 }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(2));

@@ -34,6 +34,7 @@ mod abuse;
 mod cli;
 mod cluster;
 mod contract;
+mod dashboard;
 mod draw;
 mod eta;
 mod gate;

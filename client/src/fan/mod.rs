@@ -140,6 +140,9 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
                 PushStream::sse(&client, &url, &args.show, ticket, last_event_id.as_deref()).await
             }
             Transport::Ws => PushStream::ws(&url, &args.show, ticket, None).await,
+            Transport::Poll => {
+                PushStream::poll(&url, &args.show, ticket, None, follow::POLL_INTERVAL).await
+            }
         };
         let (why, hint) = match connecting {
             Err(FollowError::Fatal(e)) => return Err(FanError::Refused(e)),

@@ -1,11 +1,14 @@
-//! Following a ticket over either transport, as one stream of [`Push`]es, and joining.
+//! Following a ticket over either transport (or by polling), as one stream of [`Push`]es,
+//! and joining.
 //!
 //! Every path, event name and frame comes from the server's contract
 //! ([`waiting_room::protocol`]). Errors are sorted by what the caller should do next:
 //! [`FollowError::Retry`] (another attempt, perhaps on another server, may work) or
 //! [`FollowError::Fatal`] (none will).
 
+mod poll;
 mod stream;
+mod tcp;
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -15,6 +18,7 @@ use uuid::Uuid;
 use waiting_room::model::{ShowId, TicketView};
 use waiting_room::protocol::{ErrorBody, EventName, routes};
 
+pub use poll::POLL_INTERVAL;
 pub use stream::PushStream;
 
 /// A connection that has heard nothing for this long is dead: the server sends a keep-alive
@@ -32,6 +36,9 @@ pub enum Transport {
     Sse,
     /// A WebSocket (`…/ws`).
     Ws,
+    /// No stream: `GET …/tickets/{ticketId}` every second (or `--poll-interval`), as the
+    /// seed's client does.
+    Poll,
 }
 
 impl Transport {
@@ -40,6 +47,7 @@ impl Transport {
         match self {
             Transport::Sse => "SSE",
             Transport::Ws => "WebSocket",
+            Transport::Poll => "polling",
         }
     }
 }

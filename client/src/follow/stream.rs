@@ -4,14 +4,14 @@
 //! EventSource keeps across events: the last event id (sent back as `Last-Event-ID` on
 //! reconnecting) and the reconnection time the server asked for with `retry:`.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use reqwest::{Client, StatusCode, Url};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -19,6 +19,8 @@ use uuid::Uuid;
 use waiting_room::model::{ShowId, TicketStatus, TicketView};
 use waiting_room::protocol::{EventName, Frame, routes};
 
+use super::poll::Poller;
+use super::tcp::connect_tcp;
 use super::{CONNECT_TIMEOUT, FollowError, IDLE_TIMEOUT, Push, describe, refusal, ticket_url};
 
 type SseEvents =
@@ -41,6 +43,8 @@ enum Inner {
         retry: Option<Duration>,
     },
     Ws(Box<WebSocketStream<TcpStream>>),
+    /// Not a stream: `GET …/tickets/{ticketId}` every interval (`--transport poll`).
+    Poll(Box<Poller>),
     /// The server answered the connection with a final state (404 UNKNOWN) instead of a
     /// stream; it is yielded once.
     Done(Option<Push>),
@@ -130,10 +134,24 @@ impl PushStream {
         Ok(PushStream::new(Inner::Ws(Box::new(socket))))
     }
 
+    /// Polls the ticket on `base` every `interval` over one connection, from `local` if
+    /// given: each answer comes as a push.
+    pub async fn poll(
+        base: &Url,
+        show: &ShowId,
+        ticket: Uuid,
+        local: Option<IpAddr>,
+        interval: Duration,
+    ) -> Result<PushStream, FollowError> {
+        let poller = Poller::connect(base, show, ticket, local, interval).await?;
+        Ok(PushStream::new(Inner::Poll(Box::new(poller))))
+    }
+
     /// The next push; `None` when the server ended the stream cleanly.
     pub async fn next(&mut self) -> Option<Result<Push, FollowError>> {
         match &mut self.inner {
             Inner::Done(last) => last.take().map(Ok),
+            Inner::Poll(poller) => poller.next().await,
             Inner::Sse {
                 events,
                 last_id,
@@ -254,46 +272,6 @@ fn parse_frame(text: &str) -> Result<Option<Push>, FollowError> {
             }
         }
     }
-}
-
-/// A TCP connection to `base`'s host and port, bound to `local` if given.
-async fn connect_tcp(base: &Url, local: Option<IpAddr>) -> Result<TcpStream, FollowError> {
-    // IPv6 hosts come bracketed, as in the URL; the resolver wants them bare.
-    let Some(host) = base
-        .host_str()
-        .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
-    else {
-        return Err(FollowError::Fatal(format!("{base} names no host")));
-    };
-    let port = base.port_or_known_default().unwrap_or(80);
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
-        .await
-        .map_err(|e| FollowError::retry(format!("cannot resolve {host}: {e}")))?
-        // A source address only works with a destination of its own family.
-        .filter(|a| local.is_none_or(|l| l.is_ipv4() == a.is_ipv4()))
-        .collect();
-    let mut last = FollowError::retry(format!("{host} has no usable address"));
-    for addr in addrs {
-        let socket = if addr.is_ipv4() {
-            TcpSocket::new_v4()
-        } else {
-            TcpSocket::new_v6()
-        };
-        let attempt = async {
-            let socket = socket?;
-            if let Some(ip) = local {
-                socket.bind(SocketAddr::new(ip, 0))?;
-            }
-            let stream = socket.connect(addr).await?;
-            stream.set_nodelay(true)?;
-            Ok::<_, std::io::Error>(stream)
-        };
-        match attempt.await {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last = FollowError::retry(format!("{addr}: {e}")),
-        }
-    }
-    Err(last)
 }
 
 #[cfg(test)]

@@ -32,6 +32,11 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value_t = Transport::Sse)]
     pub transport: Transport,
 
+    /// With `--transport poll`: how often each fan asks for its ticket (`1s`, the seed's
+    /// client; at least 100 ms).
+    #[arg(long, default_value = "1s", value_parser = parse_poll_interval)]
+    pub poll_interval: Duration,
+
     /// Joins started per second, across all fans.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub join_rate: u32,
@@ -171,6 +176,14 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+fn parse_poll_interval(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 1s or 500ms)"))?;
+    if d < Duration::from_millis(100) || d > Duration::from_secs(60) {
+        return Err("must be from 100ms to 60s".into());
+    }
+    Ok(d)
+}
+
 fn parse_min_wait(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 10s or 0s)"))?;
     if d > Duration::from_secs(3600) {
@@ -262,6 +275,15 @@ mod tests {
         assert!(parse_duration("2h").is_err());
         assert_eq!(parse_min_wait("0s"), Ok(Duration::ZERO));
         assert!(parse_min_wait("2h").is_err());
+    }
+
+    #[test]
+    fn poll_intervals_are_bounded() {
+        assert_eq!(parse_poll_interval("1s"), Ok(Duration::from_secs(1)));
+        assert!(parse_poll_interval("500ms").is_ok());
+        for bad in ["10ms", "0s", "2m", "often"] {
+            assert!(parse_poll_interval(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

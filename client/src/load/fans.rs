@@ -1,7 +1,7 @@
 //! One fan's life in a load run: join, follow, then buy, abandon or stay.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::{Client, StatusCode, Url};
 use tokio::sync::OwnedSemaphorePermit;
@@ -9,10 +9,10 @@ use uuid::Uuid;
 use waiting_room::model::TicketStatus;
 use waiting_room::protocol::{ADMISSION_HEADER, EventName, routes};
 
-use super::TICK_PHASE_MS;
 use super::choices::Choice;
 use super::eta::FanRecord;
 use super::run::{Counters, Run, add};
+use super::staleness::{Knowledge, since_tick};
 use crate::backoff::Backoff;
 use crate::follow::{self, FollowError, Joined, PushStream, Transport};
 
@@ -79,6 +79,8 @@ pub(super) async fn fan(
 
     let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(4));
     let mut last_event_id: Option<String> = None;
+    let mut knowledge = Knowledge::default();
+    let pushed = run.transport != Transport::Poll;
     loop {
         let asked = Instant::now();
         let opened = match run.transport {
@@ -86,6 +88,9 @@ pub(super) async fn fan(
                 PushStream::sse(client, url, &run.show, ticket, last_event_id.as_deref()).await
             }
             Transport::Ws => PushStream::ws(url, &run.show, ticket, *local).await,
+            Transport::Poll => {
+                PushStream::poll(url, &run.show, ticket, *local, run.poll_interval).await
+            }
         };
         match opened {
             Ok(mut stream) => {
@@ -94,14 +99,22 @@ pub(super) async fn fan(
                 let end = loop {
                     match stream.next().await {
                         Some(Ok(push)) => {
+                            let now = SystemTime::now();
                             add(&c.messages);
                             backoff.reset();
                             if first {
                                 first = false;
                                 Run::record(&run.first_event, asked.elapsed());
-                            } else if push.kind != EventName::Expired {
-                                // Expiries follow the admission's TTL, not a tick.
-                                Run::record(&run.push_latency, since_tick(SystemTime::now()));
+                            } else if push.kind != EventName::Expired && pushed {
+                                // Expiries follow the admission's TTL, not a tick; a
+                                // polled answer follows the poller's clock.
+                                Run::record(&run.push_latency, since_tick(now));
+                            }
+                            if push.kind != EventName::Expired
+                                && let Some(stale) = knowledge.heard(&push.ticket, now, pushed)
+                            {
+                                add(&c.positions_learned);
+                                Run::record(&run.staleness, stale);
                             }
                             match push.kind {
                                 EventName::Waiting => run.told(record, &push.ticket),
@@ -286,27 +299,5 @@ async fn join(
                 tokio::time::sleep(Duration::from_millis(200 * u64::from(failures))).await;
             }
         }
-    }
-}
-
-/// How long after the latest admission tick `at` is (see the module doc).
-fn since_tick(at: SystemTime) -> Duration {
-    let ms = at.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let into_second = ms.as_micros() as u64 % 1_000_000;
-    let phase = TICK_PHASE_MS * 1000;
-    Duration::from_micros((into_second + 1_000_000 - phase) % 1_000_000)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn latency_counts_from_the_tick_at_fifty_ms_past_the_second() {
-        let at = |ms: u64| UNIX_EPOCH + Duration::from_millis(ms);
-        assert_eq!(since_tick(at(1_000_053)), Duration::from_millis(3));
-        assert_eq!(since_tick(at(1_000_050)), Duration::ZERO);
-        // Just before the next tick: nearly a second late, not negative.
-        assert_eq!(since_tick(at(1_001_049)), Duration::from_millis(999));
     }
 }

@@ -28,6 +28,12 @@
 //! - [`report`]: the figures, printed and as JSON.
 //! - [`eta`]: the per-fan ETA records, their summary and CSV.
 //! - [`rate_change`]: `--rate-change`, the operator changing the rate mid-run.
+//! - [`staleness`]: how long each fan's position was out of date, pushed or polled.
+//!
+//! `--transport poll` plays the seed's client: every fan asks `GET …/tickets/{ticketId}`
+//! every `--poll-interval` (1 s) over a keep-alive connection of its own, and each answer
+//! counts as a message. Push latency is then not measured (nothing is pushed); staleness is,
+//! as for the push transports.
 
 mod args;
 mod choices;
@@ -37,6 +43,7 @@ mod rate_change;
 mod report;
 mod run;
 mod setup;
+mod staleness;
 
 use std::net::IpAddr;
 use std::sync::atomic::AtomicU64;
@@ -144,6 +151,7 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         urls: args.urls.clone(),
         show: args.show.clone(),
         transport: args.transport,
+        poll_interval: args.poll_interval,
         clients,
         start: Instant::now(),
         counters: Counters {
@@ -154,6 +162,7 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         join_latency: histogram(),
         first_event: histogram(),
         push_latency: histogram(),
+        staleness: histogram(),
         order_latency: histogram(),
         orders: Mutex::default(),
         records: Mutex::default(),

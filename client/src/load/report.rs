@@ -81,6 +81,17 @@ pub struct LoadReport {
     /// From the admission tick to the push arriving (every push but the first of a stream,
     /// and but `expired`, which follows the admission's TTL rather than a tick).
     pub push_latency: Percentiles,
+    /// From the admitter's tick that changed a fan's position (or admitted it) to the fan
+    /// knowing it, pushed or polled (see `load::staleness`); one sample per change learned.
+    pub staleness: Percentiles,
+    /// The staleness distribution: `[milliseconds, share of changes learned within them]` at
+    /// every percent, for plots that set runs side by side.
+    pub staleness_cdf: Vec<[f64; 2]>,
+    /// Changes learned: new positions and admissions heard.
+    pub positions_learned: u64,
+    /// With `--transport poll`: the interval each fan polled at, in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poll_interval_seconds: Option<f64>,
     pub stream_errors: u64,
     pub not_started: u64,
     pub join_failed: u64,
@@ -147,6 +158,12 @@ impl fmt::Display for LoadReport {
         writeln!(f, "first event:  {}", self.first_event)?;
         writeln!(f, "messages:     {} pushed", n(self.messages))?;
         writeln!(f, "tick → push:  {}", self.push_latency)?;
+        writeln!(
+            f,
+            "staleness:    {} ({} changes learned)",
+            self.staleness,
+            n(self.positions_learned)
+        )?;
         write!(
             f,
             "fans:         {} admitted · {} joined only · {} still waiting · {} lost · {} join failed · {} unknown · {} expired · {} not started",
@@ -201,6 +218,19 @@ impl fmt::Display for LoadReport {
     }
 }
 
+/// `[ms, q]` at q = 0, 0.01, …, 1 (none for an empty histogram of microseconds).
+fn cdf(h: &Histogram<u64>) -> Vec<[f64; 2]> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    (0..=100)
+        .map(|p| {
+            let q = f64::from(p) / 100.0;
+            [h.value_at_quantile(q) as f64 / 1000.0, q]
+        })
+        .collect()
+}
+
 pub(super) fn report(
     args: &LoadArgs,
     run: &Run,
@@ -232,6 +262,11 @@ pub(super) fn report(
         messages: get(&c.messages),
         first_event: pct(&run.first_event),
         push_latency: pct(&run.push_latency),
+        staleness: pct(&run.staleness),
+        staleness_cdf: cdf(&run.staleness.lock().unwrap_or_else(|e| e.into_inner())),
+        positions_learned: get(&c.positions_learned),
+        poll_interval_seconds: (args.transport == Transport::Poll)
+            .then_some(args.poll_interval.as_secs_f64()),
         stream_errors: get(&c.stream_errors),
         not_started: args.fans - get(&c.spawned),
         join_failed: get(&c.join_failed),

@@ -45,6 +45,8 @@ pub(super) struct Counters {
     pub stayers: AtomicU64,
     /// Stayers who were told their admission expired.
     pub stayers_expired: AtomicU64,
+    /// States heard that told a fan something new (a position, an admission).
+    pub positions_learned: AtomicU64,
     /// Microseconds since the start: the first join sent and the last one answered.
     pub first_join_us: AtomicU64,
     pub last_join_us: AtomicU64,
@@ -66,6 +68,8 @@ pub(super) struct Run {
     pub urls: Vec<Url>,
     pub show: ShowId,
     pub transport: Transport,
+    /// How often polling fans ask (`--transport poll`).
+    pub poll_interval: Duration,
     /// One HTTP client per source address (reqwest binds per client).
     pub clients: Vec<(Option<IpAddr>, Client)>,
     pub start: Instant,
@@ -73,6 +77,8 @@ pub(super) struct Run {
     pub join_latency: Mutex<Histogram<u64>>,
     pub first_event: Mutex<Histogram<u64>>,
     pub push_latency: Mutex<Histogram<u64>>,
+    /// From the tick that changed a fan's state to the fan knowing it ([`super::staleness`]).
+    pub staleness: Mutex<Histogram<u64>>,
     pub order_latency: Mutex<Histogram<u64>>,
     /// Order answers by HTTP status (`"201"`), or `"failed"` when none came.
     pub orders: Mutex<BTreeMap<String, u64>>,

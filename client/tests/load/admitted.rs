@@ -95,6 +95,12 @@ async fn admitted_fans_buy_abandon_or_stay_over_websockets() {
     admitted_fans_choose(Transport::Ws).await;
 }
 
+/// Polling stayers learn their admission ran out from the 404 UNKNOWN that follows it.
+#[tokio::test]
+async fn admitted_fans_buy_abandon_or_stay_while_polling() {
+    admitted_fans_choose(Transport::Poll).await;
+}
+
 fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b)
 }

@@ -1,6 +1,7 @@
 //! `waiting-room-client load`: small bounded runs whose counts must add up.
 
 mod admitted;
+mod poll;
 mod refusals;
 
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ pub(super) fn args(app: &TestApp, show_name: &str, fans: u64, transport: Transpo
         show: show(show_name),
         fans,
         transport,
+        poll_interval: Duration::from_secs(1),
         join_rate: 400,
         duration: Duration::from_secs(30),
         source_ips: None,

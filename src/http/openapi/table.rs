@@ -363,14 +363,11 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
             "metrics",
             Service,
             "Prometheus metrics",
-            &[
-                (
-                    200,
-                    Text("application/openmetrics-text"),
-                    "OpenMetrics text",
-                ),
-                (503, ERROR, "The store is unavailable"),
-            ],
+            &[(
+                200,
+                Text("application/openmetrics-text"),
+                "OpenMetrics text; while the store does not answer, `waiting_room_store_up 0` without the per-show gauges",
+            )],
         ),
         (OPENAPI, "GET") => Op::new(
             "openapi",

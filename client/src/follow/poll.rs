@@ -1,0 +1,192 @@
+//! Following a ticket the seed's way: `GET …/tickets/{ticketId}` every interval, over one
+//! keep-alive connection per fan, as a browser holds one.
+//!
+//! Each answer is yielded as a [`Push`] (its event name from the ticket's status), changed or
+//! not: the caller learns when its knowledge was last confirmed, which is what staleness is
+//! measured from. The server gives no interval of its own to poll at; the seed's client polls
+//! every second, and `load --poll-interval` sets another. Only a `Retry-After` on a 429 or a
+//! 503 makes a poller wait longer, as long as it says.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::{Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use reqwest::Url;
+use tokio::task::JoinHandle;
+use tokio::time::{Interval, MissedTickBehavior};
+use uuid::Uuid;
+use waiting_room::model::{ShowId, TicketStatus, TicketView};
+use waiting_room::protocol::{EventName, routes};
+
+use super::tcp::connect_tcp;
+use super::{CONNECT_TIMEOUT, FollowError, Push, refusal, ticket_url};
+
+/// How often the seed's client asks.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A ticket's JSON is a hundred bytes; an answer this long is not one.
+const MAX_BODY: usize = 64 * 1024;
+
+/// The longest `Retry-After` honoured; a longer one is someone else's problem to explain.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// One fan polling one ticket on one connection.
+pub struct Poller {
+    sender: SendRequest<Empty<Bytes>>,
+    connection: JoinHandle<()>,
+    path: String,
+    host: String,
+    every: Interval,
+    /// Whether an answer said `ADMITTED`: a later `UNKNOWN` is then the admission expiring.
+    admitted: bool,
+    /// An `UNKNOWN` ends the ticket: nothing follows it.
+    done: bool,
+}
+
+impl Drop for Poller {
+    fn drop(&mut self) {
+        self.connection.abort();
+    }
+}
+
+impl Poller {
+    /// Connects to `base` (from `local` if given) to poll `ticket` every `interval`; the
+    /// first poll goes out at once.
+    pub async fn connect(
+        base: &Url,
+        show: &ShowId,
+        ticket: Uuid,
+        local: Option<IpAddr>,
+        interval: Duration,
+    ) -> Result<Poller, FollowError> {
+        let url = ticket_url(base, routes::TICKET, show, ticket);
+        let host = match base.port() {
+            Some(port) => format!("{}:{port}", base.host_str().unwrap_or_default()),
+            None => base.host_str().unwrap_or_default().to_owned(),
+        };
+        let handshake = async {
+            let tcp = connect_tcp(base, local).await?;
+            http1::handshake(TokioIo::new(tcp))
+                .await
+                .map_err(FollowError::retry)
+        };
+        let (sender, connection) = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
+            .await
+            .map_err(|_| FollowError::retry("no answer in time"))??;
+        let connection = tokio::spawn(async move {
+            // Ends when the server closes or the poller is dropped; the next request says why.
+            let _ = connection.await;
+        });
+        let mut every = tokio::time::interval(interval);
+        // A slow answer delays the next poll; it never makes the poller catch up in a burst.
+        every.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        Ok(Poller {
+            sender,
+            connection,
+            path: url.path().to_owned(),
+            host,
+            every,
+            admitted: false,
+            done: false,
+        })
+    }
+
+    /// The next answer, at the next poll; `None` once the ticket is gone.
+    pub async fn next(&mut self) -> Option<Result<Push, FollowError>> {
+        if self.done {
+            return None;
+        }
+        loop {
+            self.every.tick().await;
+            match self.poll().await {
+                Ok(Answer::Ticket(status, ticket)) => return Some(self.push(status, ticket)),
+                Ok(Answer::Wait(wait)) => tokio::time::sleep(wait).await,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    async fn poll(&mut self) -> Result<Answer, FollowError> {
+        let request = Request::get(self.path.as_str())
+            .header(hyper::header::HOST, self.host.as_str())
+            .body(Empty::new())
+            .map_err(FollowError::retry)?;
+        let answer = async {
+            self.sender.ready().await.map_err(FollowError::retry)?;
+            let response = self
+                .sender
+                .send_request(request)
+                .await
+                .map_err(FollowError::retry)?;
+            let status = response.status();
+            let wait = response
+                .headers()
+                .get(hyper::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER));
+            let body = Limited::new(response.into_body(), MAX_BODY)
+                .collect()
+                .await
+                .map_err(|e| FollowError::retry(format!("the answer broke: {e}")))?
+                .to_bytes();
+            Ok::<_, FollowError>((status, wait, body))
+        };
+        let (status, wait, body) = tokio::time::timeout(CONNECT_TIMEOUT, answer)
+            .await
+            .map_err(|_| FollowError::retry("no answer in time"))??;
+        if matches!(
+            status,
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+        ) && let Some(wait) = wait
+        {
+            return Ok(Answer::Wait(wait));
+        }
+        if matches!(status, StatusCode::OK | StatusCode::NOT_FOUND)
+            && let Ok(ticket) = serde_json::from_slice::<TicketView>(&body)
+        {
+            return Ok(Answer::Ticket(status, ticket));
+        }
+        Err(refusal(status, &body, "the ticket endpoint"))
+    }
+
+    fn push(&mut self, status: StatusCode, ticket: TicketView) -> Result<Push, FollowError> {
+        let kind = match ticket.status {
+            TicketStatus::Waiting => EventName::Waiting,
+            TicketStatus::Admitted => {
+                self.admitted = true;
+                EventName::Admitted
+            }
+            TicketStatus::Unknown if status == StatusCode::NOT_FOUND => {
+                self.done = true;
+                if self.admitted {
+                    EventName::Expired
+                } else {
+                    EventName::Unknown
+                }
+            }
+            TicketStatus::Unknown => {
+                return Err(FollowError::Fatal(
+                    "the ticket endpoint answered 200 with an UNKNOWN ticket".into(),
+                ));
+            }
+        };
+        Ok(Push {
+            kind,
+            id: None,
+            ticket,
+        })
+    }
+}
+
+/// What one poll came back with.
+enum Answer {
+    /// 200 or 404 with the ticket's JSON.
+    Ticket(StatusCode, TicketView),
+    /// 429 or 503 with `Retry-After`: ask again after this long.
+    Wait(Duration),
+}
