@@ -8,8 +8,8 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use waiting_room_client::fan::{self, FanArgs};
 use waiting_room_client::load::{self, LoadArgs};
-use waiting_room_client::verify::{self, VerifyArgs};
 use waiting_room_client::staleness_plot::{self, StalenessPlotArgs};
+use waiting_room_client::verify::{self, VerifyArgs};
 
 /// Clients of the waiting room: one fan, or a bounded load run.
 #[derive(Parser)]
