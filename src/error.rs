@@ -53,6 +53,11 @@ impl From<StoreError> for AppError {
         match e {
             StoreError::NoSuchShow(_) => AppError::NotFound(e.to_string()),
             StoreError::ShowLost(_) => AppError::Unavailable(e.to_string()),
+            StoreError::ProofRequired(_) => {
+                AppError::Rejected(StatusCode::PRECONDITION_REQUIRED, e.to_string())
+            }
+            StoreError::ProofTooWeak(_) => AppError::Forbidden(e.to_string()),
+            StoreError::ProofSpent => AppError::Conflict(e.to_string()),
             other => AppError::Store(other),
         }
     }

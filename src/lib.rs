@@ -13,6 +13,8 @@
 //! - [`store`]: the queue store, a small trait per concern, and its two backends, Redis
 //!   (shared, Lua scripts) and embedded (one process); the one place that decides order,
 //!   admission and the gate's data.
+//! - [`pass`]: signed admission passes any edge can check (`PASS_KEYS`), the
+//!   [`RequireAdmission`](pass::RequireAdmission) layer, and join challenges (proof of work).
 //! - [`admitter`]: the once-a-second admission loop behind a fenced lease, one per cluster.
 //! - [`watchdog`]: notices a show whose state the store lost, and keeps its gate shut.
 //! - [`pace`]: a show's rate in force following the health of its checkout.
@@ -39,6 +41,7 @@ pub mod hub;
 pub mod metrics;
 pub mod model;
 pub mod pace;
+pub mod pass;
 pub mod protocol;
 pub mod server;
 pub mod store;

@@ -14,6 +14,7 @@ use crate::http::listener::{self, ConnectionLimits};
 use crate::http::{AppState, StreamLimits};
 use crate::hub::Hub;
 use crate::metrics::Metrics;
+use crate::pass::Keyring;
 use crate::store::{MemoryStore, QueueStore, RedisStore, StoreSettings};
 use crate::watchdog::Watchdog;
 use crate::{admitter, demo};
@@ -66,11 +67,24 @@ impl Application {
                 token.into()
             }
         };
+        let metrics = Arc::new(Metrics::default());
+        let hub = Hub::new(store.clone(), metrics.clone());
+        let passes = Arc::new(match &config.pass_keys {
+            Some(keys) => keys.clone(),
+            None => {
+                tracing::warn!(
+                    "PASS_KEYS not set: admission passes and join challenges are signed with a \
+                     random key of this instance only; several instances behind one balancer \
+                     need the same PASS_KEYS"
+                );
+                Keyring::generate()
+            }
+        });
+        tracing::info!(kids = ?passes.kids(), "admission pass keys (the first signs)");
+        hub.sign_passes(passes.clone());
         let listener = TcpListener::bind(config.bind)
             .await
             .with_context(|| format!("cannot listen on {}", config.bind))?;
-        let metrics = Arc::new(Metrics::default());
-        let hub = Hub::new(store.clone(), metrics.clone());
         let state = AppState {
             watchdog: Watchdog::new(store.clone(), hub.clone(), metrics.clone()),
             hub,
@@ -82,6 +96,7 @@ impl Application {
             shutdown: CancellationToken::new(),
             streams: StreamLimits::new(config.max_streams_per_client),
             public_origin: config.public_url.clone(),
+            passes,
         };
         let limits = ConnectionLimits {
             header_timeout: config.header_timeout,

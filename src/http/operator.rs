@@ -12,6 +12,7 @@ use serde::Deserialize;
 use super::{AppJson, AppPath, AppState, Operator, show_id};
 use crate::error::AppError;
 use crate::model::{ShowId, ShowStats};
+use crate::pass::MAX_CHALLENGE_BITS;
 use crate::store::{MAX_RATE, MIN_ARRIVAL_WINDOW, ShowSettings};
 
 /// `POST …/{showId}/open`: 204; creates the show if needed, the admitter serves it and the
@@ -73,6 +74,9 @@ pub struct ShowConfig {
     pub checkout_health_url: Option<String>,
     /// The lowest rate the pace may fall to while it follows the checkout (default 1).
     pub min_admit_per_second: Option<u32>,
+    /// Proof of work before joining: leading zero bits SHA-256 of `challenge:nonce` must
+    /// have (0 to 32; 0, the default, asks none). Takes effect at once.
+    pub join_challenge_bits: Option<u32>,
 }
 
 impl ShowConfig {
@@ -118,12 +122,21 @@ impl ShowConfig {
                 "minAdmitPerSecond: must be between 1 and {MAX_RATE}"
             )));
         }
+        if self
+            .join_challenge_bits
+            .is_some_and(|bits| bits > MAX_CHALLENGE_BITS)
+        {
+            return Err(AppError::BadRequest(format!(
+                "joinChallengeBits: must be between 0 (off) and {MAX_CHALLENGE_BITS}"
+            )));
+        }
         Ok(ShowSettings {
             admit_per_second: self.admit_per_second,
             max_active_buyers: self.max_active_buyers,
             arrival_window: self.arrival_window_seconds.map(Duration::from_secs),
             checkout_health_url: self.checkout_health_url.clone(),
             min_admit_per_second: self.min_admit_per_second,
+            join_challenge_bits: self.join_challenge_bits,
         })
     }
 }
@@ -189,10 +202,11 @@ pub async fn set_config(
         && config.arrival_window_seconds.is_none()
         && config.checkout_health_url.is_none()
         && config.min_admit_per_second.is_none()
+        && config.join_challenge_bits.is_none()
     {
         return Err(AppError::BadRequest(
             "send at least one of admitPerSecond, maxActiveBuyers, arrivalWindowSeconds, \
-             checkoutHealthUrl, minAdmitPerSecond"
+             checkoutHealthUrl, minAdmitPerSecond, joinChallengeBits"
                 .into(),
         ));
     }
@@ -217,6 +231,9 @@ async fn configure(
     }
     if let Some(cap) = settings.max_active_buyers {
         tracing::info!(%show, cap, "active buyer cap changed");
+    }
+    if let Some(bits) = settings.join_challenge_bits {
+        tracing::info!(%show, bits, "join challenge difficulty changed");
     }
     Ok((configured.created, state.store.stats(show).await?))
 }

@@ -39,6 +39,9 @@ pub trait Shows: Send + Sync {
     ) -> Result<Option<ShowMeta>>;
     /// What an operator sees of a show.
     async fn stats(&self, show: &ShowId) -> Result<ShowStats>;
+    /// The leading zero bits a join's proof of work must have now (0: none asked); one
+    /// store call, what minting a challenge costs.
+    async fn challenge_bits(&self, show: &ShowId) -> Result<u32>;
 }
 
 /// The rate in force of a show whose pace follows its checkout (see `crate::pace`).
@@ -61,6 +64,8 @@ pub struct ShowSettings {
     pub checkout_health_url: Option<String>,
     /// The lowest rate the pace may fall to while it follows the checkout.
     pub min_admit_per_second: Option<u32>,
+    /// Leading zero bits a join's proof of work must have (0: no proof asked).
+    pub join_challenge_bits: Option<u32>,
 }
 
 /// What the admitter needs to let a show's pace follow its checkout.

@@ -1,6 +1,7 @@
 -- Creates the show if nobody did (A.new_epoch) and applies the operator's settings, each
 -- optional: A.rate, A.cap (on active buyers), A.window_ms (arrival window), A.health_url (the
--- checkout's; '' stops following it), A.floor (the lowest rate while following it). A new
+-- checkout's; '' stops following it), A.floor (the lowest rate while following it),
+-- A.challenge_bits (the proof of work a join must bring, meta field). A new
 -- rate is published: every waiting fan's ETA changes with it. Returns {created, epoch}.
 local m = redis.call('HMGET', META, 'epoch', 'deleted')
 local created = 0
@@ -19,6 +20,7 @@ elseif A.health_url then
   redis.call('HSET', META, 'health_url', A.health_url)
 end
 if A.floor then redis.call('HSET', META, 'floor', A.floor) end
+if A.challenge_bits then redis.call('HSET', META, 'challenge_bits', A.challenge_bits) end
 if A.rate then
   redis.call('SET', RATE, A.rate)
   local ver = redis.call('INCR', VER)

@@ -59,6 +59,10 @@ pub(super) struct Show {
     pub(super) health_url: Option<String>,
     pub(super) floor: u32,
     pub(super) pace: Option<u32>,
+    /// Leading zero bits a join's proof of work must have (0: none).
+    pub(super) challenge_bits: u32,
+    /// Challenges spent on joins → until when they could have been used (ms).
+    pub(super) spent_challenges: HashMap<String, u64>,
 }
 
 impl Show {
@@ -93,6 +97,8 @@ impl Show {
             health_url: None,
             floor: 1,
             pace: None,
+            challenge_bits: 0,
+            spent_challenges: HashMap::new(),
         }
     }
 

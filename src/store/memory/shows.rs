@@ -49,6 +49,9 @@ impl Shows for MemoryStore {
         if let Some(floor) = settings.min_admit_per_second {
             s.floor = floor;
         }
+        if let Some(bits) = settings.join_challenge_bits {
+            s.challenge_bits = bits;
+        }
         let mut event = None;
         if let Some(rate) = settings.admit_per_second {
             s.rate = Some(rate);
@@ -162,7 +165,12 @@ impl Shows for MemoryStore {
             admit_per_second: s.configured_rate(&self.settings),
             max_active_buyers: s.cap(&self.settings),
             joined: s.seq,
+            join_challenge_bits: s.challenge_bits,
         })
+    }
+
+    async fn challenge_bits(&self, show: &ShowId) -> Result<u32> {
+        Ok(self.lock().show(show)?.challenge_bits)
     }
 }
 
