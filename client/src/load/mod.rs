@@ -28,8 +28,10 @@
 //! - [`report`]: the figures, printed and as JSON.
 //! - [`eta`]: the per-fan ETA records, their summary and CSV.
 //! - [`rate_change`]: `--rate-change`, the operator changing the rate mid-run.
+//! - [`bots`]: `--bots`, a bot crowd against the server's defences, and honest fans beside.
 
 mod args;
+pub mod bots;
 mod choices;
 mod eta;
 mod fans;
@@ -76,6 +78,9 @@ pub async fn main(args: LoadArgs) -> anyhow::Result<()> {
             trigger.cancel();
         }
     });
+    if args.bots.is_some() {
+        return bots::main(&args, interrupted).await;
+    }
     let report = run(&args, interrupted).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
