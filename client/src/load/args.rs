@@ -131,8 +131,9 @@ pub struct LoadArgs {
     #[arg(long, requires = "bots")]
     pub bots_idempotency_key: bool,
 
-    /// With --bots: joins each bot address has in flight at once.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// With --bots: joins each bot address has in flight at once (0: the bots stay quiet,
+    /// and only the honest fans join: their time to join with no crowd).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=256))]
     pub bot_concurrency: u32,
 
     /// Set the show's `joinChallengeBits` on every --url before the run (operator token).

@@ -48,6 +48,10 @@ pub struct BotReport {
     pub fan_join_ms_p50: f64,
     pub fan_join_ms_p90: f64,
     pub fan_join_ms_max: f64,
+    /// The honest fans' solving alone: mean ms per challenge, and hashes a second over all
+    /// of them (total hashes over total time: the luck of one challenge does not skew it).
+    pub fan_solve_ms_mean: f64,
+    pub fan_hashes_per_second: f64,
 }
 
 impl std::fmt::Display for BotReport {
@@ -74,13 +78,16 @@ impl std::fmt::Display for BotReport {
         )?;
         write!(
             f,
-            "honest fans:  {} joined of {} ({} refused); time to join p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms",
+            "honest fans:  {} joined of {} ({} refused); time to join p50 {:.0} ms, p90 {:.0} ms, \
+             max {:.0} ms; solving {:.1} ms a challenge at {:.0} hashes/s",
             self.fans_joined,
             self.fans,
             self.fans_refused,
             self.fan_join_ms_p50,
             self.fan_join_ms_p90,
-            self.fan_join_ms_max
+            self.fan_join_ms_max,
+            self.fan_solve_ms_mean,
+            self.fan_hashes_per_second
         )
     }
 }
@@ -94,6 +101,9 @@ struct Tally {
     answers: Mutex<BTreeMap<u16, u64>>,
     fan_ms: Mutex<Vec<f64>>,
     fans_refused: AtomicU64,
+    fan_solved: AtomicU64,
+    fan_solve_us: AtomicU64,
+    fan_hashes: AtomicU64,
 }
 
 impl Tally {
@@ -181,7 +191,7 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         let show = args.show.to_string();
         tasks.spawn(async move {
             let t0 = Instant::now();
-            match fan_join(&client, &base, &show, &fan_addr(i).to_string()).await {
+            match fan_join(&client, &base, &show, &fan_addr(i).to_string(), &tally).await {
                 Ok(true) => tally
                     .fan_ms
                     .lock()
@@ -235,7 +245,15 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         fan_join_ms_p50: pick(0.5),
         fan_join_ms_p90: pick(0.9),
         fan_join_ms_max: fan_ms.last().copied().unwrap_or(0.0),
+        fan_solve_ms_mean: per(&tally.fan_solve_us, &tally.fan_solved) / 1000.0,
+        fan_hashes_per_second: per(&tally.fan_hashes, &tally.fan_solve_us) * 1e6,
     })
+}
+
+/// `a / b`, 0 when `b` is.
+fn per(a: &AtomicU64, b: &AtomicU64) -> f64 {
+    let (a, b) = (a.load(Ordering::Relaxed), b.load(Ordering::Relaxed));
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
 /// `PUT …/config {"joinChallengeBits": bits}` on every server.
@@ -327,9 +345,21 @@ async fn bot_join(
 }
 
 /// An honest fan's join, as the waiting page makes it: true when it got a ticket.
-async fn fan_join(client: &Client, base: &Url, show: &str, addr: &str) -> anyhow::Result<bool> {
+async fn fan_join(
+    client: &Client,
+    base: &Url,
+    show: &str,
+    addr: &str,
+    tally: &Tally,
+) -> anyhow::Result<bool> {
     let key = uuid::Uuid::new_v4().simple().to_string();
     let proof = challenge::solve(ask(client, base, show, addr).await?).await;
+    if proof.header.is_some() {
+        tally.fan_solved.fetch_add(1, Ordering::Relaxed);
+        let took = proof.took.as_micros() as u64;
+        tally.fan_solve_us.fetch_add(took, Ordering::Relaxed);
+        tally.fan_hashes.fetch_add(proof.hashes, Ordering::Relaxed);
+    }
     let status = join(
         client,
         base,

@@ -1,6 +1,7 @@
 //! `waiting-room-client load`: small bounded runs whose counts must add up.
 
 mod admitted;
+mod bots;
 mod refusals;
 
 use std::path::PathBuf;
@@ -40,6 +41,11 @@ pub(super) fn args(app: &TestApp, show_name: &str, fans: u64, transport: Transpo
         eta_csv: Some(scratch("eta.csv")),
         eta_plot: Some(scratch("eta.svg")),
         rate_changes: Vec::new(),
+        bots: None,
+        bots_solve: false,
+        bots_idempotency_key: false,
+        bot_concurrency: 4,
+        join_challenge_bits: None,
     }
 }
 
