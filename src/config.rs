@@ -1,6 +1,5 @@
 //! Configuration: every setting is a flag with an environment variable of the same name.
 
-use crate::pass::Keyring;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -52,8 +51,9 @@ pub struct Config {
     /// secret at least 32 bytes; the first signs, all verify (rotate by putting the new key
     /// first and dropping the old one after an admission TTL). Unset: a random key, good on
     /// this instance only (several instances behind one balancer need the same keys).
+    /// Checked at start ([`Keyring`](crate::pass::Keyring)'s parser), so that an error never echoes a secret.
     #[arg(long, env = "PASS_KEYS", hide_env_values = true)]
-    pub pass_keys: Option<Keyring>,
+    pub pass_keys: Option<String>,
 
     /// Most joins a second one client address may make (429 beyond it); 0 turns it off.
     #[arg(long, env = "JOIN_RATE_LIMIT", default_value_t = 5)]

@@ -31,6 +31,13 @@ pub struct Application {
 impl Application {
     /// Connects the store and binds the port; nothing runs until [`Application::run_until_stopped`].
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        // Before anything connects: a bad key stops the start, naming the entry, never its
+        // secret.
+        let configured_keys = config
+            .pass_keys
+            .as_deref()
+            .map(str::parse::<Keyring>)
+            .transpose()?;
         let settings = StoreSettings {
             default_rate: config.admit_per_second,
             admission_ttl: config.admission_ttl,
@@ -69,8 +76,8 @@ impl Application {
         };
         let metrics = Arc::new(Metrics::default());
         let hub = Hub::new(store.clone(), metrics.clone());
-        let passes = Arc::new(match &config.pass_keys {
-            Some(keys) => keys.clone(),
+        let passes = Arc::new(match configured_keys {
+            Some(keys) => keys,
             None => {
                 tracing::warn!(
                     "PASS_KEYS not set: admission passes and join challenges are signed with a \

@@ -213,7 +213,7 @@ mod tests {
             "",
             "x",
             "x:",
-            &format!("{challenge}"),
+            &challenge,
             &format!("{challenge}: "),
             "c1.a.b.c.d.e:1",
         ] {

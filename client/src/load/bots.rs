@@ -218,9 +218,11 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
     let mut fan_ms = tally.fan_ms.lock().expect("never poisoned").clone();
     fan_ms.sort_by(f64::total_cmp);
     let pick = |q: f64| {
-        (!fan_ms.is_empty())
-            .then(|| fan_ms[((fan_ms.len() - 1) as f64 * q).round() as usize])
-            .unwrap_or(0.0)
+        if fan_ms.is_empty() {
+            0.0
+        } else {
+            fan_ms[((fan_ms.len() - 1) as f64 * q).round() as usize]
+        }
     };
     let places = tally.places.load(Ordering::Relaxed);
     let solved = tally.solved.load(Ordering::Relaxed);

@@ -27,7 +27,7 @@ pub fn keyring(keys: &[(&str, u8)]) -> Keyring {
 /// The test defaults, with the servers' `PASS_KEYS`.
 pub fn config_with_keys(keys: &[(&str, u8)]) -> Config {
     Config {
-        pass_keys: Some(keyring(keys)),
+        pass_keys: Some(pass_keys(keys)),
         ..Config::for_tests()
     }
 }
