@@ -393,6 +393,11 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
                 (303, Empty, "Joined: back to the page, with `?ticket=`"),
                 (403, Html, "A post another site made"),
                 (404, Html, "No show of that id"),
+                (
+                    428,
+                    Html,
+                    "The show asks a proof of work, which needs JavaScript",
+                ),
                 (429, Html, "Past the per-client join limit"),
                 (503, Html, "The show's state was lost"),
             ],

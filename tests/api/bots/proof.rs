@@ -147,6 +147,11 @@ async fn the_difficulty_is_the_operators(backend: Backend) {
     // On: takes effect for the next join at once.
     app.configure("pow", json!({"joinChallengeBits": 4})).await;
     assert_eq!(refusal(app.join("pow").await).await.0, 428);
+    // The join form of a page without JavaScript cannot solve it: the page says why.
+    let form = app.join_form("pow").await;
+    assert_eq!(form.status(), StatusCode::PRECONDITION_REQUIRED);
+    let page = form.text().await.unwrap();
+    assert!(page.contains("JavaScript"), "{page}");
     // An Idempotency-Key replay gives no new place, so it spends no proof.
     let keyed = |proof: Option<String>| {
         let mut req = app
