@@ -47,6 +47,14 @@ pub struct Config {
     #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 
+    /// Keys that sign admission passes and join challenges: `kid:base64secret[,kid:…]`, each
+    /// secret at least 32 bytes; the first signs, all verify (rotate by putting the new key
+    /// first and dropping the old one after an admission TTL). Unset: a random key, good on
+    /// this instance only (several instances behind one balancer need the same keys).
+    /// Checked at start ([`Keyring`](crate::pass::Keyring)'s parser), so that an error never echoes a secret.
+    #[arg(long, env = "PASS_KEYS", hide_env_values = true)]
+    pub pass_keys: Option<String>,
+
     /// Most joins a second one client address may make (429 beyond it); 0 turns it off.
     #[arg(long, env = "JOIN_RATE_LIMIT", default_value_t = 5)]
     pub join_rate_limit: u32,
@@ -129,6 +137,7 @@ impl Config {
             max_active_buyers: 0,
             arrival_window: Duration::from_secs(60),
             admin_token: Some("test-token".into()),
+            pass_keys: None,
             join_rate_limit: 0,
             trusted_proxy_hops: 0,
             header_timeout: Duration::from_secs(10),

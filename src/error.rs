@@ -54,6 +54,11 @@ impl From<StoreError> for AppError {
             StoreError::NoSuchShow(_) => AppError::NotFound(e.to_string()),
             StoreError::ShowLost(_) => AppError::Unavailable(e.to_string()),
             StoreError::Conflict(m) => AppError::Conflict(m),
+            StoreError::ProofRequired(_) => {
+                AppError::Rejected(StatusCode::PRECONDITION_REQUIRED, e.to_string())
+            }
+            StoreError::ProofTooWeak(_) => AppError::Forbidden(e.to_string()),
+            StoreError::ProofSpent => AppError::Conflict(e.to_string()),
             other => AppError::Store(other),
         }
     }

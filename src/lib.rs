@@ -14,6 +14,8 @@
 //!   (shared, Lua scripts) and embedded (one process); the one place that decides order,
 //!   admission and the gate's data.
 //! - [`draw`]: the fair start's draw: commitment, digests, the keyed permutation.
+//! - [`pass`]: signed admission passes any edge can check (`PASS_KEYS`), the
+//!   [`RequireAdmission`](pass::RequireAdmission) layer, and join challenges (proof of work).
 //! - [`admitter`]: the once-a-second admission loop behind a fenced lease, one per cluster.
 //! - [`watchdog`]: notices a show whose state the store lost, and keeps its gate shut.
 //! - [`pace`]: a show's rate in force following the health of its checkout.
@@ -41,6 +43,7 @@ pub mod hub;
 pub mod metrics;
 pub mod model;
 pub mod pace;
+pub mod pass;
 pub mod protocol;
 pub mod server;
 pub mod store;

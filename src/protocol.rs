@@ -24,6 +24,11 @@ pub mod routes {
     pub const DRAW: &str = "/orders/waiting-room/{show_id}/draw";
     /// A show's audit: a record per tick that admitted anyone, and the draw (public, paged).
     pub const AUDIT: &str = "/orders/waiting-room/{show_id}/audit";
+    /// `POST`: a join challenge (proof of work) for the show.
+    pub const CHALLENGE: &str = "/orders/waiting-room/{show_id}/challenge";
+    /// `GET`: 204 when `X-Admission-Ticket` carries a valid pass of the show, else 403;
+    /// checked without the store (an edge's `auth_request`).
+    pub const PASS_CHECK: &str = "/orders/waiting-room/{show_id}/pass";
     /// A ticket: `GET` (poll), `DELETE` (leave).
     pub const TICKET: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}";
     pub const EVENTS: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}/events";
@@ -51,6 +56,8 @@ pub mod routes {
         (JOIN, &["POST"]),
         (DRAW, &["GET"]),
         (AUDIT, &["GET"]),
+        (CHALLENGE, &["POST"]),
+        (PASS_CHECK, &["GET"]),
         (TICKET, &["GET", "DELETE"]),
         (EVENTS, &["GET"]),
         (WS, &["GET"]),
@@ -88,6 +95,22 @@ pub mod routes {
 
 /// The header that carries an admission to the gate.
 pub const ADMISSION_HEADER: &str = "X-Admission-Ticket";
+
+/// The header a join carries its proof of work in: `<challenge>:<nonce>`.
+pub const JOIN_PROOF_HEADER: &str = "X-Join-Proof";
+
+/// A join challenge, as `POST …/{showId}/challenge` answers it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Challenge {
+    /// Opaque; solve for a nonce such that SHA-256 of `challenge:nonce` (ASCII) starts with
+    /// `bits` zero bits, then join with `X-Join-Proof: <challenge>:<nonce>`. Single use.
+    pub challenge: String,
+    /// The zero bits the show asks now (0: a join needs no proof).
+    pub bits: u32,
+    /// How long the challenge may still be spent.
+    pub expires_in_seconds: u64,
+}
 
 /// The event names of the push contract (`event:` in SSE, `"event"` in WebSocket frames).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -14,6 +14,7 @@ use crate::http::listener::{self, ConnectionLimits};
 use crate::http::{AppState, StreamLimits};
 use crate::hub::Hub;
 use crate::metrics::Metrics;
+use crate::pass::Keyring;
 use crate::store::{MemoryStore, QueueStore, RedisStore, StoreSettings};
 use crate::watchdog::Watchdog;
 use crate::{admitter, demo};
@@ -30,6 +31,13 @@ pub struct Application {
 impl Application {
     /// Connects the store and binds the port; nothing runs until [`Application::run_until_stopped`].
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        // Before anything connects: a bad key stops the start, naming the entry, never its
+        // secret.
+        let configured_keys = config
+            .pass_keys
+            .as_deref()
+            .map(str::parse::<Keyring>)
+            .transpose()?;
         let settings = StoreSettings {
             default_rate: config.admit_per_second,
             admission_ttl: config.admission_ttl,
@@ -66,11 +74,24 @@ impl Application {
                 token.into()
             }
         };
+        let metrics = Arc::new(Metrics::default());
+        let hub = Hub::new(store.clone(), metrics.clone());
+        let passes = Arc::new(match configured_keys {
+            Some(keys) => keys,
+            None => {
+                tracing::warn!(
+                    "PASS_KEYS not set: admission passes and join challenges are signed with a \
+                     random key of this instance only; several instances behind one balancer \
+                     need the same PASS_KEYS"
+                );
+                Keyring::generate()
+            }
+        });
+        tracing::info!(kids = ?passes.kids(), "admission pass keys (the first signs)");
+        hub.sign_passes(passes.clone());
         let listener = TcpListener::bind(config.bind)
             .await
             .with_context(|| format!("cannot listen on {}", config.bind))?;
-        let metrics = Arc::new(Metrics::default());
-        let hub = Hub::new(store.clone(), metrics.clone());
         let state = AppState {
             watchdog: Watchdog::new(store.clone(), hub.clone(), metrics.clone()),
             hub,
@@ -82,6 +103,7 @@ impl Application {
             shutdown: CancellationToken::new(),
             streams: StreamLimits::new(config.max_streams_per_client),
             public_origin: config.public_url.clone(),
+            passes,
         };
         let limits = ConnectionLimits {
             header_timeout: config.header_timeout,

@@ -62,6 +62,7 @@
     announce: $('announce'), alert: $('alert'),
     errorText: $('error-text'), errorRetry: $('error-retry'),
     opensIn: $('opens-in'), openingNow: $('opening-now'), arrival: $('arrival'),
+    powStatus: $('pow-status'), powText: $('pow-text'), powProgress: $('pow-progress'),
   };
 
   let record = null;      // { ticketId, firstPosition, joinedAt, order? }
@@ -249,6 +250,8 @@
     setState('admitted');
     els.progressFill.style.width = '100%';
     deadline = Date.now() + (view.expiresInSeconds || 0) * 1000;
+    // The signed pass, when the server sent one, is what the checkout presents.
+    if (record && view.pass) { record.pass = view.pass; save(); }
     startCountdown();
     if (!wasAdmitted) {
       document.title = `It's your turn · ${show}`;
@@ -453,15 +456,46 @@
 
   let joinRetry = 0;
 
+  // The show may ask a proof of work before a join (against bots): ask for a challenge, and
+  // when it has bits, solve it in a Web Worker while the status line says how far it got.
+  // Resolves to the proof header's value, or null when none is asked.
+  async function proveJoin() {
+    const res = await fetch(route('Challenge'), { method: 'POST', headers: { Accept: 'application/json' } });
+    if (!res.ok) return null; // the join itself will say what is wrong
+    const { challenge, bits } = await res.json();
+    if (!bits) return null;
+    const expected = 2 ** bits;
+    els.powStatus.hidden = false;
+    const started = performance.now();
+    const nonce = await new Promise((resolve, reject) => {
+      const worker = new Worker(root.dataset.powWorker);
+      worker.onmessage = ({ data }) => {
+        const done = Math.min(99, Math.floor((data.hashes / expected) * 100));
+        els.powProgress.value = data.nonce === undefined ? done : 100;
+        els.powText.textContent = data.nonce === undefined
+          ? `Checking that you are a fan, not a bot: ${done}% of the expected work done…`
+          : 'Check done. Taking your place…';
+        if (data.nonce !== undefined) { worker.terminate(); resolve(data.nonce); }
+      };
+      worker.onerror = (e) => { worker.terminate(); reject(e); };
+      els.powText.textContent = 'Checking that you are a fan, not a bot…';
+      els.powProgress.value = 0;
+      worker.postMessage({ challenge, bits });
+    });
+    root.dataset.powMs = String(Math.round(performance.now() - started));
+    root.dataset.powBits = String(bits);
+    return `${challenge}:${nonce}`;
+  }
+
   async function join() {
     clearTimeout(joinRetry);
     stopFollowing();
     setState('joining');
     try {
-      const res = await fetch(route('Join'), {
-        method: 'POST',
-        headers: { Accept: 'application/json', [root.dataset.idempotencyHeader]: joinKey() },
-      });
+      const headers = { Accept: 'application/json', [root.dataset.idempotencyHeader]: joinKey() };
+      const proof = await proveJoin();
+      if (proof) headers[root.dataset.proofHeader] = proof;
+      const res = await fetch(route('Join'), { method: 'POST', headers });
       const body = await res.json().catch(() => ({}));
       // 202: a new place; 200: the place this browser already holds (same key).
       if ((res.status === 202 || res.status === 200) && isUuid(body.ticketId)) {
@@ -532,7 +566,7 @@
         headers: {
           'Content-Type': 'application/json',
           Accept: 'application/json',
-          [root.dataset.admissionHeader]: record ? record.ticketId : '',
+          [root.dataset.admissionHeader]: record ? record.pass || record.ticketId : '',
         },
         body: JSON.stringify({
           showId: show,

@@ -9,8 +9,11 @@ use axum::response::{IntoResponse, Response};
 
 use super::page::set_ticket_cookie;
 use super::{AppPath, AppState, show_id, ticket_path};
+use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::model::TicketStatus;
+use crate::pass::CHALLENGE_TTL_SECONDS;
+use crate::protocol::Challenge;
 
 /// `POST …/{showId}/join`: 202 with a fresh ticket. Joining a show that is not open yet is
 /// allowed: the fan waits until it opens.
@@ -23,7 +26,11 @@ pub async fn join(
 ) -> Result<impl IntoResponse, AppError> {
     let show = show_id(&show)?;
     let (joined, replayed) = state.join(client.ip(), &headers, &show).await?;
-    let view = joined.status.state.view(joined.ticket, &joined.status.pace);
+    let mut view = joined.status.state.view(joined.ticket, &joined.status.pace);
+    // A replayed key may answer a ticket admitted since.
+    state
+        .passes
+        .attach(&mut view, &show, joined.status.state, wall_ms());
     // The waiting page's first paint shows this ticket's place after a reload.
     let cookie = set_ticket_cookie(&state, &show, Some(joined.ticket));
     // The same Idempotency-Key again: the same ticket, said so (200, not a new 202).
@@ -52,7 +59,10 @@ pub async fn status(
 ) -> Result<Response, AppError> {
     let (show, id) = ticket_path(&show, &ticket)?;
     let status = state.store.status(&show, id).await?;
-    let view = status.state.view(id, &status.pace);
+    let mut view = status.state.view(id, &status.pace);
+    state
+        .passes
+        .attach(&mut view, &show, status.state, wall_ms());
     let code = if view.status == TicketStatus::Unknown {
         StatusCode::NOT_FOUND
     } else {
@@ -74,4 +84,20 @@ pub async fn leave(
     } else {
         Err(AppError::UnknownTicket(ticket))
     }
+}
+
+/// `POST …/{showId}/challenge`: a fresh join challenge and the show's difficulty now; 404
+/// for a show nobody made. Minting is a signature, not a write: one store call (the
+/// difficulty), and the challenge is spent with the join it proves.
+pub async fn challenge(
+    State(state): State<AppState>,
+    AppPath(show): AppPath<String>,
+) -> Result<Json<Challenge>, AppError> {
+    let show = show_id(&show)?;
+    let bits = state.store.challenge_bits(&show).await?;
+    Ok(Json(Challenge {
+        challenge: state.passes.mint_challenge(&show, wall_ms() / 1000),
+        bits,
+        expires_in_seconds: CHALLENGE_TTL_SECONDS,
+    }))
 }

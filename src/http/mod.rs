@@ -32,7 +32,8 @@ use crate::error::AppError;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::model::{ShowId, ShowStats};
-use crate::protocol::{ErrorBody, routes};
+use crate::pass::{Keyring, ProofError, RequireAdmission};
+use crate::protocol::{ErrorBody, JOIN_PROOF_HEADER, routes};
 use crate::store::{Joined, QueueStore};
 use crate::watchdog::Watchdog;
 
@@ -62,6 +63,8 @@ pub struct AppState {
     /// `PUBLIC_URL`'s origin: the only one join forms may come from; https makes cookies
     /// `Secure`.
     pub public_origin: Option<Origin>,
+    /// Signs and checks admission passes and join challenges (`PASS_KEYS`).
+    pub passes: Arc<Keyring>,
 }
 
 impl AppState {
@@ -96,11 +99,26 @@ impl AppState {
         show: &ShowId,
     ) -> Result<(Joined, bool), AppError> {
         let key = idempotency_key(headers)?;
-        self.check_join_rate(peer, headers).await?;
-        let (joined, replayed) = match key {
-            Some(key) => self.store.join_once(show, key).await?,
-            None => (self.store.join(show).await?, false),
+        // A proof is checked here (no store call); the store judges and spends it with the
+        // join. Garbage is refused before it costs the store anything.
+        let proof = match headers.get(JOIN_PROOF_HEADER) {
+            None => None,
+            Some(value) => {
+                let value = value
+                    .to_str()
+                    .map_err(|_| AppError::BadRequest(ProofError::Malformed.to_string()))?;
+                let proof = self
+                    .passes
+                    .check_proof(value.trim(), show, crate::clock::wall_ms())
+                    .map_err(|e| match e {
+                        ProofError::Malformed => AppError::BadRequest(e.to_string()),
+                        _ => AppError::Forbidden(e.to_string()),
+                    })?;
+                Some(proof)
+            }
         };
+        self.check_join_rate(peer, headers).await?;
+        let (joined, replayed) = self.store.join_proven(show, key, proof.as_ref()).await?;
         if !replayed {
             self.metrics.joined(show);
         }
@@ -168,6 +186,9 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, AppError> {
 
 /// The whole API.
 pub fn router(state: AppState) -> Router {
+    // The gate's signature check runs before the handler; a plain ticket id (or none) goes
+    // on to the store's check, as the seed's clients send it.
+    let gate = RequireAdmission::new(state.passes.clone());
     Router::new()
         .route(routes::SHOW, put(operator::create).delete(operator::delete))
         .route(routes::OPEN, post(operator::open))
@@ -177,10 +198,18 @@ pub fn router(state: AppState) -> Router {
         .route(routes::JOIN, post(fan::join))
         .route(routes::DRAW, get(draw::draw))
         .route(routes::AUDIT, get(draw::audit))
+        .route(routes::CHALLENGE, post(fan::challenge))
+        .route(
+            routes::PASS_CHECK,
+            get(orders::check_pass).layer(gate.clone()),
+        )
         .route(routes::TICKET, get(fan::status).delete(fan::leave))
         .route(routes::EVENTS, get(sse::events))
         .route(routes::WS, get(ws::upgrade))
-        .route(routes::ORDERS, post(orders::place))
+        .route(
+            routes::ORDERS,
+            post(orders::place).layer(gate.or_ticket_ids()),
+        )
         .route(routes::ORDER, get(orders::get))
         .route(routes::HEALTHZ, get(health::healthz))
         .route(routes::READYZ, get(health::readyz))
@@ -330,6 +359,7 @@ mod tests {
             shutdown: CancellationToken::new(),
             streams: StreamLimits::new(0),
             public_origin: None,
+            passes: Arc::new(Keyring::generate()),
         }
     }
 

@@ -28,7 +28,7 @@ use utoipa::openapi::{
 
 use self::schemas::{integer, object, ref_path, reference, schemas, string};
 use self::table::{Answer, Audience, Body, Extra, Op, STATIC_FILE, describe};
-use crate::protocol::{ADMISSION_HEADER, EventName, Frame, TicketView, routes};
+use crate::protocol::{ADMISSION_HEADER, EventName, Frame, JOIN_PROOF_HEADER, TicketView, routes};
 
 /// The name of the operator's bearer-token security scheme.
 const OPERATOR_TOKEN: &str = "operatorToken";
@@ -287,7 +287,26 @@ fn extra(e: Extra) -> Parameter {
     use ParameterIn::{Header, Query};
     let uuid = Some(KnownFormat::Uuid);
     let (name, place, about, format) = match e {
-        Extra::AdmissionTicket => (ADMISSION_HEADER, Header, "The fan's admitted ticket", uuid),
+        Extra::AdmissionTicket => (
+            ADMISSION_HEADER,
+            Header,
+            "The fan's admitted ticket id, or its signed pass \
+             (`v1:<kid>:<showId>:<ticketId>:<exp>:<mac>`, see the README)",
+            None,
+        ),
+        Extra::JoinProof => (
+            JOIN_PROOF_HEADER,
+            Header,
+            "Proof of work when the show asks one: `<challenge>:<nonce>`, SHA-256 of which \
+             starts with the challenge's `bits` zero bits",
+            None,
+        ),
+        Extra::IdempotencyKey => (
+            "Idempotency-Key",
+            Header,
+            "1 to 128 visible ASCII characters: the same key, the same ticket while it lives",
+            None,
+        ),
         Extra::LastEventId => (
             "Last-Event-ID",
             Header,

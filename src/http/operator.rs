@@ -12,6 +12,7 @@ use serde::Deserialize;
 use super::{AppJson, AppPath, AppState, Operator, show_id};
 use crate::error::AppError;
 use crate::model::{ShowId, ShowStats};
+use crate::pass::MAX_CHALLENGE_BITS;
 use crate::store::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSettings};
 
 /// `POST …/{showId}/open`: 204; creates the show if needed, the admitter serves it and the
@@ -88,6 +89,9 @@ pub struct ShowConfig {
     pub rate_change_at: Option<String>,
     /// The rate from `rateChangeAt` on (1 to 10,000).
     pub rate_change_to: Option<u32>,
+    /// Proof of work before joining: leading zero bits SHA-256 of `challenge:nonce` must
+    /// have (0 to 32; 0, the default, asks none). Takes effect at once.
+    pub join_challenge_bits: Option<u32>,
 }
 
 impl ShowConfig {
@@ -135,6 +139,14 @@ impl ShowConfig {
         }
         self.schedule()?;
         let rate_change = self.rate_change()?;
+        if self
+            .join_challenge_bits
+            .is_some_and(|bits| bits > MAX_CHALLENGE_BITS)
+        {
+            return Err(AppError::BadRequest(format!(
+                "joinChallengeBits: must be between 0 (off) and {MAX_CHALLENGE_BITS}"
+            )));
+        }
         Ok(ShowSettings {
             rate_change,
             admit_per_second: self.admit_per_second,
@@ -142,6 +154,7 @@ impl ShowConfig {
             arrival_window: self.arrival_window_seconds.map(Duration::from_secs),
             checkout_health_url: self.checkout_health_url.clone(),
             min_admit_per_second: self.min_admit_per_second,
+            join_challenge_bits: self.join_challenge_bits,
         })
     }
 }
@@ -284,12 +297,13 @@ pub async fn set_config(
         && config.min_admit_per_second.is_none()
         && config.rate_change_at.is_none()
         && config.rate_change_to.is_none()
+        && config.join_challenge_bits.is_none()
         && !config.schedules()
     {
         return Err(AppError::BadRequest(
             "send at least one of admitPerSecond, maxActiveBuyers, arrivalWindowSeconds, \
-             checkoutHealthUrl, minAdmitPerSecond, rateChangeAt, rateChangeTo, opensAt, \
-             drawBeacon, drawBeaconValue"
+             checkoutHealthUrl, minAdmitPerSecond, rateChangeAt, rateChangeTo, \
+             joinChallengeBits, opensAt, drawBeacon, drawBeaconValue"
                 .into(),
         ));
     }
@@ -321,6 +335,9 @@ async fn configure(
     }
     if let Some(cap) = settings.max_active_buyers {
         tracing::info!(%show, cap, "active buyer cap changed");
+    }
+    if let Some(bits) = settings.join_challenge_bits {
+        tracing::info!(%show, bits, "join challenge difficulty changed");
     }
     Ok((configured.created, state.store.stats(show).await?))
 }

@@ -1,5 +1,6 @@
 //! Orders, behind the gate: while a show's on-sale is open, only an admitted ticket may order.
 
+use axum::Extension;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -8,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use super::{AppJson, AppPath, AppState};
 use crate::error::AppError;
 use crate::model::{Order, OrderRequest};
+use crate::pass::{Admission, PassError};
 use crate::protocol::routes;
 use crate::store::OrderOutcome;
 
@@ -22,6 +24,7 @@ pub use crate::protocol::ADMISSION_HEADER;
 pub async fn place(
     State(state): State<AppState>,
     headers: HeaderMap,
+    admission: Option<Extension<Admission>>,
     AppJson(req): AppJson<OrderRequest>,
 ) -> Result<Response, AppError> {
     let order = req.validate().map_err(AppError::BadRequest)?;
@@ -31,7 +34,22 @@ pub async fn place(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| uuid::Uuid::parse_str(v.trim()).ok());
     let show = &order.show_id;
-    match state.store.place_order(&order, ticket).await? {
+    // A pass the gate layer verified: the admission it names, if it is for this show.
+    let placed = match admission {
+        Some(Extension(admission)) => {
+            if admission.show != *show {
+                return Err(AppError::Forbidden(
+                    PassError::OtherShow(admission.show.to_string()).to_string(),
+                ));
+            }
+            state
+                .store
+                .place_order_with_pass(&order, admission.ticket)
+                .await?
+        }
+        None => state.store.place_order(&order, ticket).await?,
+    };
+    match placed {
         OrderOutcome::Created(order) => {
             let location = routes::path(routes::ORDER, "", &order.id.to_string());
             tracing::info!(order = %order.id, show = %order.show_id, "order placed");
@@ -71,4 +89,21 @@ pub async fn get(
         .await?
         .map(Json)
         .ok_or_else(not_found)
+}
+
+/// `GET …/{showId}/pass`: 204 when `X-Admission-Ticket` carries a valid, running pass of
+/// this show, 403 otherwise. The [`RequireAdmission`](crate::pass::RequireAdmission) layer
+/// checks the signature and expiry; nothing asks the store, so an edge (nginx
+/// `auth_request`) can ask it on every request, and it answers while the store is down.
+pub async fn check_pass(
+    AppPath(show): AppPath<String>,
+    Extension(admission): Extension<Admission>,
+) -> Result<StatusCode, AppError> {
+    let show = super::show_id(&show)?;
+    if admission.show != show {
+        return Err(AppError::Forbidden(
+            PassError::OtherShow(admission.show.to_string()).to_string(),
+        ));
+    }
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -196,6 +196,8 @@ pub(crate) struct PageRoutes {
     event_names: String,
     admission_header: &'static str,
     idempotency_header: &'static str,
+    challenge: &'static str,
+    proof_header: &'static str,
 }
 
 impl PageRoutes {
@@ -209,6 +211,8 @@ impl PageRoutes {
             event_names: EventName::ALL.map(EventName::as_str).join(" "),
             admission_header: ADMISSION_HEADER,
             idempotency_header: super::IDEMPOTENCY_KEY,
+            challenge: routes::CHALLENGE,
+            proof_header: crate::protocol::JOIN_PROOF_HEADER,
         }
     }
 }
@@ -378,9 +382,18 @@ pub async fn join(
             )
                 .into_response()
         }
+        // A proof of work needs the page's script; say so rather than the API's words.
+        Err(AppError::Rejected(status, _)) if status == StatusCode::PRECONDITION_REQUIRED => {
+            error_page(AppError::Rejected(status, NEEDS_SCRIPT.into()))
+        }
         Err(e) => error_page(e),
     }
 }
+
+/// Why the join form without JavaScript cannot join a show that asks a proof of work.
+const NEEDS_SCRIPT: &str = "To slow bots down, this on-sale asks every browser to solve a short \
+    puzzle before it joins the queue, and that takes JavaScript. Please turn JavaScript on for \
+    this site and reload the page; your place is taken when the puzzle is solved.";
 
 /// The `Set-Cookie` value that keeps `ticket` for `show`'s page, or (`None`) forgets it.
 ///

@@ -23,7 +23,7 @@ mod show;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -37,6 +37,7 @@ use self::show::{Applied, Fan, Mirror, ShowFans};
 use crate::clock::wall_ms;
 use crate::metrics::{Metrics, StoreCaller};
 use crate::model::{ShowId, TicketState};
+use crate::pass::Keyring;
 use crate::store::{EventKind, QueueStore, Result, ShowEvent, ShowSnapshot, Status};
 
 /// The most streams one ticket holds on one instance; a newer one replaces the oldest.
@@ -56,6 +57,8 @@ struct Inner {
     metrics: Arc<Metrics>,
     shows: Mutex<HashMap<ShowId, ShowFans>>,
     next_id: AtomicU64,
+    /// Signs the pass of every admission pushed (none until [`Hub::sign_passes`]).
+    passes: OnceLock<Arc<Keyring>>,
 }
 
 impl Hub {
@@ -67,6 +70,7 @@ impl Hub {
                 metrics,
                 shows: Mutex::new(HashMap::new()),
                 next_id: AtomicU64::new(1),
+                passes: OnceLock::new(),
             }),
         }
     }
@@ -286,6 +290,11 @@ impl Hub {
         self.confirm(name, admitted);
     }
 
+    /// Every admission this hub pushes from now on carries a pass signed with `keys`.
+    pub fn sign_passes(&self, keys: Arc<Keyring>) {
+        let _ = self.inner.passes.set(keys);
+    }
+
     /// Starts following a ticket: one store call now, none per fan afterwards.
     ///
     /// The stream yields the current state at once, then each change; it ends after
@@ -318,7 +327,21 @@ impl Hub {
             _guard: guard,
             first: true,
         };
-        Ok(futures::stream::unfold(follow, next_update).take_until(shutdown.cancelled_owned()))
+        let passes = self.inner.passes.get().cloned();
+        let show = show.clone();
+        Ok(futures::stream::unfold(follow, next_update)
+            .map(move |mut update| {
+                // The admitted view gets its pass on the way out, signed per fan.
+                if let (Some(keys), Some(at)) = (&passes, update.expires_at) {
+                    let left = at.saturating_duration_since(tokio::time::Instant::now());
+                    let state = TicketState::Admitted {
+                        expires_in_ms: left.as_millis() as u64,
+                    };
+                    keys.attach(&mut update.view, &show, state, wall_ms());
+                }
+                update
+            })
+            .take_until(shutdown.cancelled_owned()))
     }
 
     fn register(

@@ -96,6 +96,7 @@ impl TicketState {
             pre_queue: None,
             opens_in_seconds: None,
             arrival: None,
+            pass: None,
         };
         match self {
             TicketState::Waiting { position, arrival } => {
@@ -170,6 +171,10 @@ pub struct TicketView {
     /// ticket id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival: Option<u64>,
+    /// While admitted: the signed admission pass (`v1:kid:showId:ticketId:exp:mac`), which
+    /// the gate and any edge holding a key of `PASS_KEYS` check without the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<String>,
 }
 
 /// What an operator sees of one show.
@@ -200,6 +205,9 @@ pub struct ShowStats {
     /// The rate in force: `admitPerSecond`, or less while the pace follows a struggling
     /// checkout.
     pub effective_admit_per_second: u32,
+    /// Leading zero bits a join's proof of work must have (0: no proof asked).
+    #[serde(default)]
+    pub join_challenge_bits: u32,
 }
 
 #[cfg(test)]

@@ -118,6 +118,18 @@ pub enum StoreError {
     /// The call does not fit the show's state (a schedule change after its draw, say).
     #[error("{0}")]
     Conflict(String),
+    /// The show asks a proof of work of `0` bits and the join brought none.
+    #[error(
+        "this show asks a proof of work ({0} bits): POST its challenge route, solve it, and \
+         join with X-Join-Proof: <challenge>:<nonce>"
+    )]
+    ProofRequired(u32),
+    /// The proof has fewer zero bits than the show asks.
+    #[error("X-Join-Proof: SHA-256 of challenge:nonce must start with {0} zero bits")]
+    ProofTooWeak(u32),
+    /// The challenge was spent on a join already.
+    #[error("X-Join-Proof: that challenge was used already; ask for a new one")]
+    ProofSpent,
 }
 
 /// Result alias for store calls.

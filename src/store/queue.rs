@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::Result;
 use crate::model::{Pace, ShowId, TicketState};
+use crate::pass::Proof;
 
 /// A show's queue of tickets and its admissions.
 #[async_trait]
@@ -18,6 +19,17 @@ pub trait Queue: Send + Sync {
     /// admitted, in this epoch), the same key answers that ticket (`true`), never a second
     /// place; otherwise a fresh ticket, kept under the key for a day.
     async fn join_once(&self, show: &ShowId, key: &str) -> Result<(Joined, bool)>;
+    /// A join as the HTTP face makes it: under the client's `Idempotency-Key` if any (as
+    /// [`Queue::join_once`]), and with the proof of work the show may ask for, judged and
+    /// spent in the join's own step: `ProofRequired`, `ProofTooWeak`
+    /// or `ProofSpent` ([`super::StoreError`]) when it does not do. A replayed key answers its ticket
+    /// without spending a proof (it gives no new place).
+    async fn join_proven(
+        &self,
+        show: &ShowId,
+        key: Option<&str>,
+        proof: Option<&Proof>,
+    ) -> Result<(Joined, bool)>;
     /// Where a ticket stands now.
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status>;
     /// Takes a ticket out: out of the queue if waiting, its admission back if admitted.

@@ -39,6 +39,9 @@ pub trait Shows: Send + Sync {
     ) -> Result<Option<ShowMeta>>;
     /// What an operator sees of a show.
     async fn stats(&self, show: &ShowId) -> Result<ShowStats>;
+    /// The leading zero bits a join's proof of work must have now (0: none asked); one
+    /// store call, what minting a challenge costs.
+    async fn challenge_bits(&self, show: &ShowId) -> Result<u32>;
 }
 
 /// The rate in force of a show whose pace follows its checkout (see `crate::pace`).
@@ -64,6 +67,8 @@ pub struct ShowSettings {
     /// Announce a rate change: from `at_ms` (ms since the epoch) on, `rate` a second; every
     /// ETA counts with it. `Some(None)` withdraws an announced change.
     pub rate_change: Option<Option<AnnouncedRate>>,
+    /// Leading zero bits a join's proof of work must have (0: no proof asked).
+    pub join_challenge_bits: Option<u32>,
 }
 
 /// A rate change announced ahead.

@@ -52,9 +52,14 @@ async fn the_seeds_try_it_sequence(backend: Backend) {
     assert_eq!(admitted["ticketId"], id.as_str());
     let expires = admitted["expiresInSeconds"].as_u64().unwrap();
     assert!((295..=300).contains(&expires), "{admitted}");
+    // The signed pass rides along (tests/api/bots/ checks it).
+    assert!(
+        admitted["pass"].as_str().unwrap().starts_with("v1:"),
+        "{admitted}"
+    );
     assert_eq!(
         admitted.as_object().unwrap().len(),
-        3,
+        4,
         "null fields are omitted: {admitted}"
     );
     // order without a ticket → 403 naming the join URL
@@ -291,7 +296,7 @@ async fn operator_calls_need_the_token(backend: Backend) {
     assert_eq!(stats.status(), StatusCode::OK);
     assert_eq!(
         stats.json::<Value>().await.unwrap(),
-        json!({"showId": "s", "open": false, "lost": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "effectiveAdmitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0, "outflowPerSecond": 20.0, "paused": "closed", "arrivalWindowSeconds": 60, "releasedUntaken": 0})
+        json!({"showId": "s", "open": false, "lost": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "effectiveAdmitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0, "outflowPerSecond": 20.0, "paused": "closed", "arrivalWindowSeconds": 60, "releasedUntaken": 0, "joinChallengeBits": 0})
     );
     app.stop().await;
 }

@@ -31,6 +31,7 @@ macro_rules! all_stores {
 }
 
 mod abuse;
+mod bots;
 mod cli;
 mod cluster;
 mod contract;

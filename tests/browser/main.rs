@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod challenge;
 mod console;
 mod fair_start;
 mod helpers;

@@ -88,6 +88,12 @@ impl RedisServer {
         panic!("redis-server did not come back on port {}", self.port);
     }
 
+    /// Kills the server (the test's own, by its child handle) and leaves it down.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }

@@ -6,6 +6,7 @@
 //! [`FollowError::Retry`] (another attempt, perhaps on another server, may work) or
 //! [`FollowError::Fatal`] (none will).
 
+pub mod challenge;
 mod poll;
 mod stream;
 mod tcp;
@@ -16,7 +17,7 @@ use std::time::Duration;
 use reqwest::{Client, StatusCode, Url};
 use uuid::Uuid;
 use waiting_room::model::{ShowId, TicketView};
-use waiting_room::protocol::{ErrorBody, EventName, routes};
+use waiting_room::protocol::{ErrorBody, EventName, JOIN_PROOF_HEADER, routes};
 
 pub use poll::POLL_INTERVAL;
 pub use stream::PushStream;
@@ -126,14 +127,33 @@ pub enum Joined {
     TooMany(Duration),
 }
 
-/// One `POST …/join` on `base`.
+/// One join on `base`: `POST …/join`; when the show asks a proof of work (428), its
+/// challenge is asked, solved, and the join sent again with the proof.
 pub async fn join(client: &Client, base: &Url, show: &ShowId) -> Result<Joined, FollowError> {
-    let response = client
-        .post(show_url(base, routes::JOIN, show))
-        .timeout(CONNECT_TIMEOUT)
-        .send()
-        .await
-        .map_err(|e| FollowError::retry(describe(&e)))?;
+    let mut proof = None;
+    loop {
+        let mut request = client
+            .post(show_url(base, routes::JOIN, show))
+            .timeout(CONNECT_TIMEOUT);
+        if let Some(p) = &proof {
+            request = request.header(JOIN_PROOF_HEADER, p);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| FollowError::retry(describe(&e)))?;
+        if response.status() == StatusCode::PRECONDITION_REQUIRED && proof.is_none() {
+            proof = challenge::prove(client, base, show).await?.header;
+            if proof.is_some() {
+                continue;
+            }
+        }
+        return joined(response).await;
+    }
+}
+
+/// What a join's answer says.
+async fn joined(response: reqwest::Response) -> Result<Joined, FollowError> {
     let status = response.status();
     if status == StatusCode::TOO_MANY_REQUESTS {
         let wait = response

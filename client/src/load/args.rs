@@ -126,6 +126,30 @@ pub struct LoadArgs {
     /// `load-eta.svg` for `load.svg`).
     #[arg(long, value_name = "PATH")]
     pub eta_plot: Option<PathBuf>,
+
+    /// Play a bot crowd instead (see `load::bots`): this many bot addresses, each joining
+    /// again and again until --duration, posing as its address with `X-Forwarded-For` (for a
+    /// server with `TRUSTED_PROXY_HOPS=1`); --fans honest fans join alongside, one address
+    /// each, at --join-rate, and their time to join is measured.
+    #[arg(long, value_name = "ADDRESSES", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub bots: Option<u32>,
+
+    /// With --bots: the bots solve the show's join challenge (else they send no proof).
+    #[arg(long, requires = "bots")]
+    pub bots_solve: bool,
+
+    /// With --bots: each bot sends the same `Idempotency-Key` on every join.
+    #[arg(long, requires = "bots")]
+    pub bots_idempotency_key: bool,
+
+    /// With --bots: joins each bot address has in flight at once (0: the bots stay quiet,
+    /// and only the honest fans join: their time to join with no crowd).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=256))]
+    pub bot_concurrency: u32,
+
+    /// Set the show's `joinChallengeBits` on every --url before the run (operator token).
+    #[arg(long, value_name = "BITS", value_parser = clap::value_parser!(u32).range(0..=32))]
+    pub join_challenge_bits: Option<u32>,
 }
 
 impl LoadArgs {

@@ -34,8 +34,10 @@
 //! every `--poll-interval` (1 s) over a keep-alive connection of its own, and each answer
 //! counts as a message. Push latency is then not measured (nothing is pushed); staleness is,
 //! as for the push transports.
+//! - [`bots`]: `--bots`, a bot crowd against the server's defences, and honest fans beside.
 
 mod args;
+pub mod bots;
 mod choices;
 mod eta;
 mod fans;
@@ -83,6 +85,9 @@ pub async fn main(args: LoadArgs) -> anyhow::Result<()> {
             trigger.cancel();
         }
     });
+    if args.bots.is_some() {
+        return bots::main(&args, interrupted).await;
+    }
     let report = run(&args, interrupted).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -1,6 +1,7 @@
 //! `waiting-room-client load`: small bounded runs whose counts must add up.
 
 mod admitted;
+mod bots;
 mod poll;
 mod refusals;
 
@@ -43,6 +44,11 @@ pub(super) fn args(app: &TestApp, show_name: &str, fans: u64, transport: Transpo
         eta_plot: Some(scratch("eta.svg")),
         rate_changes: Vec::new(),
         announce_rate_changes: false,
+        bots: None,
+        bots_solve: false,
+        bots_idempotency_key: false,
+        bot_concurrency: 4,
+        join_challenge_bits: None,
     }
 }
 

@@ -9,7 +9,7 @@ use utoipa::openapi::{Ref, RefOr, Schema};
 
 use crate::http::operator::ShowConfig;
 use crate::model::{AuditPage, DrawView, Order, OrderRequest, ShowStats, TicketStatus};
-use crate::protocol::{ErrorBody, EventName, Frame, TicketView};
+use crate::protocol::{Challenge, ErrorBody, EventName, Frame, TicketView};
 
 /// The alphabet of a show id, as [`crate::model::ShowId`] checks it.
 pub const SHOW_ID_PATTERN: &str = "^[A-Za-z0-9._-]{1,64}$";
@@ -56,6 +56,7 @@ pub fn schemas() -> Vec<(String, RefOr<Schema>)> {
     add::<Order>(&mut all);
     add::<DrawView>(&mut all);
     add::<AuditPage>(&mut all);
+    add::<Challenge>(&mut all);
     let show_id = string(None)
         .pattern(Some(SHOW_ID_PATTERN))
         .description(Some("A show id: 1 to 64 of A-Z, a-z, 0-9, `.`, `_`, `-`"));

@@ -75,6 +75,8 @@ pub enum Body {
 #[derive(Clone, Copy)]
 pub enum Extra {
     AdmissionTicket,
+    JoinProof,
+    IdempotencyKey,
     LastEventId,
     WatchedShows,
     PageTicket,
@@ -220,11 +222,20 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
                     Json("TicketView"),
                     "The ticket this Idempotency-Key already holds",
                 ),
+                (400, ERROR, "A malformed Idempotency-Key or X-Join-Proof"),
+                (
+                    403,
+                    ERROR,
+                    "The proof is forged, for another show, ran out, or too weak",
+                ),
                 NO_SHOW,
+                (409, ERROR, "The proof's challenge was used already"),
+                (428, ERROR, "The show asks a proof of work and none came"),
                 (429, ERROR, "Past the per-client join limit"),
                 LOST,
             ],
         )
+        .with(&[Extra::IdempotencyKey, Extra::JoinProof])
         .cookie(),
         (DRAW, "GET") => Op::new(
             "draw",
@@ -263,6 +274,27 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
             ],
         )
         .with(&[Extra::AuditAfter, Extra::AuditLimit]),
+        (CHALLENGE, "POST") => Op::new(
+            "challenge",
+            Fan,
+            "A single-use join challenge and the show's difficulty (`bits`, 0: none asked)",
+            &[(200, Json("Challenge"), "A challenge"), NO_SHOW, LOST],
+        ),
+        (PASS_CHECK, "GET") => Op::new(
+            "checkPass",
+            Orders,
+            "Whether `X-Admission-Ticket` holds a valid, running pass of this show, checked \
+             without the store (an edge's `auth_request`)",
+            &[
+                (204, Empty, "A valid pass of this show"),
+                (
+                    403,
+                    ERROR,
+                    "No pass, or forged, expired, of another show or of an unknown key",
+                ),
+            ],
+        )
+        .with(&[Extra::AdmissionTicket]),
         (TICKET, "GET") => Op::new(
             "ticket",
             Fan,
@@ -306,7 +338,8 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
         (ORDERS, "POST") => Op::new(
             "placeOrder",
             Orders,
-            "Place an order; while the on-sale is open only an admitted ticket may, once",
+            "Place an order; while the on-sale is open only an admitted ticket (or its pass) \
+             may, once",
             &[
                 (201, Created("Order"), "Placed"),
                 (
@@ -318,7 +351,7 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
                 (
                     403,
                     ERROR,
-                    "The gate refuses: join first (the join URL is named)",
+                    "The gate refuses: join first (the join URL is named), or a bad pass",
                 ),
                 NO_SHOW,
                 (
@@ -396,6 +429,11 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
                 (303, Empty, "Joined: back to the page, with `?ticket=`"),
                 (403, Html, "A post another site made"),
                 (404, Html, "No show of that id"),
+                (
+                    428,
+                    Html,
+                    "The show asks a proof of work, which needs JavaScript",
+                ),
                 (429, Html, "Past the per-client join limit"),
                 (503, Html, "The show's state was lost"),
             ],

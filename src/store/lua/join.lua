@@ -3,7 +3,7 @@
 -- show): refused with {-409} while the ticket kept under it lives in this epoch (the caller
 -- answers that one), else the new ticket is kept under it for a day. Returns {seq, kind
 -- (1 waiting, 3 in a pre-queue), position or ms until opening, version, epoch, pace...}, or
--- {-404}/{-503}/{-409}.
+-- {-404}/{-503}/{-409}, or a proof refused (below).
 local epoch, refused = live_show()
 if refused then return refused end
 if A.idem_key then
@@ -12,6 +12,19 @@ if A.idem_key then
     local e, t = string.match(kept, '^(%d+)|(.*)$')
     if e == epoch and (redis.call('ZSCORE', Q, t) or admitted(t, epoch)) then return {-409} end
   end
+end
+-- Proof of work: the show's difficulty (meta `challenge_bits`) against A.proof_bits, the zero
+-- bits the caller found in SHA-256(challenge:nonce) after checking the challenge's signature,
+-- show and expiry; the challenge is spent here (A.proof_key, kept while it could still be
+-- used, A.proof_ttl_ms), so a valid proof costs no extra call and a reused one is refused
+-- atomically. {-428, bits} none brought, {-4031, bits} too weak, {-4091} spent before.
+local need = tonumber(redis.call('HGET', META, 'challenge_bits') or '0')
+if need > 0 then
+  if not A.proof_key then return {-428, need} end
+  if A.proof_bits < need then return {-4031, need} end
+  if not redis.call('SET', A.proof_key, '1', 'NX', 'PX', A.proof_ttl_ms) then return {-4091} end
+end
+if A.idem_key then
   redis.call('SET', A.idem_key, epoch .. '|' .. A.ticket, 'PX', 86400000)
 end
 local seq = redis.call('INCR', SEQ)

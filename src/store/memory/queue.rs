@@ -7,16 +7,28 @@ use uuid::Uuid;
 
 use super::MemoryStore;
 use crate::model::{ShowId, TicketState};
-use crate::store::{AdmitOutcome, EventKind, Joined, Queue, Result, Status, Touched};
+use crate::pass::Proof;
+use crate::store::{AdmitOutcome, EventKind, Joined, Queue, Result, Status, StoreError, Touched};
 
 #[async_trait]
 impl Queue for MemoryStore {
     async fn join(&self, show: &ShowId) -> Result<Joined> {
-        self.join_as(show, None).await.map(|(joined, _)| joined)
+        self.join_as(show, None, None)
+            .await
+            .map(|(joined, _)| joined)
     }
 
     async fn join_once(&self, show: &ShowId, key: &str) -> Result<(Joined, bool)> {
-        self.join_as(show, Some(key)).await
+        self.join_as(show, Some(key), None).await
+    }
+
+    async fn join_proven(
+        &self,
+        show: &ShowId,
+        key: Option<&str>,
+        proof: Option<&Proof>,
+    ) -> Result<(Joined, bool)> {
+        self.join_as(show, key, proof).await
     }
 
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
@@ -196,7 +208,12 @@ impl Queue for MemoryStore {
 
 impl MemoryStore {
     /// Joins, or (with an `Idempotency-Key`) answers the live ticket joined under it.
-    async fn join_as(&self, show: &ShowId, key: Option<&str>) -> Result<(Joined, bool)> {
+    async fn join_as(
+        &self,
+        show: &ShowId,
+        key: Option<&str>,
+        proof: Option<&Proof>,
+    ) -> Result<(Joined, bool)> {
         let ticket = Uuid::new_v4();
         let now = self.now_ms();
         let mut inner = self.lock();
@@ -217,6 +234,21 @@ impl MemoryStore {
                 };
                 return Ok((joined, true));
             }
+        }
+        // As `join.lua`: the show's difficulty, and the challenge spent with the join.
+        if s.challenge_bits > 0 {
+            let Some(proof) = proof else {
+                return Err(StoreError::ProofRequired(s.challenge_bits));
+            };
+            if proof.bits < s.challenge_bits {
+                return Err(StoreError::ProofTooWeak(s.challenge_bits));
+            }
+            s.spent_challenges.retain(|_, until| *until > now);
+            if s.spent_challenges.contains_key(&proof.id) {
+                return Err(StoreError::ProofSpent);
+            }
+            s.spent_challenges
+                .insert(proof.id.clone(), now + proof.ttl_ms.max(1));
         }
         if let Some(key) = key {
             s.idem.insert(key.to_owned(), ticket);

@@ -69,6 +69,10 @@ pub(super) struct Show {
     pub(super) schedule: Option<Scheduled>,
     /// The audit: every tick that admitted someone, and the draw.
     pub(super) audit: Vec<AuditRecord>,
+    /// Leading zero bits a join's proof of work must have (0: none).
+    pub(super) challenge_bits: u32,
+    /// Challenges spent on joins → until when they could have been used (ms).
+    pub(super) spent_challenges: HashMap<String, u64>,
 }
 
 /// A scheduled show's opening and draw.
@@ -118,6 +122,8 @@ impl Show {
             change: None,
             schedule: None,
             audit: Vec::new(),
+            challenge_bits: 0,
+            spent_challenges: HashMap::new(),
         }
     }
 

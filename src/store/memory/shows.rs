@@ -52,6 +52,9 @@ impl Shows for MemoryStore {
         if let Some(change) = settings.rate_change {
             s.change = change;
         }
+        if let Some(bits) = settings.join_challenge_bits {
+            s.challenge_bits = bits;
+        }
         if let Some(rate) = settings.admit_per_second {
             s.rate = Some(rate);
         }
@@ -170,7 +173,12 @@ impl Shows for MemoryStore {
             admit_per_second: s.configured_rate(&self.settings),
             max_active_buyers: s.cap(&self.settings),
             joined: s.seq,
+            join_challenge_bits: s.challenge_bits,
         })
+    }
+
+    async fn challenge_bits(&self, show: &ShowId) -> Result<u32> {
+        Ok(self.lock().show(show)?.challenge_bits)
     }
 }
 

@@ -118,6 +118,17 @@ struct ScriptArgs {
     digest: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     key: Option<String>,
+    challenge_bits: Option<u32>,
+    /// Where a join's proof of work is marked spent, for how long, and its zero bits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proof_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proof_ttl_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proof_bits: Option<u32>,
+    /// An order's admission comes as a verified pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pass: Option<bool>,
 }
 
 impl ScriptArgs {

@@ -22,6 +22,29 @@ fn order_key(id: Uuid) -> String {
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> OrderBook for RedisStore<C> {
     async fn place_order(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome> {
+        self.place(order, ticket, false).await
+    }
+
+    async fn place_order_with_pass(&self, order: &NewOrder, ticket: Uuid) -> Result<OrderOutcome> {
+        self.place(order, Some(ticket), true).await
+    }
+
+    async fn get_order(&self, id: Uuid) -> Result<Option<Order>> {
+        let mut conn = self.conn.clone();
+        let json: Option<String> = conn.get(order_key(id)).await?;
+        json.map(|j| serde_json::from_str(&j).map_err(|e| StoreError::Protocol(e.to_string())))
+            .transpose()
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
+    /// `order.lua` with the admission `ticket`, named by a verified pass when `pass`.
+    async fn place(
+        &self,
+        order: &NewOrder,
+        ticket: Option<Uuid>,
+        pass: bool,
+    ) -> Result<OrderOutcome> {
         let mut conn = self.conn.clone();
         let created = Order::confirmed(order, wall_ms());
         let json =
@@ -35,6 +58,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> OrderBook for RedisStore
             ticket: ticket.map(|t| t.to_string()),
             fingerprint: Some(order_fingerprint(order)),
             order: Some(created.id.to_string()),
+            pass: pass.then_some(true),
             ..Default::default()
         };
         let r: Vec<String> = self.run(&ORDER, &order.show_id, args).await?;
@@ -58,12 +82,5 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> OrderBook for RedisStore
         // Not placed: the order written ahead is nobody's.
         let _: i64 = conn.del(order_key(created.id)).await?;
         outcome
-    }
-
-    async fn get_order(&self, id: Uuid) -> Result<Option<Order>> {
-        let mut conn = self.conn.clone();
-        let json: Option<String> = conn.get(order_key(id)).await?;
-        json.map(|j| serde_json::from_str(&j).map_err(|e| StoreError::Protocol(e.to_string())))
-            .transpose()
     }
 }

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::{RedisStore, ScriptArgs, pace, protocol, reply, show_script};
 use crate::model::{ShowId, TicketState};
+use crate::pass::Proof;
 use crate::store::{AdmitOutcome, Joined, Queue, Result, Status};
 use crate::store::{StoreError, Touched};
 
@@ -23,16 +24,30 @@ static ADMIT: LazyLock<Script> = show_script!("admit.lua");
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> {
     async fn join(&self, show: &ShowId) -> Result<Joined> {
-        let joined = self.join_as(show, None).await?;
-        joined.ok_or_else(|| StoreError::Protocol("join without a key was refused".into()))
+        self.join_proven(show, None, None).await.map(|(j, _)| j)
     }
 
     async fn join_once(&self, show: &ShowId, key: &str) -> Result<(Joined, bool)> {
+        self.join_proven(show, Some(key), None).await
+    }
+
+    async fn join_proven(
+        &self,
+        show: &ShowId,
+        key: Option<&str>,
+        proof: Option<&Proof>,
+    ) -> Result<(Joined, bool)> {
+        let Some(key) = key else {
+            let joined = self.join_as(show, None, proof).await?;
+            return joined
+                .map(|j| (j, false))
+                .ok_or_else(|| StoreError::Protocol("join without a key was refused".into()));
+        };
         let idem_key = format!("wr:{{{show}}}:idem:{key}");
         if let Some(kept) = self.kept(show, &idem_key).await? {
             return Ok((kept, true));
         }
-        if let Some(joined) = self.join_as(show, Some(idem_key.clone())).await? {
+        if let Some(joined) = self.join_as(show, Some(idem_key.clone()), proof).await? {
             return Ok((joined, false));
         }
         // Another request under the same key won the race: its ticket.
@@ -128,15 +143,27 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     /// Joins, keeping the ticket under `idem_key` when given; `None` when a live ticket is
     /// kept under that key already (`join.lua`'s {-409}).
-    async fn join_as(&self, show: &ShowId, idem_key: Option<String>) -> Result<Option<Joined>> {
+    async fn join_as(
+        &self,
+        show: &ShowId,
+        idem_key: Option<String>,
+        proof: Option<&Proof>,
+    ) -> Result<Option<Joined>> {
         let ticket = Uuid::new_v4();
         let args = ScriptArgs {
             idem_key,
+            proof_key: proof.map(|p| format!("wr:{{{show}}}:pow:{}", p.id)),
+            proof_ttl_ms: proof.map(|p| p.ttl_ms.max(1)),
+            proof_bits: proof.map(|p| p.bits),
             ..ScriptArgs::ticket(ticket)
         };
         let r: Vec<i64> = self.run(&JOIN, show, args).await?;
-        if r == [-409] {
-            return Ok(None);
+        match r[..] {
+            [-409] => return Ok(None),
+            [-428, bits] => return Err(StoreError::ProofRequired(bits as u32)),
+            [-4031, bits] => return Err(StoreError::ProofTooWeak(bits as u32)),
+            [-4091] => return Err(StoreError::ProofSpent),
+            _ => {}
         }
         reply(show, "join", r, |r| {
             let [seq, kind, value, version, epoch, ref rest @ ..] = *r else {

@@ -22,6 +22,7 @@ static CHECK: LazyLock<Script> = show_script!("check.lua");
 static META: LazyLock<Script> = show_script!("meta.lua");
 static STATS: LazyLock<Script> = show_script!("stats.lua");
 static PACE: LazyLock<Script> = show_script!("pace.lua");
+static CHALLENGE: LazyLock<Script> = show_script!("challenge.lua");
 
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> {
@@ -36,6 +37,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             // 0 withdraws an announced change.
             change_at: settings.rate_change.map(|c| c.map_or(0, |c| c.at_ms)),
             change_rate: settings.rate_change.flatten().map(|c| c.rate),
+            challenge_bits: settings.join_challenge_bits,
             ..Default::default()
         };
         let r: Vec<i64> = self.run(&CONFIGURE, show, args).await?;
@@ -150,6 +152,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
                 window,
                 released,
                 configured,
+                challenge_bits,
                 ref rest @ ..,
             ] = *r
             else {
@@ -175,7 +178,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
                 admit_per_second: configured as u32,
                 max_active_buyers: cap as u32,
                 joined: joined as u64,
+                join_challenge_bits: challenge_bits as u32,
             })
+        })
+    }
+
+    async fn challenge_bits(&self, show: &ShowId) -> Result<u32> {
+        let r: Vec<i64> = self.run(&CHALLENGE, show, ScriptArgs::none()).await?;
+        reply(show, "challenge", r, |r| match *r {
+            [bits] => Some(bits as u32),
+            _ => None,
         })
     }
 }

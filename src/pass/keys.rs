@@ -1,0 +1,224 @@
+//! The keyring of signed passes and join challenges: `PASS_KEYS`, the first key signs, every
+//! key verifies, so keys rotate without a cut.
+
+use std::fmt;
+use std::str::FromStr;
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The shortest secret a key may have: HMAC-SHA256's own block of security.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// One key: its id (named in every pass it signs) and its secret.
+#[derive(Clone)]
+pub struct PassKey {
+    kid: String,
+    secret: Vec<u8>,
+}
+
+impl PassKey {
+    /// The key's id: 1 to 32 characters of `A-Z a-z 0-9 _ -`.
+    pub fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    fn mac(&self) -> HmacSha256 {
+        // HMAC takes a key of any length; this cannot fail.
+        <HmacSha256 as KeyInit>::new_from_slice(&self.secret).expect("HMAC takes any key length")
+    }
+}
+
+impl fmt::Debug for PassKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the secret, in a log or a panic message.
+        write!(f, "PassKey({})", self.kid)
+    }
+}
+
+/// Every key in force, the signing one first.
+#[derive(Clone, Debug)]
+pub struct Keyring {
+    keys: Vec<PassKey>,
+    /// The keys were drawn at start, not configured: other instances cannot verify them.
+    generated: bool,
+}
+
+/// Why `PASS_KEYS` was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyringError {
+    #[error("PASS_KEYS is empty: give kid:base64secret[,kid:base64secret...]")]
+    Empty,
+    #[error("PASS_KEYS entry {0}: expected kid:base64secret")]
+    NoColon(usize),
+    #[error(
+        "PASS_KEYS entry {0}: the key id must be 1 to 32 characters of A-Z, a-z, 0-9, '_' or '-'"
+    )]
+    BadKid(usize),
+    #[error("PASS_KEYS entry {0} ({1}): the secret is not base64")]
+    NotBase64(usize, String),
+    #[error(
+        "PASS_KEYS entry {0} ({1}): the secret has {2} bytes, at least {MIN_SECRET_BYTES} are needed"
+    )]
+    Short(usize, String, usize),
+    #[error("PASS_KEYS: key id {0} appears twice")]
+    Duplicate(String),
+}
+
+fn valid_kid(kid: &str) -> bool {
+    (1..=32).contains(&kid.len())
+        && kid
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
+impl FromStr for Keyring {
+    type Err = KeyringError;
+
+    /// `kid:base64secret[,kid:base64secret...]`; the secret in standard or URL-safe base64,
+    /// padded or not, of at least [`MIN_SECRET_BYTES`] bytes.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut keys: Vec<PassKey> = Vec::new();
+        for (i, entry) in s.split(',').map(str::trim).enumerate() {
+            let n = i + 1;
+            if entry.is_empty() {
+                continue;
+            }
+            let (kid, secret) = entry.split_once(':').ok_or(KeyringError::NoColon(n))?;
+            if !valid_kid(kid) {
+                return Err(KeyringError::BadKid(n));
+            }
+            let secret =
+                decode_secret(secret).ok_or_else(|| KeyringError::NotBase64(n, kid.to_owned()))?;
+            if secret.len() < MIN_SECRET_BYTES {
+                return Err(KeyringError::Short(n, kid.to_owned(), secret.len()));
+            }
+            if keys.iter().any(|k| k.kid == kid) {
+                return Err(KeyringError::Duplicate(kid.to_owned()));
+            }
+            keys.push(PassKey {
+                kid: kid.to_owned(),
+                secret,
+            });
+        }
+        if keys.is_empty() {
+            return Err(KeyringError::Empty);
+        }
+        Ok(Keyring {
+            keys,
+            generated: false,
+        })
+    }
+}
+
+fn decode_secret(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim();
+    STANDARD
+        .decode(s)
+        .or_else(|_| STANDARD_NO_PAD.decode(s))
+        .or_else(|_| URL_SAFE_NO_PAD.decode(s.trim_end_matches('=')))
+        .ok()
+}
+
+impl Keyring {
+    /// One random 32-byte key (id `local`), for a server started without `PASS_KEYS`: its
+    /// passes verify on this instance only.
+    pub fn generate() -> Keyring {
+        let secret: [u8; 32] = rand::random();
+        Keyring {
+            keys: vec![PassKey {
+                kid: "local".into(),
+                secret: secret.to_vec(),
+            }],
+            generated: true,
+        }
+    }
+
+    /// Whether the keys were drawn at start rather than configured.
+    pub fn generated(&self) -> bool {
+        self.generated
+    }
+
+    /// The key that signs.
+    pub fn signing(&self) -> &PassKey {
+        &self.keys[0]
+    }
+
+    /// The key ids in force, the signing one first.
+    pub fn kids(&self) -> Vec<&str> {
+        self.keys.iter().map(|k| k.kid.as_str()).collect()
+    }
+
+    /// `message` signed with the signing key: base64url (no padding) of its HMAC-SHA256.
+    pub(crate) fn sign(&self, message: &[u8]) -> String {
+        let mut mac = self.signing().mac();
+        mac.update(message);
+        URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+    }
+
+    /// Whether `tag` (base64url, no padding) is the MAC of `message` under the key `kid`;
+    /// `None` when no key has that id. The comparison takes constant time.
+    pub(crate) fn verify(&self, kid: &str, message: &[u8], tag: &str) -> Option<bool> {
+        let key = self.keys.iter().find(|k| k.kid == kid)?;
+        let Ok(tag) = URL_SAFE_NO_PAD.decode(tag) else {
+            return Some(false);
+        };
+        let mut mac = key.mac();
+        mac.update(message);
+        Some(mac.verify_slice(&tag).is_ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="; // 32 bytes
+
+    #[test]
+    fn keys_parse_in_order_and_bad_ones_are_named() {
+        let ring: Keyring = format!("k2:{SECRET}, k1:{SECRET}").parse().unwrap();
+        assert_eq!(ring.kids(), ["k2", "k1"]);
+        assert!(!ring.generated());
+        assert!(matches!("".parse::<Keyring>(), Err(KeyringError::Empty)));
+        assert!(matches!(
+            "nocolon".parse::<Keyring>(),
+            Err(KeyringError::NoColon(1))
+        ));
+        assert!(matches!(
+            format!("a.b:{SECRET}").parse::<Keyring>(),
+            Err(KeyringError::BadKid(1))
+        ));
+        assert!(matches!(
+            "k:!!!".parse::<Keyring>(),
+            Err(KeyringError::NotBase64(1, _))
+        ));
+        assert!(matches!(
+            "k:c2hvcnQ=".parse::<Keyring>(),
+            Err(KeyringError::Short(1, _, 5))
+        ));
+        assert!(matches!(
+            format!("k:{SECRET},k:{SECRET}").parse::<Keyring>(),
+            Err(KeyringError::Duplicate(_))
+        ));
+        // The secret never shows in a debug print.
+        assert!(!format!("{ring:?}").contains(SECRET));
+    }
+
+    #[test]
+    fn a_mac_verifies_under_its_key_only() {
+        let ring: Keyring = format!("new:{SECRET},old:{}", STANDARD.encode([7u8; 32]))
+            .parse()
+            .unwrap();
+        let tag = ring.sign(b"hello");
+        assert_eq!(ring.verify("new", b"hello", &tag), Some(true));
+        assert_eq!(ring.verify("new", b"hellO", &tag), Some(false));
+        assert_eq!(ring.verify("old", b"hello", &tag), Some(false));
+        assert_eq!(ring.verify("gone", b"hello", &tag), None);
+        assert_eq!(ring.verify("new", b"hello", "not base64!"), Some(false));
+    }
+}

@@ -1,0 +1,22 @@
+//! Admissions any edge can check, and joins that cost work.
+//!
+//! - [`keys`]: the keyring (`PASS_KEYS`): the first key signs, every key verifies.
+//! - [`token`]: the signed admission pass an admitted ticket carries, checked without the
+//!   store.
+//! - [`challenge`]: the join challenge (proof of work), minted and checked without the
+//!   store, spent with the join.
+//! - [`layer`]: [`RequireAdmission`], the tower layer that lets only admitted requests
+//!   through, for `POST /orders` and any route an application wraps with it.
+
+pub mod challenge;
+pub mod keys;
+pub mod layer;
+pub mod token;
+
+pub use self::challenge::{
+    CHALLENGE_TTL_SECONDS, MAX_CHALLENGE_BITS, PROOF_HEADER, Proof, ProofError, leading_zero_bits,
+    solve,
+};
+pub use self::keys::{Keyring, KeyringError, PassKey};
+pub use self::layer::RequireAdmission;
+pub use self::token::{Admission, PASS_PREFIX, PassError};

@@ -1,0 +1,79 @@
+//! Two real server processes on one real Redis, sharing `PASS_KEYS`: one place per
+//! Idempotency-Key, one join per challenge, and passes, whichever instance a request reaches.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::json;
+use waiting_room::pass::solve;
+use waiting_room::protocol::{ADMISSION_HEADER, JOIN_PROOF_HEADER, routes};
+
+use super::pass_keys;
+use crate::support::process::ServerProcess;
+use crate::support::redis::RedisServer;
+use crate::support::ticket_id;
+
+#[tokio::test]
+async fn keys_challenges_and_passes_hold_across_instances() {
+    let redis = RedisServer::start().await;
+    let keys = pass_keys(&[("k1", 7)]);
+    let env = [("PASS_KEYS", keys.as_str())];
+    let a = ServerProcess::start(&redis.url(), 1, &env).await;
+    let b = ServerProcess::start(&redis.url(), 1, &env).await;
+    a.create("x").await;
+    let join = |api: &ServerProcess, key: &'static str| {
+        api.client
+            .post(api.url(&routes::show(routes::JOIN, "x")))
+            .header("Idempotency-Key", key)
+            .send()
+    };
+    // One key, two instances: one ticket, the second answer says it is the same.
+    let first = join(&a, "fan-1").await.unwrap();
+    assert_eq!(first.status(), StatusCode::ACCEPTED);
+    let first = ticket_id(&first.json().await.unwrap());
+    let again = join(&b, "fan-1").await.unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(ticket_id(&again.json().await.unwrap()), first);
+    assert_eq!(b.stats("x").await["joined"], 1);
+
+    // A challenge minted by one instance is spent by another, once.
+    a.configure("x", json!({"joinChallengeBits": 8})).await;
+    let c: serde_json::Value = a
+        .client
+        .post(a.url(&routes::show(routes::CHALLENGE, "x")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let text = c["challenge"].as_str().unwrap();
+    let (n, _) = solve(text, 8);
+    let proof = format!("{text}:{n}");
+    let proven = |api: &ServerProcess| {
+        api.client
+            .post(api.url(&routes::show(routes::JOIN, "x")))
+            .header(JOIN_PROOF_HEADER, proof.clone())
+            .send()
+    };
+    assert_eq!(proven(&b).await.unwrap().status(), StatusCode::ACCEPTED);
+    assert_eq!(proven(&a).await.unwrap().status(), StatusCode::CONFLICT);
+
+    // A pass handed out by one instance opens the other's gate.
+    a.open("x").await;
+    let t = b.wait_admitted("x", &first, Duration::from_secs(4)).await;
+    let pass = t["pass"].as_str().unwrap();
+    let checked = a
+        .client
+        .get(a.url(&routes::show(routes::PASS_CHECK, "x")))
+        .header(ADMISSION_HEADER, pass)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(checked.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        a.order("x", "hold-1", Some(pass)).await.status(),
+        StatusCode::CREATED
+    );
+}
