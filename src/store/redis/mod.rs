@@ -118,6 +118,7 @@ struct ScriptArgs {
     digest: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     challenge_bits: Option<u32>,
     /// Where a join's proof of work is marked spent, for how long, and its zero bits.
     #[serde(skip_serializing_if = "Option::is_none")]
