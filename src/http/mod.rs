@@ -2,6 +2,7 @@
 
 mod admin;
 mod fan;
+mod handover;
 mod health;
 mod limits;
 pub(crate) mod listener;
