@@ -178,6 +178,19 @@ impl RedisCluster {
     pub fn urls(&self) -> String {
         self.nodes().join(",")
     }
+
+    /// The node that owns `key`'s slot: the one that answers for it instead of `MOVED`.
+    pub async fn owner(&self, key: &str) -> &RedisServer {
+        for node in &self.nodes {
+            let mut conn = node.conn().await;
+            let answer: redis::RedisResult<Option<String>> =
+                redis::cmd("GET").arg(key).query_async(&mut conn).await;
+            if answer.is_ok() {
+                return node;
+            }
+        }
+        panic!("no node owns {key}");
+    }
 }
 
 impl Drop for RedisCluster {

@@ -4,6 +4,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 mod instances;
 mod pubsub;
+mod sharded;
 mod sse;
 mod websocket;
 
