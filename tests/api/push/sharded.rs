@@ -4,6 +4,9 @@
 
 use std::time::Duration;
 
+use reqwest::Method;
+use waiting_room::protocol::routes;
+
 use super::WAIT;
 use crate::support::app::{config, spawn_app_with};
 use crate::support::backend::Backend;
@@ -137,4 +140,42 @@ async fn a_subscription_the_node_kills_is_made_again_and_read_afresh() {
     assert_eq!(after.len(), 3, "the stream goes on: {after:?}");
     assert!(after.windows(2).all(|w| w[1] < w[0]), "{after:?}");
     assert_eq!(subscribers(cluster, "k").await, 1, "subscribed again");
+}
+
+#[tokio::test]
+async fn the_operator_feed_counts_admissions_of_a_show_no_fan_follows_here() {
+    let app = spawn_app_with(Backend::Cluster, config(5, Duration::from_secs(60))).await;
+    app.create("busy").await;
+    app.join_many("busy", 30).await;
+    app.open("busy").await;
+    let cluster = app.redis.as_ref().unwrap().cluster();
+    assert_eq!(
+        subscribers(cluster, "busy").await,
+        0,
+        "no fan follows it here"
+    );
+    let feed = app
+        .as_operator(Method::GET, routes::ADMIN_STATS_EVENTS)
+        .send()
+        .await
+        .unwrap();
+    let mut feed = SseReader::from_response(feed);
+    // The console listens to the shows it reports on, so their ticks reach it.
+    let mut admitted = 0;
+    for _ in 0..4 {
+        let sample = feed.next(WAIT).await.expect("a sample a second").data;
+        let busy = sample["shows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["showId"] == "busy")
+            .cloned()
+            .unwrap_or_else(|| panic!("the open show is reported: {sample}"));
+        admitted += busy["admittedSinceLast"].as_u64().expect("counted");
+    }
+    assert!(admitted > 0, "admissions show up in the feed");
+    assert!(
+        subscribers(cluster, "busy").await > 0,
+        "the console listens"
+    );
 }
