@@ -179,3 +179,61 @@ async fn the_operator_feed_counts_admissions_of_a_show_no_fan_follows_here() {
         "the console listens"
     );
 }
+
+/// The ids of the subscribed clients on `node`.
+async fn subscribed_ids(node: &RedisServer) -> Vec<String> {
+    let mut conn = node.conn().await;
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    list.lines()
+        .filter_map(|l| l.split(' ').next()?.strip_prefix("id=").map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_subscription_gone_silent_on_a_node_is_made_again_and_read_afresh() {
+    let app = spawn_app_with(Backend::Cluster, config(1, Duration::from_secs(60))).await;
+    let cluster = app.redis.as_ref().unwrap().cluster();
+    app.create("quiet").await;
+    let tickets = app.join_many("quiet", 12).await;
+    let mut fan = app.events("quiet", &tickets[11]).await;
+    assert_eq!(fan.next(WAIT).await.unwrap().data["position"], 12);
+    app.open("quiet").await;
+    let node = cluster.owner(&channel("quiet")).await;
+    let before = subscribed_ids(node).await;
+    assert_eq!(before.len(), 1, "the hub's subscription on the show's node");
+    // The node answers nothing for 9 s, its sockets open: longer than a PING's round (every
+    // 5 s, answered within 3 s), as a node that hangs or a flow a middlebox dropped.
+    let mut conn = node.conn().await;
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(9000)
+        .arg("ALL")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    // Once the node is back, the hub has let the silent subscription go for a new one, read
+    // the show afresh, and the fan's pushes go on saying what a poll says.
+    let mut after = Vec::new();
+    for _ in 0..100 {
+        after = subscribed_ids(node).await;
+        if after.len() == 1 && after != before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        after.len() == 1 && after != before,
+        "{before:?} → {after:?}"
+    );
+    fan.drain(Duration::from_millis(300)).await;
+    let seen = positions(&mut fan, &app, "quiet", &tickets[11], 2).await;
+    assert_eq!(seen.len(), 2, "the stream goes on: {seen:?}");
+    assert!(seen.windows(2).all(|w| w[1] < w[0]), "{seen:?}");
+}
