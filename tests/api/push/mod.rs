@@ -3,6 +3,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 mod instances;
+mod memory;
 mod pubsub;
 mod sharded;
 mod sse;
