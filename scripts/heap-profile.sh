@@ -32,7 +32,12 @@ curl -fsS -X PUT -H "Authorization: Bearer $TOKEN" -H 'content-type: application
 LOAD=$!
 PIDS+=("$LOAD")
 sleep 15
-server=$(pgrep -P "$HEAPTRACK" | head -1)   # heaptrack's one child: the server
+# The server is the child of heaptrack that runs our binary (the other is its interpreter).
+server=
+for child in $(pgrep -P "$HEAPTRACK"); do
+  [ "$(readlink "/proc/$child/exe")" = "$(readlink -f "$BIN")" ] && server=$child
+done
+[ -n "$server" ] || { echo "no server under heaptrack" >&2; exit 1; }
 grep VmRSS "/proc/$server/status" | tee "$OUT/rss.txt"
 kill -INT "$server"
 wait "$LOAD" || true
