@@ -24,15 +24,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use axum::body::Body;
-use axum::http::{StatusCode, Version};
+use axum::http::{Method, StatusCode, Version};
 use axum::response::Response;
 use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::listener::Place;
+use super::listener::{DRAIN_GRACE, Place};
 
 /// Marks a response whose body is served outside hyper (a ticket's SSE stream).
 #[derive(Clone, Copy, Debug)]
@@ -53,21 +54,41 @@ pub(super) struct Handoff {
 }
 
 impl Handoff {
-    /// Whether `response` (answering a request of `version`) leaves hyper.
-    pub(super) fn wanted(version: Version, response: &Response) -> bool {
-        // Chunked transfer is HTTP/1.1's; an HTTP/1.0 client stays with hyper.
-        version == Version::HTTP_11 && response.extensions().get::<HandOver>().is_some()
+    /// Whether `response` (answering a `method` request of `version`) leaves hyper.
+    pub(super) fn wanted(method: &Method, version: Version, response: &Response) -> bool {
+        // Chunked transfer is HTTP/1.1's: an HTTP/1.0 client stays with hyper, and so does a
+        // HEAD (axum answers it with the GET's head, and hyper knows to send no body).
+        method == Method::GET
+            && version == Version::HTTP_11
+            && response.extensions().get::<HandOver>().is_some()
     }
 
     /// Takes `response` over: its head and body go to a task of their own (tracked by
     /// `tasks`), and hyper is given a `101` to write, which the socket swallows.
-    pub(super) fn take(&self, response: Response, tasks: &TaskTracker) -> Response {
+    /// On `stop` the stream ends by itself (the follower watches the same token); a client that
+    /// does not take its last bytes is cut after [`DRAIN_GRACE`], as hyper's connections are.
+    pub(super) fn take(
+        &self,
+        response: Response,
+        tasks: &TaskTracker,
+        stop: &CancellationToken,
+    ) -> Response {
         let (tx, rx) = oneshot::channel();
         *self.to.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
         self.armed.store(true, Ordering::Release);
         let (parts, body) = response.into_parts();
         let head = head(parts.status, &parts.headers);
-        tasks.spawn(stream_out(rx, head, body));
+        let stop = stop.clone();
+        tasks.spawn(async move {
+            let cut = async {
+                stop.cancelled().await;
+                tokio::time::sleep(DRAIN_GRACE).await;
+            };
+            tokio::select! {
+                () = stream_out(rx, head, body) => {}
+                () = cut => tracing::debug!("handed-over stream cut after the drain grace"),
+            }
+        });
         let mut stand_in = Response::new(Body::empty());
         *stand_in.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
         stand_in
@@ -151,6 +172,8 @@ pub(super) struct Placed {
     stream: Option<TcpStream>,
     place: Option<Place>,
     handoff: std::sync::Arc<Handoff>,
+    /// hyper began writing the stand-in `101`: nothing more reaches the client from hyper.
+    swallowing: bool,
 }
 
 impl Placed {
@@ -159,6 +182,7 @@ impl Placed {
             stream: Some(stream),
             place: Some(place),
             handoff,
+            swallowing: false,
         }
     }
 
@@ -183,6 +207,19 @@ impl AsyncRead for Placed {
     }
 }
 
+/// hyper's stand-in `101` head: where it starts in `buf`, if it does. Only heads are ever in the
+/// buffer it starts in (hyper queues bodies apart), so it starts the buffer or follows the end
+/// of an earlier head still unsent (a client that pipelined behind an answer it had not read).
+fn stand_in_at(buf: &[u8]) -> Option<usize> {
+    const STAND_IN: &[u8] = b"HTTP/1.1 101 ";
+    if buf.starts_with(STAND_IN) {
+        return Some(0);
+    }
+    buf.windows(STAND_IN.len() + 4)
+        .position(|w| w.starts_with(b"\r\n\r\n") && w.ends_with(STAND_IN))
+        .map(|at| at + 4)
+}
+
 impl AsyncWrite for Placed {
     fn poll_write(
         self: Pin<&mut Self>,
@@ -190,10 +227,22 @@ impl AsyncWrite for Placed {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.handoff.armed() {
+        if this.swallowing {
             return Poll::Ready(Ok(buf.len()));
         }
-        Pin::new(this.stream()?).poll_write(cx, buf)
+        let mut until = buf.len();
+        if this.handoff.armed() {
+            match stand_in_at(buf) {
+                Some(0) => {
+                    this.swallowing = true;
+                    return Poll::Ready(Ok(buf.len()));
+                }
+                // What came before it still goes out.
+                Some(at) => until = at,
+                None => {}
+            }
+        }
+        Pin::new(this.stream()?).poll_write(cx, &buf[..until])
     }
 
     fn poll_write_vectored(
@@ -202,8 +251,24 @@ impl AsyncWrite for Placed {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.handoff.armed() {
+        if this.swallowing {
             return Poll::Ready(Ok(bufs.iter().map(|b| b.len()).sum()));
+        }
+        if this.handoff.armed()
+            && let Some((i, at)) = bufs
+                .iter()
+                .enumerate()
+                .find_map(|(i, b)| stand_in_at(b).map(|at| (i, at)))
+        {
+            return match (i, at) {
+                (0, 0) => {
+                    this.swallowing = true;
+                    Poll::Ready(Ok(bufs.iter().map(|b| b.len()).sum()))
+                }
+                // What came before it still goes out; hyper calls again with the rest.
+                (0, at) => Pin::new(this.stream()?).poll_write(cx, &bufs[0][..at]),
+                (i, _) => Pin::new(this.stream()?).poll_write_vectored(cx, &bufs[..i]),
+            };
         }
         Pin::new(this.stream()?).poll_write_vectored(cx, bufs)
     }
@@ -214,7 +279,7 @@ impl AsyncWrite for Placed {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.handoff.armed() {
+        if this.swallowing {
             return Poll::Ready(Ok(()));
         }
         Pin::new(this.stream()?).poll_flush(cx)
@@ -247,6 +312,21 @@ impl AsyncWrite for Placed {
 mod tests {
     use super::*;
     use axum::http::{HeaderMap, HeaderValue, header};
+
+    #[test]
+    fn the_stand_in_is_found_at_the_start_or_after_an_unsent_head() {
+        assert_eq!(
+            stand_in_at(b"HTTP/1.1 101 Switching Protocols\r\n\r\n"),
+            Some(0)
+        );
+        let earlier = b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 101 Switching Protocols\r\n\r\n";
+        assert_eq!(stand_in_at(earlier), Some(27));
+        assert_eq!(
+            stand_in_at(b"HTTP/1.1 200 OK\r\nx-note: HTTP/1.1 101 \r\n\r\n"),
+            None
+        );
+        assert_eq!(stand_in_at(b"data: {}\n\n"), None);
+    }
 
     #[test]
     fn the_head_is_the_status_every_header_and_chunked() {

@@ -128,10 +128,12 @@ impl Connection {
         let reserve = place.reserve;
         let handoff = Arc::new(Handoff::default());
         let socket_handoff = handoff.clone();
+        let service_stop = stop.clone();
         let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
             let app = app.clone();
             let handoff = handoff.clone();
             let tasks = tasks.clone();
+            let stop = service_stop.clone();
             let allowed = !reserve || reserve_serves(&req, &operator_token);
             async move {
                 if !allowed {
@@ -139,10 +141,10 @@ impl Connection {
                 }
                 // What `into_make_service_with_connect_info` would have added.
                 req.extensions_mut().insert(ConnectInfo(peer));
-                let version = req.version();
+                let (method, version) = (req.method().clone(), req.version());
                 let response = app.oneshot(req).await?;
-                if Handoff::wanted(version, &response) {
-                    return Ok(handoff.take(response, &tasks));
+                if Handoff::wanted(&method, version, &response) {
+                    return Ok(handoff.take(response, &tasks, &stop));
                 }
                 Ok(response)
             }

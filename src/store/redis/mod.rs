@@ -198,7 +198,12 @@ impl RedisStore<ClusterConnection> {
         let sharded = match pubsub {
             PubSub::Sharded => true,
             PubSub::Plain => false,
-            PubSub::Auto => every_node_has_sharded_pubsub(&mut conn).await?,
+            PubSub::Auto => every_node_has_sharded_pubsub(&mut conn)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot tell the nodes' versions; plain pub/sub");
+                    false
+                }),
         };
         tracing::info!(
             sharded,

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+mod handover;
 mod instances;
 mod memory;
 mod pubsub;
