@@ -179,6 +179,16 @@ impl RedisCluster {
         self.nodes().join(",")
     }
 
+    /// Every node.
+    pub fn all(&self) -> impl Iterator<Item = &RedisServer> {
+        self.nodes.iter()
+    }
+
+    /// Every node but the one on `port`.
+    pub fn nodes_except(&self, port: u16) -> impl Iterator<Item = &RedisServer> {
+        self.nodes.iter().filter(move |n| n.port != port)
+    }
+
     /// The node that owns `key`'s slot: the one that answers for it instead of `MOVED`.
     pub async fn owner(&self, key: &str) -> &RedisServer {
         for node in &self.nodes {

@@ -237,3 +237,105 @@ async fn a_subscription_gone_silent_on_a_node_is_made_again_and_read_afresh() {
     assert_eq!(seen.len(), 2, "the stream goes on: {seen:?}");
     assert!(seen.windows(2).all(|w| w[1] < w[0]), "{seen:?}");
 }
+
+async fn node_id(node: &RedisServer) -> String {
+    let mut conn = node.conn().await;
+    redis::cmd("CLUSTER")
+        .arg("MYID")
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+/// Moves `key`'s slot from the node that owns it to another one, keys and all, the way
+/// `redis-cli --cluster reshard` does.
+async fn move_slot(cluster: &RedisCluster, key: &str) {
+    let from = cluster.owner(key).await;
+    let to = cluster
+        .nodes_except(from.port)
+        .next()
+        .expect("another node");
+    let (from_id, to_id) = (node_id(from).await, node_id(to).await);
+    let mut src = from.conn().await;
+    let mut dst = to.conn().await;
+    let slot: u16 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query_async(&mut src)
+        .await
+        .unwrap();
+    let setslot = |state: &str, id: &str| {
+        let mut cmd = redis::cmd("CLUSTER");
+        cmd.arg("SETSLOT").arg(slot).arg(state).arg(id);
+        cmd
+    };
+    let _: () = setslot("IMPORTING", &from_id)
+        .query_async(&mut dst)
+        .await
+        .unwrap();
+    let _: () = setslot("MIGRATING", &to_id)
+        .query_async(&mut src)
+        .await
+        .unwrap();
+    loop {
+        let keys: Vec<String> = redis::cmd("CLUSTER")
+            .arg("GETKEYSINSLOT")
+            .arg(slot)
+            .arg(100)
+            .query_async(&mut src)
+            .await
+            .unwrap();
+        if keys.is_empty() {
+            break;
+        }
+        let _: () = redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(to.port)
+            .arg("")
+            .arg(0)
+            .arg(5000)
+            .arg("KEYS")
+            .arg(&keys)
+            .query_async(&mut src)
+            .await
+            .unwrap();
+    }
+    for node in cluster.all() {
+        let _: () = setslot("NODE", &to_id)
+            .query_async(&mut node.conn().await)
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_show_whose_slot_moves_is_subscribed_again_on_its_new_node() {
+    let app = spawn_app_with(Backend::Cluster, config(1, Duration::from_secs(60))).await;
+    let cluster = app.redis.as_ref().unwrap().cluster();
+    app.create("moving").await;
+    let tickets = app.join_many("moving", 12).await;
+    let mut fan = app.events("moving", &tickets[11]).await;
+    assert_eq!(fan.next(WAIT).await.unwrap().data["position"], 12);
+    app.open("moving").await;
+    let old = cluster.owner(&channel("moving")).await.port;
+    move_slot(cluster, &channel("moving")).await;
+    let new = cluster.owner(&channel("moving")).await.port;
+    assert_ne!(old, new, "the slot moved");
+    // The old node told the hub it dropped the channel: the hub subscribed again, on the new
+    // node, read the show afresh, and the fan's pushes go on saying what a poll says.
+    for _ in 0..100 {
+        if subscribers(cluster, "moving").await == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        subscribers(cluster, "moving").await,
+        1,
+        "subscribed on the new node"
+    );
+    fan.drain(Duration::from_millis(300)).await;
+    let seen = positions(&mut fan, &app, "moving", &tickets[11], 2).await;
+    assert_eq!(seen.len(), 2, "the stream goes on: {seen:?}");
+    assert!(seen.windows(2).all(|w| w[1] < w[0]), "{seen:?}");
+}
