@@ -116,7 +116,8 @@ impl Sharded {
     /// unlistens made in any order end in the state of the last one.
     async fn reconcile(&self, show: &ShowId) -> Result<()> {
         let mut outcome = Ok(());
-        for sub in self.alive() {
+        // A subscription already given up is about to be replaced by one carrying every show.
+        for sub in self.alive().into_iter().filter(|s| !s.dead.is_cancelled()) {
             let mut carried = sub.carried.lock().await;
             let wanted = self.listened().contains_key(show);
             let mut conn = sub.conn.clone();
