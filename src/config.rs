@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::http::Origin;
+use crate::store::PubSub;
 
 /// How the server runs. Bad values stop the start with clap's message.
 #[derive(Clone, Debug, Args)]
@@ -22,6 +23,12 @@ pub struct Config {
     /// `REDIS_URL` names Redis Cluster nodes, comma-separated (any few of them will do).
     #[arg(long, env = "REDIS_CLUSTER", requires = "redis_url")]
     pub redis_cluster: bool,
+
+    /// How a Redis Cluster carries show events: `sharded` (`SPUBLISH` per show, Redis 7 or
+    /// later: an instance hears only the shows its fans wait for), `plain` (`PUBLISH`, which
+    /// every node relays to every instance), or `auto` (sharded if every node has it).
+    #[arg(long, env = "REDIS_PUBSUB", value_enum, default_value_t = PubSub::Auto)]
+    pub redis_pubsub: PubSub,
 
     /// Tickets admitted per show per second, unless a show has its own rate (at most
     /// 10,000: one tick is one Redis script, and it must stay short).
@@ -132,6 +139,7 @@ impl Config {
             bind: "127.0.0.1:0".parse().expect("literal address"),
             redis_url: None,
             redis_cluster: false,
+            redis_pubsub: PubSub::Auto,
             admit_per_second: 20,
             admission_ttl: Duration::from_secs(300),
             max_active_buyers: 0,

@@ -48,7 +48,7 @@ impl Application {
             Some(urls) if config.redis_cluster => {
                 let nodes: Vec<String> = urls.split(',').map(|u| u.trim().to_owned()).collect();
                 Arc::new(
-                    RedisStore::connect_cluster(&nodes, settings)
+                    RedisStore::connect_cluster_with(&nodes, settings, config.redis_pubsub)
                         .await
                         .with_context(|| format!("cannot reach the Redis Cluster at {urls}"))?,
                 )

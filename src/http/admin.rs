@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use askama::Template;
@@ -29,7 +30,7 @@ use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::model::{ShowId, ShowStats};
 use crate::protocol::routes;
-use crate::store::{EventKind, ShowEvent, StoreError};
+use crate::store::{EventKind, QueueStore, ShowEvent, StoreError};
 
 /// The console samples every show this often; its chart has one point per sample.
 pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
@@ -149,10 +150,15 @@ fn watched(raw: Option<&str>) -> Result<BTreeSet<ShowId>, AppError> {
 }
 
 /// Sends a sample every second until the receiver is dropped (the console went away) or the
-/// server stops. Admissions are counted from the store's events, which every instance hears,
-/// so the count is right whichever instance runs the admitter.
+/// server stops. Admissions are counted from the store's events, which every instance hears
+/// (with sharded pub/sub, once it listens to the show: see [`Listening`]), so the count is
+/// right whichever instance runs the admitter.
 async fn feed(state: AppState, watched: BTreeSet<ShowId>, tx: mpsc::Sender<Event>) {
     let mut events = subscribe(&state).await;
+    let mut listening = Listening {
+        store: state.store.clone(),
+        shows: BTreeSet::new(),
+    };
     let mut admitted: HashMap<ShowId, u64> = HashMap::new();
     let mut every = tokio::time::interval(SAMPLE_EVERY);
     every.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -175,6 +181,8 @@ async fn feed(state: AppState, watched: BTreeSet<ShowId>, tx: mpsc::Sender<Event
                         continue;
                     }
                 };
+                let reported = sample.shows.iter().filter_map(|s| s.stats.show_id.parse().ok());
+                listening.set(reported.collect()).await;
                 let event = Event::default()
                     .event("stats")
                     .id(sample.at.to_string())
@@ -198,6 +206,35 @@ async fn feed(state: AppState, watched: BTreeSet<ShowId>, tx: mpsc::Sender<Event
             },
             _ = tx.closed() => return,
             _ = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// The shows the console reports on, listened to on the store's feed (sharded pub/sub
+/// carries only the shows someone here listens to), until the console goes away.
+struct Listening {
+    store: Arc<dyn QueueStore>,
+    shows: BTreeSet<ShowId>,
+}
+
+impl Listening {
+    async fn set(&mut self, now: BTreeSet<ShowId>) {
+        for gone in self.shows.difference(&now) {
+            self.store.unlisten(gone);
+        }
+        for new in now.difference(&self.shows) {
+            if let Err(e) = self.store.listen(new).await {
+                tracing::warn!(show = %new, error = %e, "operator feed cannot listen to a show");
+            }
+        }
+        self.shows = now;
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        for show in &self.shows {
+            self.store.unlisten(show);
         }
     }
 }

@@ -7,15 +7,15 @@
 //!   health checks, metrics and the operator, so the people running an on-sale still get in
 //!   while fans fill the server; beyond those, a connection is answered 503 and closed.
 //! - A connection holds its place for as long as its socket lives, WebSocket included: the
-//!   place travels with the socket through hyper's upgrade.
+//!   place travels with the socket through hyper's upgrade, and out of hyper with a held SSE
+//!   stream (`handover.rs`).
 //! - On shutdown no connection is accepted, every connection is asked to finish (streams end
 //!   by themselves: they watch the same token), and after [`DRAIN_GRACE`] the rest are cut.
 
 use std::io;
 use std::net::SocketAddr;
-use std::pin::{Pin, pin};
+use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
@@ -25,7 +25,6 @@ use axum::response::{IntoResponse, Response};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -33,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+use super::handover::{Handoff, Placed};
 use super::{AppState, presents_token, router};
 use crate::error::AppError;
 
@@ -97,6 +97,7 @@ pub async fn serve(listener: TcpListener, state: AppState, limits: ConnectionLim
             app: app.clone(),
             operator_token: operator_token.clone(),
             peer,
+            tasks: connections.clone(),
         };
         connections.spawn(connection.serve(stream, place, stop.clone()));
     }
@@ -111,6 +112,8 @@ struct Connection {
     app: Router,
     operator_token: Arc<str>,
     peer: SocketAddr,
+    /// Where a handed-over stream's task is tracked, so that shutdown waits for it too.
+    tasks: TaskTracker,
 }
 
 impl Connection {
@@ -120,24 +123,33 @@ impl Connection {
             app,
             operator_token,
             peer,
+            tasks,
         } = self;
         let reserve = place.reserve;
+        let handoff = Arc::new(Handoff::default());
+        let socket_handoff = handoff.clone();
+        let service_stop = stop.clone();
         let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
             let app = app.clone();
+            let handoff = handoff.clone();
+            let tasks = tasks.clone();
+            let stop = service_stop.clone();
             let allowed = !reserve || reserve_serves(&req, &operator_token);
             async move {
                 if !allowed {
-                    return Ok(busy());
+                    return Ok::<_, std::convert::Infallible>(busy());
                 }
                 // What `into_make_service_with_connect_info` would have added.
                 req.extensions_mut().insert(ConnectInfo(peer));
-                app.oneshot(req).await
+                let (method, version) = (req.method().clone(), req.version());
+                let response = app.oneshot(req).await?;
+                if Handoff::wanted(&method, version, &response) {
+                    return Ok(handoff.take(response, &tasks, &stop));
+                }
+                Ok(response)
             }
         });
-        let io = TokioIo::new(Placed {
-            stream,
-            _place: place,
-        });
+        let io = TokioIo::new(Placed::new(stream, place, socket_handoff));
         let mut conn = pin!(http.serve_connection(io, service).with_upgrades());
         let result = tokio::select! {
             result = conn.as_mut() => result,
@@ -247,56 +259,9 @@ impl Gate {
 }
 
 /// A connection's place, given back when dropped.
-struct Place {
+pub(super) struct Place {
     reserve: bool,
     _permit: OwnedSemaphorePermit,
-}
-
-/// A socket that holds its connection's place: after a WebSocket upgrade hyper hands the
-/// socket on, and the place goes with it.
-struct Placed {
-    stream: TcpStream,
-    _place: Place,
-}
-
-impl AsyncRead for Placed {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Placed {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
-    }
 }
 
 /// Connections put on the reserve or turned away, reported at most once a minute: a flood

@@ -3,6 +3,7 @@
 mod admin;
 mod draw;
 mod fan;
+mod handover;
 mod health;
 mod limits;
 pub(crate) mod listener;

@@ -10,6 +10,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
+use super::handover::HandOver;
 use super::{AppPath, AppState, ticket_path};
 use crate::error::AppError;
 use crate::hub::Update;
@@ -58,6 +59,8 @@ pub async fn events(
     response
         .headers_mut()
         .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    // Held for as long as the fan waits: served outside hyper, without its buffers.
+    response.extensions_mut().insert(HandOver);
     Ok(response)
 }
 

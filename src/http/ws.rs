@@ -23,7 +23,11 @@ use crate::protocol::Frame;
 pub const PING_EVERY: Duration = Duration::from_secs(10);
 
 /// The most a fan's frames may hold; a fan has nothing to say beyond a close.
-const READ_BUFFER: usize = 4 * 1024;
+const MAX_FRAME: usize = 4 * 1024;
+
+/// What tungstenite reads into (and zero-fills) per connection: a pong or a close fits, and a
+/// larger frame (up to [`MAX_FRAME`]) grows it for as long as it is read.
+const READ_BUFFER: usize = 256;
 
 /// Upgrades after checking the ids and the client's stream count, so bad input and a
 /// greedy client still get a plain 4xx.
@@ -38,14 +42,16 @@ pub async fn upgrade(
     let (show, id) = ticket_path(&show, &ticket)?;
     // Held by the socket's task: an upgrade that never completes gives it back too.
     let slot = state.open_stream(peer.ip(), &headers)?;
-    let updates = state.hub.follow(&show, id, state.shutdown.clone()).await?;
+    // Boxed: the socket's task would otherwise hold the follower's state twice, once in the
+    // closure it is handed and once in the future that closure makes (BENCHMARKS.md §1).
+    let updates = Box::pin(state.hub.follow(&show, id, state.shutdown.clone()).await?);
     let metrics = state.metrics.clone();
     Ok(ws
         // Fans send nothing but pongs and a close: tungstenite's default 128 KiB read buffer
-        // per connection would be most of a waiting fan's memory (BENCHMARKS.md).
+        // per connection would be most of a waiting fan's memory (BENCHMARKS.md §1).
         .read_buffer_size(READ_BUFFER)
-        .max_message_size(READ_BUFFER)
-        .max_frame_size(READ_BUFFER)
+        .max_message_size(MAX_FRAME)
+        .max_frame_size(MAX_FRAME)
         .on_upgrade(move |socket: WebSocket| async move {
             let _held = slot;
             let _connected = metrics.connected(Transport::WebSocket);
@@ -75,8 +81,8 @@ pub async fn serve<W, R, U>(
         tokio::select! {
             update = updates.next() => {
                 let Some(update) = update else { break };
-                let frame = Frame { event: update.event, id: update.version, view: update.view.clone() };
-                let text = serde_json::to_string(&frame).expect("a frame always serialises");
+                // Only the text is kept across the write, not the update it was made from.
+                let text = frame_text(update);
                 if sink.send(Message::Text(text.into())).await.is_err() {
                     return;
                 }
@@ -95,6 +101,16 @@ pub async fn serve<W, R, U>(
         }
     }
     let _ = sink.send(Message::Close(None)).await;
+}
+
+/// One update as the text of its frame.
+fn frame_text(update: Update) -> String {
+    let frame = Frame {
+        event: update.event,
+        id: update.version,
+        view: update.view,
+    };
+    serde_json::to_string(&frame).expect("a frame always serialises")
 }
 
 #[cfg(test)]

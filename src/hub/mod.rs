@@ -314,6 +314,11 @@ impl Hub {
                 epoch,
                 ..
             } => {
+                // The feed carries this show's events from here on (sharded pub/sub asks for
+                // them); the snapshot the hub reads for it comes after. Matched by the guard.
+                if let Err(e) = self.inner.store.listen(show).await {
+                    tracing::warn!(%show, error = %e, "cannot listen to a show; resubscribing");
+                }
                 let (rx, guard) = self.register(show, ticket, seq, epoch, first.clone());
                 (Some(rx), Some(guard))
             }
@@ -408,6 +413,7 @@ struct FanGuard {
 
 impl Drop for FanGuard {
     fn drop(&mut self) {
+        self.hub.inner.store.unlisten(&self.show);
         let mut shows = self.hub.shows();
         if let Some(show) = shows.get_mut(&self.show) {
             show.fans.remove(&self.key);

@@ -13,9 +13,19 @@ use crate::model::{Pace, Paused, RateChange, ShowId};
 pub trait Feed: Send + Sync {
     /// The state the hub derives positions from.
     async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot>;
-    /// The stream of every show's events. It ends when the connection behind it drops; the
-    /// caller subscribes again and resynchronises from snapshots.
+    /// The stream of every listened show's events (every show's, where the store cannot
+    /// choose). It ends when the connection behind it drops; the caller subscribes again and
+    /// resynchronises from snapshots.
     async fn subscribe(&self) -> Result<BoxStream<'static, ShowEvent>>;
+    /// One more listener of `show`: every subscription carries its events from when this
+    /// returns (read the snapshot after it). Each `listen` is matched by one [`Feed::unlisten`].
+    /// A store whose subscriptions carry every show anyway (one Redis, plain pub/sub, the
+    /// embedded store) has nothing to do; sharded pub/sub on a cluster subscribes the show.
+    async fn listen(&self, _show: &ShowId) -> Result<()> {
+        Ok(())
+    }
+    /// One listener of `show` fewer: once nobody listens, subscriptions may stop carrying it.
+    fn unlisten(&self, _show: &ShowId) {}
 }
 
 /// Why a show's state moved; carried by every published [`ShowEvent`].

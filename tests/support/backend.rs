@@ -38,6 +38,14 @@ impl RedisBehind {
         }
     }
 
+    /// The cluster (panics on a single Redis).
+    pub fn cluster(&self) -> &RedisCluster {
+        match self {
+            RedisBehind::Cluster(c) => c,
+            RedisBehind::Server(_) => panic!("this test needs a Redis Cluster"),
+        }
+    }
+
     /// The single server, to restart it (panics on a cluster).
     pub fn server_mut(&mut self) -> &mut RedisServer {
         match self {

@@ -184,6 +184,29 @@ impl RedisCluster {
     pub fn urls(&self) -> String {
         self.nodes().join(",")
     }
+
+    /// Every node.
+    pub fn all(&self) -> impl Iterator<Item = &RedisServer> {
+        self.nodes.iter()
+    }
+
+    /// Every node but the one on `port`.
+    pub fn nodes_except(&self, port: u16) -> impl Iterator<Item = &RedisServer> {
+        self.nodes.iter().filter(move |n| n.port != port)
+    }
+
+    /// The node that owns `key`'s slot: the one that answers for it instead of `MOVED`.
+    pub async fn owner(&self, key: &str) -> &RedisServer {
+        for node in &self.nodes {
+            let mut conn = node.conn().await;
+            let answer: redis::RedisResult<Option<String>> =
+                redis::cmd("GET").arg(key).query_async(&mut conn).await;
+            if answer.is_ok() {
+                return node;
+            }
+        }
+        panic!("no node owns {key}");
+    }
 }
 
 impl Drop for RedisCluster {

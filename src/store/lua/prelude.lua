@@ -11,6 +11,8 @@ local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, 
   K.meta, K.holds, K.spent, K.flow, K.seen, K.audit
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP =
   A.show, A.default_rate, A.ttl_ms, A.admitted_prefix, A.channel, A.default_cap
+-- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
+local PUBLISH = A.sharded and 'SPUBLISH' or 'PUBLISH'
 
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
@@ -241,10 +243,11 @@ end
 
 -- One message per change, published inside the script that made it: subscribers see the
 -- changes of a show in the order they happened, each with its epoch and version. Its fields
--- are `ShowEvent`'s (protocol.rs), which a test decodes from what is published here.
+-- are `ShowEvent`'s (protocol.rs), which a test decodes from what is published here. Every
+-- script publishes through this one function.
 local function publish(kind, epoch, ver, hd, left, admitted_now, at)
   local p = pace_reply()
-  redis.call('PUBLISH', CHANNEL, cjson.encode({
+  redis.call(PUBLISH, CHANNEL, cjson.encode({
     show = SHOW, epoch = tonumber(epoch), version = ver, kind = kind, head = hd, left = left,
     rate = p[1], flow_milli = p[2], spread_milli = p[3], open = p[4] == 1, full = p[5] == 1,
     admitted = admitted_now, ttl_ms = TTL, at_ms = at,

@@ -1,5 +1,5 @@
 //! The feed a hub mirrors, from Redis: a snapshot script, and a pub/sub subscription kept
-//! honest by PINGs.
+//! honest by PINGs (plain pub/sub here; sharded pub/sub on a cluster in `sharded.rs`).
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -67,7 +67,23 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
         })
     }
 
+    async fn listen(&self, show: &ShowId) -> Result<()> {
+        match &self.sharded {
+            Some(sharded) => sharded.listen(show).await,
+            None => Ok(()),
+        }
+    }
+
+    fn unlisten(&self, show: &ShowId) {
+        if let Some(sharded) = &self.sharded {
+            sharded.unlisten(show);
+        }
+    }
+
     async fn subscribe(&self) -> Result<BoxStream<'static, ShowEvent>> {
+        if let Some(sharded) = &self.sharded {
+            return sharded.subscribe().await;
+        }
         // A dedicated connection: a subscribed connection can do nothing else. When it drops,
         // the stream ends and the hub subscribes again, to the next node if this one is gone.
         let mut last_error = None;

@@ -3,8 +3,10 @@
 //!
 //! The same code runs on one Redis (`ConnectionManager`) and on a Redis Cluster
 //! (`ClusterConnection`): every script touches the keys of one show, which share a slot, and
-//! every other call touches one key. Events are published with plain `PUBLISH`, which a
-//! cluster broadcasts to every node, so the hub subscribes to any one node.
+//! every other call touches one key. Events are published with plain `PUBLISH` on one
+//! channel (a cluster broadcasts it to every node, so the hub subscribes to any one node), or,
+//! on a cluster of Redis ≥ 7, with sharded `SPUBLISH` on a channel per show that only the
+//! instances listening to that show hear (`sharded.rs`; see [`PubSub`]).
 //!
 //! This file holds the connection and the one way a per-show script is run ([`ScriptArgs`],
 //! `run`, and the readers of its replies); each concern of the store is implemented in a
@@ -17,8 +19,10 @@ mod lease;
 mod limits;
 mod orders;
 mod queue;
+mod sharded;
 mod shows;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -28,8 +32,21 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Client, Script};
 use uuid::Uuid;
 
+use self::sharded::{Sharded, show_channel};
 use super::{Health, Result, StoreError, StoreSettings, pace_of};
 use crate::model::{Pace, RateChange, ShowId};
+
+/// How a Redis Cluster carries events (`REDIS_PUBSUB`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PubSub {
+    /// Sharded where every node runs Redis 7 or later, plain otherwise.
+    #[default]
+    Auto,
+    /// `SPUBLISH`/`SSUBSCRIBE` per show (Redis ≥ 7).
+    Sharded,
+    /// `PUBLISH`/`SUBSCRIBE` on one channel, broadcast to every node.
+    Plain,
+}
 
 /// The pub/sub channel every show's events go out on; every hub subscribes once.
 pub const EVENTS_CHANNEL: &str = "wr:events";
@@ -65,7 +82,9 @@ struct ScriptArgs {
     default_rate: u32,
     ttl_ms: u64,
     admitted_prefix: String,
-    channel: &'static str,
+    /// Where `publish` in `prelude.lua` sends the show's events, and whether with `SPUBLISH`.
+    channel: String,
+    sharded: bool,
     default_cap: u32,
     /// The most records a show's audit keeps.
     audit_max: u64,
@@ -170,6 +189,8 @@ const SHOW_KEYS: [&str; 16] = [
 pub struct RedisStore<C = ConnectionManager> {
     /// Where to subscribe to events, tried in turn: the server, or every cluster seed node.
     subscribers: Vec<Client>,
+    /// Sharded pub/sub, on a cluster that has it.
+    sharded: Option<Arc<Sharded>>,
     conn: C,
     settings: StoreSettings,
 }
@@ -185,6 +206,7 @@ impl RedisStore<ConnectionManager> {
         let conn = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(RedisStore {
             subscribers: vec![client],
+            sharded: None,
             conn,
             settings,
         })
@@ -192,19 +214,49 @@ impl RedisStore<ConnectionManager> {
 }
 
 impl RedisStore<ClusterConnection> {
-    /// Connects to a Redis Cluster through any of its `nodes` (`redis://host:port` each).
+    /// Connects to a Redis Cluster through any of its `nodes` (`redis://host:port` each),
+    /// with sharded pub/sub if every node has it.
     pub async fn connect_cluster(nodes: &[String], settings: StoreSettings) -> Result<Self> {
+        Self::connect_cluster_with(nodes, settings, PubSub::Auto).await
+    }
+
+    /// Connects to a Redis Cluster, carrying events as `pubsub` says.
+    pub async fn connect_cluster_with(
+        nodes: &[String],
+        settings: StoreSettings,
+        pubsub: PubSub,
+    ) -> Result<Self> {
         let cluster = ClusterClient::builder(nodes.to_vec())
             .connection_timeout(Duration::from_secs(2))
             .response_timeout(Duration::from_secs(2))
             .build()?;
-        let conn = cluster.get_async_connection().await?;
+        let mut conn = cluster.get_async_connection().await?;
+        let sharded = match pubsub {
+            PubSub::Sharded => true,
+            PubSub::Plain => false,
+            PubSub::Auto => every_node_has_sharded_pubsub(&mut conn)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot tell the nodes' versions; plain pub/sub");
+                    false
+                }),
+        };
+        tracing::info!(
+            sharded,
+            "Redis Cluster events: {}",
+            if sharded {
+                "SPUBLISH per show"
+            } else {
+                "PUBLISH to every node"
+            }
+        );
         let subscribers = nodes
             .iter()
             .map(|n| Client::open(n.as_str()))
             .collect::<std::result::Result<_, _>>()?;
         Ok(RedisStore {
             subscribers,
+            sharded: sharded.then(|| Arc::new(Sharded::new(nodes))),
             conn,
             settings,
         })
@@ -230,7 +282,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             default_rate: self.settings.default_rate,
             ttl_ms: self.ttl_ms(),
             admitted_prefix: format!("{tag}:admitted:"),
-            channel: EVENTS_CHANNEL,
+            channel: match self.sharded {
+                Some(_) => show_channel(show),
+                None => EVENTS_CHANNEL.to_owned(),
+            },
+            sharded: self.sharded.is_some(),
             default_cap: self.settings.max_active_buyers,
             audit_max: super::AUDIT_MAX_RECORDS,
             ..own
@@ -244,6 +300,38 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     fn ttl_ms(&self) -> u64 {
         self.settings.admission_ttl.as_millis() as u64
     }
+}
+
+/// Whether every master runs Redis 7 or later (`SPUBLISH` and `SSUBSCRIBE`).
+async fn every_node_has_sharded_pubsub(conn: &mut ClusterConnection) -> Result<bool> {
+    use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
+    let mut info = redis::cmd("INFO");
+    info.arg("server");
+    let routing =
+        RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None::<ResponsePolicy>));
+    let answers = conn.route_command(info, routing).await?;
+    // One INFO text per node (a map of node to text, or the text itself from one node).
+    let texts: Vec<String> = match &answers {
+        redis::Value::Map(pairs) => pairs
+            .iter()
+            .filter_map(|(_, v)| redis::from_redis_value_ref(v).ok())
+            .collect(),
+        other => redis::from_redis_value_ref::<String>(other)
+            .into_iter()
+            .collect(),
+    };
+    Ok(!texts.is_empty()
+        && texts
+            .iter()
+            .all(|t| major_version(t).is_some_and(|v| v >= 7)))
+}
+
+/// The major version in an `INFO server` text.
+fn major_version(info: &str) -> Option<u32> {
+    let version = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))?;
+    version.trim().split('.').next()?.parse().ok()
 }
 
 fn protocol(what: &str, got: &[i64]) -> StoreError {

@@ -2,8 +2,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+mod handover;
 mod instances;
+mod memory;
 mod pubsub;
+mod sharded;
 mod sse;
 mod websocket;
 

@@ -51,6 +51,7 @@ async fn a_deleted_show_is_gone_and_a_new_one_starts_afresh(backend: Backend) {
     let waiting = s.join(&sh).await.unwrap().ticket;
     assert!(s.is_admitted(&sh, admitted).await.unwrap());
     let mut events = s.subscribe().await.unwrap();
+    s.listen(&sh).await.unwrap();
     assert!(s.delete(&sh).await.unwrap());
     assert!(!s.delete(&sh).await.unwrap(), "nothing left to delete");
     // (On a cluster, the tick published just before subscribing may still be on its way.)
