@@ -6,6 +6,7 @@
 //! messages: those are described in words, with an example, and by `x-event-stream` and
 //! `x-websocket` extensions that `$ref` the schema of each message.
 
+mod fan_table;
 mod schemas;
 mod table;
 

@@ -102,7 +102,7 @@ pub struct Op {
 }
 
 impl Op {
-    fn new(
+    pub(super) fn new(
         id: &'static str,
         audience: Audience,
         summary: &'static str,
@@ -119,18 +119,18 @@ impl Op {
         }
     }
 
-    fn body(self, schema: &'static str, required: bool) -> Op {
+    pub(super) fn body(self, schema: &'static str, required: bool) -> Op {
         Op {
             request: Some((schema, required)),
             ..self
         }
     }
 
-    fn with(self, extra: &'static [Extra]) -> Op {
+    pub(super) fn with(self, extra: &'static [Extra]) -> Op {
         Op { extra, ..self }
     }
 
-    fn cookie(self) -> Op {
+    pub(super) fn cookie(self) -> Op {
         Op {
             cookie: true,
             ..self
@@ -138,21 +138,21 @@ impl Op {
     }
 }
 
-const ERROR: Body = Body::Json("ErrorBody");
-const NO_SHOW: Answer = (404, ERROR, "No show of that id");
-const LOST: Answer = (
+pub(super) const ERROR: Body = Body::Json("ErrorBody");
+pub(super) const NO_SHOW: Answer = (404, ERROR, "No show of that id");
+pub(super) const LOST: Answer = (
     503,
     ERROR,
     "The show's state was lost, or the store is unavailable",
 );
-const NO_TICKET: Answer = (
+pub(super) const NO_TICKET: Answer = (
     404,
     Body::TicketNotFound,
     "A ticket nobody holds (never joined, left, expired, or not a UUID): the seed's \
      `UNKNOWN`, echoing the id as sent; or no show of that id",
 );
-const TOO_MANY_STREAMS: Answer = (429, ERROR, "Too many streams open from this client");
-const PAGE: Answer = (200, Body::Html, "The page");
+pub(super) const TOO_MANY_STREAMS: Answer = (429, ERROR, "Too many streams open from this client");
+pub(super) const PAGE: Answer = (200, Body::Html, "The page");
 
 /// What `method` on `route` takes and answers; `None` for a route the table misses.
 /// Every JSON route with a `{showId}` also answers 400 for a bad one, operator routes 401,
@@ -161,6 +161,9 @@ const PAGE: Answer = (200, Body::Html, "The page");
 pub fn describe(route: &str, method: &str) -> Option<Op> {
     use Audience::*;
     use Body::*;
+    if let Some(op) = super::fan_table::describe(route, method) {
+        return Some(op);
+    }
     Some(match (route, method) {
         (SHOW, "PUT") => Op::new(
             "createShow",
@@ -209,170 +212,6 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
             ],
         )
         .body("ShowConfig", true),
-        (JOIN, "POST") => Op::new(
-            "join",
-            Fan,
-            "Join the queue (also before the on-sale opens). With an `Idempotency-Key` header \
-             (1 to 128 visible ASCII characters) the same key gets the same ticket back while \
-             it lives: 200 and `Idempotent-Replayed: true` instead of a new place",
-            &[
-                (202, Json("TicketView"), "A fresh ticket"),
-                (
-                    200,
-                    Json("TicketView"),
-                    "The ticket this Idempotency-Key already holds",
-                ),
-                (400, ERROR, "A malformed Idempotency-Key or X-Join-Proof"),
-                (
-                    403,
-                    ERROR,
-                    "The proof is forged, for another show, ran out, or too weak",
-                ),
-                NO_SHOW,
-                (409, ERROR, "The proof's challenge was used already"),
-                (428, ERROR, "The show asks a proof of work and none came"),
-                (429, ERROR, "Past the per-client join limit"),
-                LOST,
-            ],
-        )
-        .with(&[Extra::IdempotencyKey, Extra::JoinProof])
-        .cookie(),
-        (DRAW, "GET") => Op::new(
-            "draw",
-            Fan,
-            "A scheduled show's draw: the commitment to its seed from the start; once drawn, \
-             the seed, the participants and their digest, the beacon's value and the key, \
-             from which anyone recomputes the drawn order",
-            &[
-                (200, Json("DrawView"), "The draw"),
-                (
-                    404,
-                    ERROR,
-                    "No show of that id, or a show that was never scheduled",
-                ),
-                LOST,
-            ],
-        ),
-        (AUDIT, "GET") => Op::new(
-            "audit",
-            Fan,
-            "A page of the show's audit, oldest first: one record per tick that admitted \
-             anyone (time, fencing token, rate, epoch, the arrival numbers admitted) and the \
-             draw. Never a ticket id",
-            &[
-                (
-                    200,
-                    Json("AuditPage"),
-                    "Up to `limit` records after `after`",
-                ),
-                (
-                    400,
-                    ERROR,
-                    "`after` is not a record id, or `limit` is out of range",
-                ),
-                NO_SHOW,
-            ],
-        )
-        .with(&[Extra::AuditAfter, Extra::AuditLimit]),
-        (CHALLENGE, "POST") => Op::new(
-            "challenge",
-            Fan,
-            "A single-use join challenge and the show's difficulty (`bits`, 0: none asked)",
-            &[(200, Json("Challenge"), "A challenge"), NO_SHOW, LOST],
-        ),
-        (PASS_CHECK, "GET") => Op::new(
-            "checkPass",
-            Orders,
-            "Whether `X-Admission-Ticket` holds a valid, running pass of this show, checked \
-             without the store (an edge's `auth_request`)",
-            &[
-                (204, Empty, "A valid pass of this show"),
-                (
-                    403,
-                    ERROR,
-                    "No pass, or forged, expired, of another show or of an unknown key",
-                ),
-            ],
-        )
-        .with(&[Extra::AdmissionTicket]),
-        (TICKET, "GET") => Op::new(
-            "ticket",
-            Fan,
-            "Where a ticket stands",
-            &[(200, Json("TicketView"), "Waiting or admitted"), NO_TICKET],
-        ),
-        (TICKET, "DELETE") => Op::new(
-            "leave",
-            Fan,
-            "Leave the queue, or give the admission back",
-            &[(204, Empty, "Out"), NO_TICKET],
-        )
-        .cookie(),
-        (EVENTS, "GET") => Op::new(
-            "ticketEvents",
-            Fan,
-            "Follow a ticket over Server-Sent Events",
-            &[
-                (
-                    200,
-                    TicketEvents,
-                    "Its state at once, then an event per change",
-                ),
-                NO_TICKET,
-                TOO_MANY_STREAMS,
-            ],
-        )
-        .with(&[Extra::LastEventId]),
-        (WS, "GET") => Op::new(
-            "ticketSocket",
-            Fan,
-            "Follow a ticket over a WebSocket",
-            &[
-                (101, Frames, "Upgraded: a text frame per change, and pings"),
-                (400, ERROR, "Not a WebSocket handshake, or a bad showId"),
-                NO_TICKET,
-                TOO_MANY_STREAMS,
-            ],
-        )
-        .with(&[Extra::Upgrade]),
-        (ORDERS, "POST") => Op::new(
-            "placeOrder",
-            Orders,
-            "Place an order; while the on-sale is open only an admitted ticket (or its pass) \
-             may, once",
-            &[
-                (201, Created("Order"), "Placed"),
-                (
-                    200,
-                    Json("Order"),
-                    "The very same request again: the same order",
-                ),
-                (400, ERROR, "Malformed JSON, or an invalid field (named)"),
-                (
-                    403,
-                    ERROR,
-                    "The gate refuses: join first (the join URL is named), or a bad pass",
-                ),
-                NO_SHOW,
-                (
-                    409,
-                    ERROR,
-                    "The hold was ordered otherwise, or the admission bought",
-                ),
-                LOST,
-            ],
-        )
-        .body("OrderRequest", true)
-        .with(&[Extra::AdmissionTicket]),
-        (ORDER, "GET") => Op::new(
-            "order",
-            Orders,
-            "An order",
-            &[
-                (200, Json("Order"), "The order"),
-                (404, ERROR, "No such order"),
-            ],
-        ),
         (HEALTHZ, "GET") => Op::new(
             "healthz",
             Service,
