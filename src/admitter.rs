@@ -101,7 +101,9 @@ pub async fn open_scheduled(store: &dyn QueueStore, show: &ShowId, fence: u64) -
             tracing::info!(%show, participants, "pre-queue closed; the draw waits for the beacon");
             return Ok(false);
         }
-        Closing::Fenced | Closing::NotDue | Closing::Drawn => return Ok(false),
+        Closing::Fenced | Closing::NotDue | Closing::Drawn | Closing::NotScheduled => {
+            return Ok(false);
+        }
     };
     // A million arrivals hash in tens of milliseconds: off the async threads all the same.
     let digest = tokio::task::spawn_blocking(move || draw::participants_digest(participants))

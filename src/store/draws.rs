@@ -62,8 +62,10 @@ pub struct Schedule {
 pub enum Closing {
     /// A newer admitter served the show: this one must not.
     Fenced,
-    /// Not scheduled, not due yet (by the store's clock), deleted or lost.
+    /// Not due yet (by the store's clock), or the show was lost.
     NotDue,
+    /// Not scheduled (any more): deleted, or created anew without a schedule.
+    NotScheduled,
     /// Drawn already.
     Drawn,
     /// Closed with `participants` arrivals; the draw needs the beacon's value first.

@@ -71,7 +71,7 @@ impl Draws for MemoryStore {
         let now = self.now_ms();
         let mut inner = self.lock();
         let Some(s) = inner.shows.get_mut(show) else {
-            return Ok(Closing::NotDue);
+            return Ok(Closing::NotScheduled);
         };
         if fence < s.fence {
             return Ok(Closing::Fenced);
@@ -79,7 +79,7 @@ impl Draws for MemoryStore {
         s.fence = fence;
         let seq = s.seq;
         let Some(d) = s.schedule.as_mut() else {
-            return Ok(Closing::NotDue);
+            return Ok(Closing::NotScheduled);
         };
         if d.drawn.is_some() {
             return Ok(Closing::Drawn);

@@ -85,6 +85,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> 
                 Some(-1) => Some(Closing::Fenced),
                 Some(-3) => Some(Closing::NotDue),
                 Some(-4) => Some(Closing::Drawn),
+                Some(-5) => Some(Closing::NotScheduled),
                 _ => None,
             },
             [n, waiting] if int(waiting) == Some(1) => int(n).map(|n| Closing::AwaitingBeacon {
@@ -100,8 +101,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> 
             },
             _ => None,
         };
-        if let Some(Closing::Drawn) = closing {
-            // Drawn already (by a leader that died before it could say so): off the list.
+        if let Some(Closing::Drawn | Closing::NotScheduled) = closing {
+            // Drawn already (by a leader that died before it could say so), or no longer
+            // scheduled (deleted, or created anew): off the list.
             let mut conn = self.conn.clone();
             let _: i64 = conn.zrem(SCHEDULED, show.as_str()).await?;
         }

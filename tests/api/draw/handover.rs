@@ -83,4 +83,10 @@ async fn a_leader_lost_mid_draw_neither_draws_twice_nor_loses_a_fan(backend: Bac
         s.show(&sh).await.unwrap().unwrap().open,
         "open after the draw"
     );
+    // Deleted, it is no show to open any more.
+    assert!(s.delete(&sh).await.unwrap());
+    assert_eq!(
+        s.close_pre_queue(&sh, 3).await.unwrap(),
+        Closing::NotScheduled
+    );
 }
