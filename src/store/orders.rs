@@ -13,8 +13,9 @@ pub trait OrderBook: Send + Sync {
     /// be an admission of it that has not bought yet (it then stops counting as an active
     /// buyer). A hold belongs to its show; the same request again answers its order.
     async fn place_order(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome>;
-    /// Places an order with a signed pass for `ticket`, which the gate verified: the pass is
-    /// the admission (no admission mark is asked for), and the admission still buys once.
+    /// Places an order with a signed pass for `ticket`, which the gate verified: as
+    /// [`OrderBook::place_order`] for that ticket (the admission must still run here: a pass
+    /// buys no more than its ticket id would), and the admission still buys once.
     async fn place_order_with_pass(&self, order: &NewOrder, ticket: Uuid) -> Result<OrderOutcome>;
     /// An order by id.
     async fn get_order(&self, id: Uuid) -> Result<Option<Order>>;

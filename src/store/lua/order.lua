@@ -1,5 +1,6 @@
 -- An order through the gate, in one step. A.hold = holdId, A.ticket = the admission presented
--- (absent: none; A.pass set when a verified pass named it), A.fingerprint = the request's (email|amount), A.order = the new order's id.
+-- (absent: none; from the ticket id or from a verified pass, alike), A.fingerprint = the
+-- request's (email|amount), A.order = the new order's id.
 -- A hold belongs to its show: the same request again (same admission, email, amount) answers
 -- its order; anything else is a conflict. While the on-sale is open the ticket must be a
 -- running admission of this epoch that has not bought yet; buying spends it and frees its
@@ -18,8 +19,9 @@ if held then
   return {'conflict', 'hold'}
 end
 if open then
-  -- A.pass: the gate verified a signed pass for this ticket; the pass is the admission.
-  if ticket == '' or not (A.pass or admitted(ticket, epoch)) then return {'forbidden'} end
+  -- A pass names its admission; that admission must still run here too (not given back,
+  -- released untaken or of another epoch), so a pass buys no more than its ticket id would.
+  if ticket == '' or not admitted(ticket, epoch) then return {'forbidden'} end
   if redis.call('HSETNX', SPENT, ticket, A.hold) == 0 then return {'conflict', 'admission'} end
   ended(ticket, now_ms())
   redis.call('ZREM', ADMISSIONS, ticket)

@@ -10,11 +10,11 @@ use crate::store::{OrderBook, OrderOutcome, Result, StoreError, order_fingerprin
 #[async_trait]
 impl OrderBook for MemoryStore {
     async fn place_order(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome> {
-        self.place(order, ticket, false)
+        self.place(order, ticket)
     }
 
     async fn place_order_with_pass(&self, order: &NewOrder, ticket: Uuid) -> Result<OrderOutcome> {
-        self.place(order, Some(ticket), true)
+        self.place(order, Some(ticket))
     }
 
     async fn get_order(&self, id: Uuid) -> Result<Option<Order>> {
@@ -23,8 +23,8 @@ impl OrderBook for MemoryStore {
 }
 
 impl MemoryStore {
-    /// As `order.lua`, with the admission `ticket` named by a verified pass when `pass`.
-    fn place(&self, order: &NewOrder, ticket: Option<Uuid>, pass: bool) -> Result<OrderOutcome> {
+    /// As `order.lua`, with the admission `ticket` (named by its id or by a verified pass).
+    fn place(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome> {
         let now = self.now_ms();
         let mut inner = self.lock();
         let s = inner.show(&order.show_id)?;
@@ -46,7 +46,7 @@ impl MemoryStore {
                 .ok_or_else(|| StoreError::Protocol(format!("hold points at missing order {id}")));
         }
         if s.open {
-            let Some(ticket) = ticket.filter(|&t| pass || s.admitted_now(t, now)) else {
+            let Some(ticket) = ticket.filter(|&t| s.admitted_now(t, now)) else {
                 return Ok(OrderOutcome::Forbidden);
             };
             if !s.spent.insert(ticket) {

@@ -146,9 +146,6 @@ struct ScriptArgs {
     proof_ttl_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     proof_bits: Option<u32>,
-    /// An order's admission comes as a verified pass.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pass: Option<bool>,
 }
 
 impl ScriptArgs {

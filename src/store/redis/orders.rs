@@ -22,11 +22,11 @@ fn order_key(id: Uuid) -> String {
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> OrderBook for RedisStore<C> {
     async fn place_order(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome> {
-        self.place(order, ticket, false).await
+        self.place(order, ticket).await
     }
 
     async fn place_order_with_pass(&self, order: &NewOrder, ticket: Uuid) -> Result<OrderOutcome> {
-        self.place(order, Some(ticket), true).await
+        self.place(order, Some(ticket)).await
     }
 
     async fn get_order(&self, id: Uuid) -> Result<Option<Order>> {
@@ -38,13 +38,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> OrderBook for RedisStore
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
-    /// `order.lua` with the admission `ticket`, named by a verified pass when `pass`.
-    async fn place(
-        &self,
-        order: &NewOrder,
-        ticket: Option<Uuid>,
-        pass: bool,
-    ) -> Result<OrderOutcome> {
+    /// `order.lua` with the admission `ticket` (named by its id or by a verified pass).
+    async fn place(&self, order: &NewOrder, ticket: Option<Uuid>) -> Result<OrderOutcome> {
         let mut conn = self.conn.clone();
         let created = Order::confirmed(order, wall_ms());
         let json =
@@ -58,7 +53,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             ticket: ticket.map(|t| t.to_string()),
             fingerprint: Some(order_fingerprint(order)),
             order: Some(created.id.to_string()),
-            pass: pass.then_some(true),
             ..Default::default()
         };
         let r: Vec<String> = self.run(&ORDER, &order.show_id, args).await?;

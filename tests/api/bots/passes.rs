@@ -94,6 +94,19 @@ async fn an_admission_carries_a_pass_that_buys_once(backend: Backend) {
         app.order("s1", "hold-1", Some(&pass)).await.status(),
         StatusCode::OK
     );
+    // A pass buys no more than its ticket id: given back, its admission buys nothing, though
+    // an edge still takes the pass until it runs out.
+    let (other, other_pass) = admitted_with_pass(&app, "s1").await;
+    assert_eq!(
+        app.leave("s1", &other).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        check(&app, "s1", &other_pass).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    let (status, _) = refusal(app.order("s1", "hold-4", Some(&other_pass)).await).await;
+    assert_eq!(status, 403);
     app.stop().await;
 }
 
