@@ -290,7 +290,9 @@ pub fn draw_eta_svg(
 }
 
 /// plotters' errors borrow the backend's error type; keep only the text.
-fn plot_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> anyhow::Error {
+pub(crate) fn plot_err<E: std::error::Error + Send + Sync>(
+    e: DrawingAreaErrorKind<E>,
+) -> anyhow::Error {
     anyhow::anyhow!("cannot draw the plot: {e}")
 }
 

@@ -13,6 +13,8 @@ use anyhow::Context;
 use plotters::prelude::*;
 use serde::Deserialize;
 
+use crate::plot::plot_err;
+
 /// `staleness-plot`: one line per run.
 #[derive(Clone, Debug, clap::Args)]
 pub struct StalenessPlotArgs {
@@ -148,10 +150,6 @@ fn draw(path: &Path, lines: &[(String, Vec<(f64, f64)>)]) -> anyhow::Result<()> 
         .map_err(plot_err)?;
     root.present().map_err(plot_err)?;
     Ok(())
-}
-
-fn plot_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> anyhow::Error {
-    anyhow::anyhow!("cannot draw the plot: {e}")
 }
 
 #[cfg(test)]
