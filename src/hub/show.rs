@@ -3,11 +3,13 @@
 //! [`position`]; here the fans are walked in queue order, counting the leavers on the way.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::Update;
+use super::cadence::{Moment, Told};
 use crate::clock::wall_ms;
 use crate::model::{Pace, TicketState};
 use crate::store::{DrawPhase, EventKind, ShowEvent, ShowSnapshot, position};
@@ -35,6 +37,8 @@ pub(super) struct Fan {
     pub(super) tx: watch::Sender<Update>,
     /// Its drawn place, once worked out (a show is drawn once an epoch).
     pub(super) place: Option<u64>,
+    /// When it was last pushed, for what its page counts down to since.
+    pub(super) told: Option<Told>,
 }
 
 /// The hub's copy of a show's positional state.
@@ -47,11 +51,20 @@ pub(super) struct Mirror {
     pub(super) pace: Pace,
     pub(super) ttl_ms: u64,
     pub(super) draw: DrawPhase,
+    /// Tells this mirror from earlier ones of the show (ticks are counted per mirror).
+    pub(super) generation: u64,
+    /// The store's second of the last tick applied.
+    pub(super) tick_sec: Option<u64>,
 }
+
+/// Mirrors made so far, for their generations.
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 
 impl From<ShowSnapshot> for Mirror {
     fn from(s: ShowSnapshot) -> Self {
         Mirror {
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+            tick_sec: None,
             epoch: s.epoch,
             version: s.version,
             head: s.head,
@@ -101,7 +114,10 @@ impl Mirror {
                     self.left.insert(seq);
                 }
             }
-            EventKind::Tick => self.left = self.left.split_off(&(self.head + 1)),
+            EventKind::Tick => {
+                self.left = self.left.split_off(&(self.head + 1));
+                self.tick_sec = Some(e.at_ms / 1000);
+            }
             EventKind::Rate | EventKind::Reset | EventKind::Draw => {}
         }
         Applied::Moved
@@ -126,16 +142,24 @@ impl ShowFans {
             .collect()
     }
 
-    /// Pushes every fan behind the mirror its state at the mirror's version; fans that left,
-    /// or whose ticket belongs to another epoch, get their last update and are let go.
+    /// Works out every fan behind the mirror its state at the mirror's version and pushes it
+    /// where the push cadence says (`on_tick`: this follows a tick; `front`: `PUSH_FRONT`);
+    /// fans that left, or whose ticket belongs to another epoch, get their last update and
+    /// are let go.
     ///
     /// Fans the mirror says were admitted are let go without an update and returned: an
     /// admission is pushed only once the store confirms it, so a ticket the store does not
     /// know (its state was lost and its sequence reused) is never told it may buy.
-    pub(super) fn recompute(&mut self) -> Vec<Fan> {
+    pub(super) fn recompute(&mut self, on_tick: bool, front: u64) -> Vec<Fan> {
         self.recompute_pending = false;
         let Some(m) = &self.state else {
             return Vec::new();
+        };
+        let moment = Moment {
+            generation: m.generation,
+            tick_sec: m.tick_sec,
+            on_tick,
+            front,
         };
         // One walk over fans and leavers together, both in queue order: `gone` is the number
         // of leavers ahead of the fan at hand.
@@ -184,13 +208,17 @@ impl ShowFans {
             ) {
                 finished.push((arrival, id));
             }
-            fan.tx.send_if_modified(|current| {
-                if current.view == update.view {
-                    return false;
+            let push = {
+                let last = &fan.tx.borrow().view;
+                match state {
+                    TicketState::Waiting { .. } => moment.should_push(last, fan.told, &update.view),
+                    _ => *last != update.view,
                 }
-                *current = update;
-                true
-            });
+            };
+            if push {
+                fan.told = Some(moment.told());
+                fan.tx.send_replace(update);
+            }
         }
         for key in finished {
             self.fans.remove(&key);

@@ -97,6 +97,7 @@ impl TicketState {
             opens_in_seconds: None,
             arrival: None,
             pass: None,
+            countdown_per_second: None,
         };
         match self {
             TicketState::Waiting { position, arrival } => {
@@ -108,6 +109,7 @@ impl TicketState {
                 view.eta_max_seconds = eta.range.map(|r| r.1);
                 view.paused = pace.paused;
                 view.arrival = Some(arrival);
+                view.countdown_per_second = pace.steady();
             }
             TicketState::PreQueue {
                 arrival,
@@ -175,6 +177,13 @@ pub struct TicketView {
     /// the gate and any edge holding a key of `PASS_KEYS` check without the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass: Option<String>,
+    /// While waiting at a steady pace (no pause, no announced change, every tick letting in
+    /// the rate): the position drops by this much at each tick, once a second, until a new
+    /// state says otherwise; the ETA is then `ceil(position / countdownPerSecond)`. Pages
+    /// count down between pushes; the server pushes at once whenever the count would be
+    /// wrong (README: Push cadence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub countdown_per_second: Option<u32>,
 }
 
 /// What an operator sees of one show.
@@ -237,7 +246,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             waiting,
-            serde_json::json!({"ticketId": id, "status": "WAITING", "position": 3, "etaSeconds": 2, "arrival": 7})
+            serde_json::json!({"ticketId": id, "status": "WAITING", "position": 3, "etaSeconds": 2, "arrival": 7, "countdownPerSecond": 2})
         );
         let admitted = serde_json::to_value(
             TicketState::Admitted {

@@ -75,6 +75,18 @@ impl Pace {
 }
 
 impl Pace {
+    /// The places each tick lets in, when the queue moves steadily at the rate: no pause, no
+    /// announced change, and the measured flow exactly the rate. Then a waiting fan's
+    /// position drops by that much a tick and its ETA is `ceil(position / rate)`.
+    pub fn steady(&self) -> Option<u32> {
+        let steady = self.rate > 0
+            && self.paused.is_none()
+            && self.change.is_none()
+            && self.flow_milli == u64::from(self.rate) * 1000
+            && self.spread_milli == 0;
+        steady.then_some(self.rate)
+    }
+
     /// Seconds until `position` is let in at `flow` places a second, and from an announced
     /// change on at the flow it brings: the new rate, or no more than `flow` while a cap
     /// on active buyers holds the queue below the rate.
