@@ -311,9 +311,33 @@
   // ---- events from any transport -----------------------------------------------------------
 
   // Returns true when the ticket's journey ended, so the transport stops.
+  // Between pushes a waiting page counts its position down by `countdownPerSecond` each
+  // second from the state it was told, the ETA with it (README: Push cadence). Far back the
+  // server pushes only now and then, and at once whenever this count would be wrong.
+  let countTimer = 0;
+  function stopCounting() {
+    clearTimeout(countTimer);
+    countTimer = 0;
+  }
+  function startCounting(view) {
+    const per = view.countdownPerSecond;
+    if (!per || view.fromPaint) return;
+    const told = Date.now();
+    const step = (seconds) => {
+      countTimer = setTimeout(() => {
+        if (state !== 'waiting') return;
+        const position = Math.max(1, view.position - per * seconds);
+        renderWaiting({ ...view, position, etaSeconds: Math.ceil(position / per) });
+        if (position > 1) step(seconds + 1);
+      }, told + seconds * 1000 - Date.now());
+    };
+    step(1);
+  }
+
   function handle(event, view) {
     if (!record || !view || view.ticketId !== record.ticketId) return false;
     if (state === 'ordered') return true;
+    stopCounting();
     switch (event) {
       case 'waiting':
         if (view.preQueue) {
@@ -324,6 +348,7 @@
             announce(`The draw is done: you are number ${fmt(view.position)} in the queue.`, true);
           }
           renderWaiting(view);
+          startCounting(view);
         }
         return false;
       case 'admitted': renderAdmitted(view); return false;
