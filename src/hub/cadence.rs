@@ -1,16 +1,16 @@
 //! Push cadence: which fans a change is pushed to, so that 90,000 fans do not cost 90,000
 //! writes a second while every figure a page shows stays exact.
 //!
-//! Under a steady pace the ticket JSON carries `countdownPerSecond`: the page counts its
-//! position down by that much at each tick (once a second from the state it was pushed) and
-//! works its ETA out from it. The hub keeps, per fan, what it last pushed and at which tick
-//! second, so it knows what that page shows now. At every recompute it compares that count
-//! with the truth and pushes when they differ: a leave ahead, a rate change, a pause or a
-//! full cap, a tick that let in fewer (or a second without a tick), an admission. When they
-//! agree a fan is pushed only on its cadence: the front `PUSH_FRONT` places every tick, and
-//! further back every `ceil(position / PUSH_FRONT)` ticks (at most [`MAX_PUSH_EVERY`]),
-//! spread over the ticks by arrival. A page that was told something between two ticks is
-//! pushed again on the next tick, so its count keeps the ticks' phase.
+//! Under a steady pace the ticket JSON carries `countdownPerSecond` and `lastTickSecond`:
+//! the page counts its position down by `countdownPerSecond` at each tick, one a second from
+//! `lastTickSecond` on, in the phase it learnt from the pushes that came right after a tick,
+//! and works its ETA out from it. The hub knows from the state it last pushed a fan what that
+//! page shows now, compares it with the truth at every recompute and pushes when they differ:
+//! a leave ahead, a rate change, a pause or a full cap, a tick that let in fewer (or a second
+//! without a tick), an admission. When they agree a fan is pushed only on its cadence: the
+//! front `PUSH_FRONT` places every tick, and further back every `ceil(position / PUSH_FRONT)`
+//! ticks (at most [`MAX_PUSH_EVERY`]), spread over the ticks by arrival. A fan is also pushed
+//! on the first tick after it begins to follow, so its page learns the ticks' phase.
 
 use crate::model::{Pace, TicketState, TicketView};
 
@@ -20,22 +20,10 @@ pub const DEFAULT_PUSH_FRONT: u64 = 1000;
 /// The most ticks a fan whose count is right goes without a push.
 pub const MAX_PUSH_EVERY: u64 = 30;
 
-/// When a fan was last pushed.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Told {
-    /// The mirror it was pushed from (a reloaded mirror counts its ticks anew).
-    generation: u64,
-    /// The store's second of the last tick the pushed state includes.
-    tick_sec: Option<u64>,
-    /// Pushed right after that tick: the page counts on in the ticks' phase.
-    aligned: bool,
-}
-
 /// The moment of one recompute.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Moment {
-    pub(super) generation: u64,
-    /// The store's second of the last tick the mirror holds, if it saw one.
+    /// The store's second of the show's last tick, if it had one.
     pub(super) tick_sec: Option<u64>,
     /// This recompute follows a tick.
     pub(super) on_tick: bool,
@@ -44,23 +32,15 @@ pub(super) struct Moment {
 }
 
 impl Moment {
-    /// What a fan pushed now has been told.
-    pub(super) fn told(&self) -> Told {
-        Told {
-            generation: self.generation,
-            tick_sec: self.tick_sec,
-            aligned: self.on_tick && self.tick_sec.is_some(),
-        }
-    }
-
-    /// Whether `truth`, the fan's state now, goes out to a page that was told `last`.
+    /// Whether `truth`, the fan's state now, goes out to a page that was told `last`
+    /// (`in_phase`: it has had a push right after a tick, so it counts in step).
     pub(super) fn should_push(
         &self,
         last: &TicketView,
-        told: Option<Told>,
+        in_phase: bool,
         truth: &TicketView,
     ) -> bool {
-        let Some(shown) = counted(last, told, self) else {
+        let Some(shown) = counted(last, self.tick_sec) else {
             return true; // what the page shows cannot be known: tell it
         };
         if shown != *truth {
@@ -71,8 +51,7 @@ impl Moment {
         else {
             return false; // nothing counts down: nothing to refresh
         };
-        let aligned = told.is_some_and(|t| t.aligned);
-        self.on_tick && (!aligned || self.due(position, arrival))
+        self.on_tick && (!in_phase || self.due(position, arrival))
     }
 
     /// A fan whose count is right is pushed on this tick anyway: the front every tick, the
@@ -87,18 +66,15 @@ impl Moment {
     }
 }
 
-/// What a page told `last` at `told` shows at `now`: the same state, or, counting down, the
-/// position `countdownPerSecond` lower for each tick second since (never below 1: the
-/// admission is pushed). `None` when that cannot be known here.
-fn counted(last: &TicketView, told: Option<Told>, now: &Moment) -> Option<TicketView> {
+/// What a page told `last` shows once the show's last tick is `tick_sec`: the same state, or,
+/// counting down, the position `countdownPerSecond` lower for each second since
+/// `lastTickSecond` (never below 1: the admission is pushed). `None` when that cannot be known.
+pub fn counted(last: &TicketView, tick_sec: Option<u64>) -> Option<TicketView> {
     let Some(per_second) = last.countdown_per_second else {
         return Some(last.clone());
     };
-    let told = told?;
-    if told.generation != now.generation {
-        return None;
-    }
-    let seconds = now.tick_sec?.checked_sub(told.tick_sec?)?;
+    let tick_sec = tick_sec?;
+    let seconds = tick_sec.checked_sub(last.last_tick_second?)?;
     let position = last
         .position?
         .checked_sub(u64::from(per_second) * seconds)
@@ -107,7 +83,11 @@ fn counted(last: &TicketView, told: Option<Told>, now: &Moment) -> Option<Ticket
         position,
         arrival: last.arrival?,
     };
-    Some(state.view(last.ticket_id, &Pace::at_rate(per_second)))
+    let pace = Pace {
+        tick_sec: Some(tick_sec),
+        ..Pace::at_rate(per_second)
+    };
+    Some(state.view(last.ticket_id, &pace))
 }
 
 #[cfg(test)]
@@ -115,17 +95,20 @@ mod tests {
     use super::*;
     use uuid::Uuid;
 
-    fn view(position: u64, rate: u32) -> TicketView {
+    fn view(position: u64, rate: u32, tick_sec: u64) -> TicketView {
+        let pace = Pace {
+            tick_sec: Some(tick_sec),
+            ..Pace::at_rate(rate)
+        };
         TicketState::Waiting {
             position,
             arrival: 7,
         }
-        .view(Uuid::nil(), &Pace::at_rate(rate))
+        .view(Uuid::nil(), &pace)
     }
 
     fn moment(tick_sec: u64, on_tick: bool) -> Moment {
         Moment {
-            generation: 1,
             tick_sec: Some(tick_sec),
             on_tick,
             front: 100,
@@ -134,33 +117,27 @@ mod tests {
 
     #[test]
     fn a_right_count_is_not_pushed_off_cadence_and_a_wrong_one_always() {
-        let told = Some(moment(10, true).told());
-        let last = view(5_000, 10);
+        let last = view(5_000, 10, 10);
         // Five ticks on, the page shows 4,950: the truth, and 5,000 is 50 ticks' worth back.
         for sec in 11..=15 {
-            let truth = view(5_000 - 10 * (sec - 10), 10);
+            let truth = view(5_000 - 10 * (sec - 10), 10, sec);
             let due = (sec + 7) % 30 == 0;
-            assert_eq!(moment(sec, true).should_push(&last, told, &truth), due);
+            assert_eq!(moment(sec, true).should_push(&last, true, &truth), due);
             // One more fan gone ahead: the count is wrong, pushed at once.
-            let wrong = view(5_000 - 10 * (sec - 10) - 1, 10);
-            assert!(moment(sec, false).should_push(&last, told, &wrong));
+            let wrong = view(5_000 - 10 * (sec - 10) - 1, 10, sec);
+            assert!(moment(sec, false).should_push(&last, true, &wrong));
         }
-        // A rate change, a pause: the count stops being right.
-        assert!(moment(12, false).should_push(&last, told, &view(4_980, 5)));
+        // A rate change: the count stops being right.
+        assert!(moment(12, false).should_push(&last, true, &view(4_980, 5, 12)));
         // A second without a tick: counted 4,980, the truth still 4,990.
-        assert!(moment(12, true).should_push(&last, told, &view(4_990, 10)));
+        assert!(moment(12, true).should_push(&last, true, &view(4_990, 10, 11)));
         // Near the front: every tick.
-        let front = view(90, 10);
-        assert!(moment(11, true).should_push(&front, told, &view(80, 10)));
-        // Told between ticks: pushed on the next tick, so its count keeps the phase.
-        let between = Some(moment(10, false).told());
-        assert!(moment(11, true).should_push(&last, between, &view(4_990, 10)));
-        // A reloaded mirror cannot know what the page counted.
-        let other = Some(Told {
-            generation: 0,
-            ..moment(10, true).told()
-        });
-        assert!(moment(11, true).should_push(&last, other, &view(4_990, 10)));
+        let front = view(90, 10, 10);
+        assert!(moment(11, true).should_push(&front, true, &view(80, 10, 11)));
+        // Not yet in phase: pushed on the next tick, so its page learns the phase.
+        assert!(moment(11, true).should_push(&last, false, &view(4_990, 10, 11)));
+        // Between ticks a right count is never pushed.
+        assert!(!moment(11, false).should_push(&last, false, &view(4_990, 10, 11)));
     }
 
     #[test]
@@ -169,10 +146,6 @@ mod tests {
             front: 0,
             ..moment(11, true)
         };
-        assert!(m.should_push(
-            &view(5_000, 10),
-            Some(moment(10, true).told()),
-            &view(4_990, 10)
-        ));
+        assert!(m.should_push(&view(5_000, 10, 10), true, &view(4_990, 10, 11)));
     }
 }

@@ -3,13 +3,12 @@
 //! [`position`]; here the fans are walked in queue order, counting the leavers on the way.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::Update;
-use super::cadence::{Moment, Told};
+use super::cadence::Moment;
 use crate::clock::wall_ms;
 use crate::model::{Pace, TicketState};
 use crate::store::{DrawPhase, EventKind, ShowEvent, ShowSnapshot, position};
@@ -37,8 +36,9 @@ pub(super) struct Fan {
     pub(super) tx: watch::Sender<Update>,
     /// Its drawn place, once worked out (a show is drawn once an epoch).
     pub(super) place: Option<u64>,
-    /// When it was last pushed, for what its page counts down to since.
-    pub(super) told: Option<Told>,
+    /// It was pushed right after a tick since it began to follow: its page knows the ticks'
+    /// phase and counts in step with them.
+    pub(super) in_phase: bool,
 }
 
 /// The hub's copy of a show's positional state.
@@ -51,20 +51,11 @@ pub(super) struct Mirror {
     pub(super) pace: Pace,
     pub(super) ttl_ms: u64,
     pub(super) draw: DrawPhase,
-    /// Tells this mirror from earlier ones of the show (ticks are counted per mirror).
-    pub(super) generation: u64,
-    /// The store's second of the last tick applied.
-    pub(super) tick_sec: Option<u64>,
 }
-
-/// Mirrors made so far, for their generations.
-static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 
 impl From<ShowSnapshot> for Mirror {
     fn from(s: ShowSnapshot) -> Self {
         Mirror {
-            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
-            tick_sec: None,
             epoch: s.epoch,
             version: s.version,
             head: s.head,
@@ -114,10 +105,7 @@ impl Mirror {
                     self.left.insert(seq);
                 }
             }
-            EventKind::Tick => {
-                self.left = self.left.split_off(&(self.head + 1));
-                self.tick_sec = Some(e.at_ms / 1000);
-            }
+            EventKind::Tick => self.left = self.left.split_off(&(self.head + 1)),
             EventKind::Rate | EventKind::Reset | EventKind::Draw => {}
         }
         Applied::Moved
@@ -156,8 +144,7 @@ impl ShowFans {
             return Vec::new();
         };
         let moment = Moment {
-            generation: m.generation,
-            tick_sec: m.tick_sec,
+            tick_sec: m.pace.tick_sec,
             on_tick,
             front,
         };
@@ -211,12 +198,14 @@ impl ShowFans {
             let push = {
                 let last = &fan.tx.borrow().view;
                 match state {
-                    TicketState::Waiting { .. } => moment.should_push(last, fan.told, &update.view),
+                    TicketState::Waiting { .. } => {
+                        moment.should_push(last, fan.in_phase, &update.view)
+                    }
                     _ => *last != update.view,
                 }
             };
             if push {
-                fan.told = Some(moment.told());
+                fan.in_phase |= on_tick && moment.tick_sec.is_some();
                 fan.tx.send_replace(update);
             }
         }

@@ -15,7 +15,7 @@ use waiting_room::metrics::Metrics;
 use waiting_room::model::TicketStatus;
 use waiting_room::store::{MemoryStore, Queue, QueueStore, ShowSettings, Shows};
 
-use super::counted;
+use super::PageClock;
 use crate::support::backend::settings;
 use crate::support::show;
 
@@ -23,7 +23,13 @@ use crate::support::show;
 struct Page {
     ticket: Uuid,
     updates: BoxStream<'static, Update>,
-    last: Option<(Update, Instant)>,
+    last: Option<Update>,
+    clock: PageClock,
+}
+
+/// The page's own clock: ms on tokio's (paused) clock since `start`.
+fn ms(start: Instant) -> i64 {
+    (Instant::now() - start).as_millis() as i64
 }
 
 struct XorShift(u64);
@@ -39,7 +45,12 @@ impl XorShift {
 
 /// Takes every push waiting for each page, checks each against the poll at its version,
 /// then checks what each page shows now against the poll. Returns the pushes taken.
-async fn check(store: &MemoryStore, pages: &mut [Page], when: Option<&str>) -> usize {
+async fn check(
+    store: &MemoryStore,
+    start: Instant,
+    pages: &mut [Page],
+    when: Option<&str>,
+) -> usize {
     let sh = show("far");
     let mut pushes = 0;
     for p in pages.iter_mut() {
@@ -51,20 +62,20 @@ async fn check(store: &MemoryStore, pages: &mut [Page], when: Option<&str>) -> u
             if u.view.status == TicketStatus::Waiting && u.version == status.version {
                 assert_eq!(u.view, polled, "{when:?}: a push differs from the poll");
             }
-            p.last = Some((u, Instant::now()));
+            p.clock.heard(ms(start), &u.view);
+            p.last = Some(u);
         }
-        let (last, at) = p.last.as_ref().expect("the first state comes at once");
+        let last = p.last.as_ref().expect("the first state comes at once");
         let Some(when) = when else {
             continue; // a second without a tick: pages counted one the store never made
         };
         if polled.status != TicketStatus::Waiting {
             continue;
         }
-        let seconds = (Instant::now() - *at).as_secs();
         assert_eq!(
-            counted(&last.view, seconds),
+            p.clock.shows(&last.view, ms(start)),
             polled,
-            "{when}: the page of {} counts wrong ({seconds} s after {:?})",
+            "{when}: the page of {} counts wrong (told {:?})",
             p.ticket,
             last.view
         );
@@ -84,6 +95,7 @@ async fn pages_count_right_between_sparse_pushes() {
     let sh = show("far");
     store.open(&sh).await.unwrap();
     let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+    let start = Instant::now();
     let mut pages = Vec::new();
     for _ in 0..200 {
         let j = store.join(&sh).await.unwrap();
@@ -92,10 +104,11 @@ async fn pages_count_right_between_sparse_pushes() {
             ticket: j.ticket,
             updates: updates.boxed(),
             last: None,
+            clock: PageClock::default(),
         });
     }
     tokio::time::sleep(Duration::from_millis(10)).await;
-    check(&store, &mut pages, Some("joined")).await;
+    check(&store, start, &mut pages, Some("joined")).await;
     let (mut waiting_ticks, mut tick_pushes, mut paused) = (0, 0, None);
     let mut tick = Instant::now() + Duration::from_secs(1);
     for second in 0..40 {
@@ -111,7 +124,7 @@ async fn pages_count_right_between_sparse_pushes() {
         let when = format!("tick {second}");
         let when = (!missed).then_some(when.as_str());
         waiting_ticks += pages.iter().filter(|p| waiting(p)).count();
-        tick_pushes += check(&store, &mut pages, when).await;
+        tick_pushes += check(&store, start, &mut pages, when).await;
         // Something happens between ticks, now and then.
         tokio::time::sleep(Duration::from_millis(100)).await;
         match rng.below(16) {
@@ -143,7 +156,13 @@ async fn pages_count_right_between_sparse_pushes() {
         }
         tokio::time::sleep(waiting_room::hub::LEAVE_FOLD * 2).await;
         let when = format!("after tick {second}");
-        check(&store, &mut pages, (!missed).then_some(when.as_str())).await;
+        check(
+            &store,
+            start,
+            &mut pages,
+            (!missed).then_some(when.as_str()),
+        )
+        .await;
         tick += Duration::from_secs(1);
     }
     let admitted = pages
@@ -151,7 +170,7 @@ async fn pages_count_right_between_sparse_pushes() {
         .filter(|p| {
             p.last
                 .as_ref()
-                .is_some_and(|l| l.0.event.as_str() == "admitted")
+                .is_some_and(|l| l.event.as_str() == "admitted")
         })
         .count();
     assert!(
@@ -169,5 +188,5 @@ async fn pages_count_right_between_sparse_pushes() {
 fn waiting(p: &Page) -> bool {
     p.last
         .as_ref()
-        .is_some_and(|l| l.0.view.status == TicketStatus::Waiting)
+        .is_some_and(|l| l.view.status == TicketStatus::Waiting)
 }
