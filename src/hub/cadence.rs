@@ -10,7 +10,10 @@
 //! without a tick), an admission. When they agree a fan is pushed only on its cadence: the
 //! front `PUSH_FRONT` places every tick, and further back every `ceil(position / PUSH_FRONT)`
 //! ticks (at most [`MAX_PUSH_EVERY`]), spread over the ticks by arrival. A fan is also pushed
-//! on the first tick after it begins to follow, so its page learns the ticks' phase.
+//! on the first tick after it begins to follow, so its page learns the ticks' phase; and a
+//! fan pushed on a tick that pushed more than [`BURST`] fans here (the opening, a rate
+//! change: everyone at once) again within [`AFTER_BURST`] ticks, spread by arrival, since a
+//! push that waited behind thousands teaches its page a late phase.
 
 use crate::model::{Pace, TicketState, TicketView};
 
@@ -19,6 +22,23 @@ pub const DEFAULT_PUSH_FRONT: u64 = 1000;
 
 /// The most ticks a fan whose count is right goes without a push.
 pub const MAX_PUSH_EVERY: u64 = 30;
+
+/// A tick that pushed more fans than this on one instance is a burst.
+pub const BURST: usize = 2_000;
+
+/// Fans pushed in a burst are pushed again within this many ticks.
+pub const AFTER_BURST: u64 = 5;
+
+/// What a fan's page knows of the ticks' phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// No push right after a tick yet.
+    Unknown,
+    /// Only from a push in a burst, likely late.
+    Late,
+    /// From a push right after a quiet tick.
+    Known,
+}
 
 /// The moment of one recompute.
 #[derive(Clone, Copy, Debug)]
@@ -32,14 +52,9 @@ pub(super) struct Moment {
 }
 
 impl Moment {
-    /// Whether `truth`, the fan's state now, goes out to a page that was told `last`
-    /// (`in_phase`: it has had a push right after a tick, so it counts in step).
-    pub(super) fn should_push(
-        &self,
-        last: &TicketView,
-        in_phase: bool,
-        truth: &TicketView,
-    ) -> bool {
+    /// Whether `truth`, the fan's state now, goes out to a page that was told `last` and
+    /// knows the ticks' `phase` so well.
+    pub(super) fn should_push(&self, last: &TicketView, phase: Phase, truth: &TicketView) -> bool {
         let Some(shown) = counted(last, self.tick_sec) else {
             return true; // what the page shows cannot be known: tell it
         };
@@ -51,7 +66,12 @@ impl Moment {
         else {
             return false; // nothing counts down: nothing to refresh
         };
-        self.on_tick && (!in_phase || self.due(position, arrival))
+        self.on_tick
+            && match phase {
+                Phase::Unknown => true,
+                Phase::Late => self.due(position, arrival) || self.spread(arrival, AFTER_BURST),
+                Phase::Known => self.due(position, arrival),
+            }
     }
 
     /// A fan whose count is right is pushed on this tick anyway: the front every tick, the
@@ -60,9 +80,12 @@ impl Moment {
         if self.front == 0 || position <= self.front {
             return true;
         }
-        let every = position.div_ceil(self.front).min(MAX_PUSH_EVERY);
-        let sec = self.tick_sec.unwrap_or(0);
-        (sec + arrival) % every == 0
+        self.spread(arrival, position.div_ceil(self.front).min(MAX_PUSH_EVERY))
+    }
+
+    /// One tick in `every`, which one by arrival.
+    fn spread(&self, arrival: u64, every: u64) -> bool {
+        (self.tick_sec.unwrap_or(0) + arrival) % every == 0
     }
 }
 
@@ -122,22 +145,33 @@ mod tests {
         for sec in 11..=15 {
             let truth = view(5_000 - 10 * (sec - 10), 10, sec);
             let due = (sec + 7) % 30 == 0;
-            assert_eq!(moment(sec, true).should_push(&last, true, &truth), due);
+            assert_eq!(
+                moment(sec, true).should_push(&last, Phase::Known, &truth),
+                due
+            );
             // One more fan gone ahead: the count is wrong, pushed at once.
             let wrong = view(5_000 - 10 * (sec - 10) - 1, 10, sec);
-            assert!(moment(sec, false).should_push(&last, true, &wrong));
+            assert!(moment(sec, false).should_push(&last, Phase::Known, &wrong));
         }
         // A rate change: the count stops being right.
-        assert!(moment(12, false).should_push(&last, true, &view(4_980, 5, 12)));
+        assert!(moment(12, false).should_push(&last, Phase::Known, &view(4_980, 5, 12)));
         // A second without a tick: counted 4,980, the truth still 4,990.
-        assert!(moment(12, true).should_push(&last, true, &view(4_990, 10, 11)));
+        assert!(moment(12, true).should_push(&last, Phase::Known, &view(4_990, 10, 11)));
         // Near the front: every tick.
         let front = view(90, 10, 10);
-        assert!(moment(11, true).should_push(&front, true, &view(80, 10, 11)));
+        assert!(moment(11, true).should_push(&front, Phase::Known, &view(80, 10, 11)));
         // Not yet in phase: pushed on the next tick, so its page learns the phase.
-        assert!(moment(11, true).should_push(&last, false, &view(4_990, 10, 11)));
+        assert!(moment(11, true).should_push(&last, Phase::Unknown, &view(4_990, 10, 11)));
+        // After a burst: again within five ticks, one in five each tick.
+        let after: Vec<bool> = (11..16)
+            .map(|sec| {
+                let truth = view(5_000 - 10 * (sec - 10), 10, sec);
+                moment(sec, true).should_push(&last, Phase::Late, &truth)
+            })
+            .collect();
+        assert_eq!(after.iter().filter(|&&p| p).count(), 1, "{after:?}");
         // Between ticks a right count is never pushed.
-        assert!(!moment(11, false).should_push(&last, false, &view(4_990, 10, 11)));
+        assert!(!moment(11, false).should_push(&last, Phase::Unknown, &view(4_990, 10, 11)));
     }
 
     #[test]
@@ -146,6 +180,6 @@ mod tests {
             front: 0,
             ..moment(11, true)
         };
-        assert!(m.should_push(&view(5_000, 10, 10), true, &view(4_990, 10, 11)));
+        assert!(m.should_push(&view(5_000, 10, 10), Phase::Known, &view(4_990, 10, 11)));
     }
 }

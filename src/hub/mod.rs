@@ -396,7 +396,7 @@ impl Hub {
                 from_version: first.version,
                 tx,
                 place: None,
-                in_phase: false,
+                phase: cadence::Phase::Unknown,
             },
         );
         // The mirror may already be past the version the status was read at.

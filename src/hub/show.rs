@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::Update;
-use super::cadence::Moment;
+use super::cadence::{BURST, Moment, Phase};
 use crate::clock::wall_ms;
 use crate::model::{Pace, TicketState};
 use crate::store::{DrawPhase, EventKind, ShowEvent, ShowSnapshot, position};
@@ -36,9 +36,8 @@ pub(super) struct Fan {
     pub(super) tx: watch::Sender<Update>,
     /// Its drawn place, once worked out (a show is drawn once an epoch).
     pub(super) place: Option<u64>,
-    /// It was pushed right after a tick since it began to follow: its page knows the ticks'
-    /// phase and counts in step with them.
-    pub(super) in_phase: bool,
+    /// What its page knows of the ticks' phase, from the pushes it had right after a tick.
+    pub(super) phase: Phase,
 }
 
 /// The hub's copy of a show's positional state.
@@ -155,6 +154,7 @@ impl ShowFans {
         let mut gone = 0u64;
         let mut finished = Vec::new();
         let mut admitted = Vec::new();
+        let mut on_this_tick = Vec::new();
         for (key, (arrival, id)) in order {
             let Some(fan) = self.fans.get_mut(&(arrival, id)) else {
                 continue;
@@ -199,14 +199,25 @@ impl ShowFans {
                 let last = &fan.tx.borrow().view;
                 match state {
                     TicketState::Waiting { .. } => {
-                        moment.should_push(last, fan.in_phase, &update.view)
+                        moment.should_push(last, fan.phase, &update.view)
                     }
                     _ => *last != update.view,
                 }
             };
             if push {
-                fan.in_phase |= on_tick && moment.tick_sec.is_some();
+                if on_tick && moment.tick_sec.is_some() {
+                    fan.phase = Phase::Known;
+                    on_this_tick.push((arrival, id));
+                }
                 fan.tx.send_replace(update);
+            }
+        }
+        if on_this_tick.len() > BURST {
+            // Pushed behind thousands: their pages learnt a late phase; pushed again soon.
+            for key in on_this_tick {
+                if let Some(fan) = self.fans.get_mut(&key) {
+                    fan.phase = Phase::Late;
+                }
             }
         }
         for key in finished {

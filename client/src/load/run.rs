@@ -129,9 +129,9 @@ impl Run {
             .knowledge_by_second
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let h = by
-            .entry(second)
-            .or_insert_with(|| Histogram::new(2).expect("2 significant figures are valid"));
+        let h = by.entry(second).or_insert_with(|| {
+            Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("valid bounds")
+        });
         h.saturating_record(late.as_micros() as u64);
     }
 
