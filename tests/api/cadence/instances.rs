@@ -67,6 +67,9 @@ async fn pages_on_three_instances_count_right_between_sparse_pushes() {
             left: false,
         });
     }
+    // Opened in the quiet middle of a second: its push reaches every page well before the
+    // first check, a second later.
+    next_mid_second().await;
     servers[1].open(show).await;
     let (mut waiting_seconds, mut pushes_seen) = (0usize, 0usize);
     let mut last_check = now_ms();
