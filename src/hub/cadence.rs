@@ -11,9 +11,9 @@
 //! front `PUSH_FRONT` places every tick, and further back every `ceil(position / PUSH_FRONT)`
 //! ticks (at most [`MAX_PUSH_EVERY`]), spread over the ticks by arrival. A fan is also pushed
 //! on the first tick after it begins to follow, so its page learns the ticks' phase; and a
-//! fan pushed on a tick that pushed more than [`BURST`] fans here (the opening, a rate
-//! change: everyone at once) again within [`AFTER_BURST`] ticks, spread by arrival, since a
-//! push that waited behind thousands teaches its page a late phase.
+//! fan pushed in a burst (a tick that pushed more than [`BURST`] fans here and over twice the
+//! tick before: the opening, a rate change) once more within [`AFTER_BURST`] ticks, spread by
+//! arrival, since a push that waited behind thousands teaches its page a late phase.
 
 use crate::model::{Pace, TicketState, TicketView};
 
@@ -23,7 +23,8 @@ pub const DEFAULT_PUSH_FRONT: u64 = 1000;
 /// The most ticks a fan whose count is right goes without a push.
 pub const MAX_PUSH_EVERY: u64 = 30;
 
-/// A tick that pushed more fans than this on one instance is a burst.
+/// A tick that pushed more fans than this on one instance, and over twice the tick before,
+/// is a burst.
 pub const BURST: usize = 2_000;
 
 /// Fans pushed in a burst are pushed again within this many ticks.
@@ -85,7 +86,7 @@ impl Moment {
 
     /// One tick in `every`, which one by arrival.
     fn spread(&self, arrival: u64, every: u64) -> bool {
-        (self.tick_sec.unwrap_or(0) + arrival) % every == 0
+        (self.tick_sec.unwrap_or(0) + arrival).is_multiple_of(every)
     }
 }
 
@@ -144,7 +145,7 @@ mod tests {
         // Five ticks on, the page shows 4,950: the truth, and 5,000 is 50 ticks' worth back.
         for sec in 11..=15 {
             let truth = view(5_000 - 10 * (sec - 10), 10, sec);
-            let due = (sec + 7) % 30 == 0;
+            let due = (sec + 7).is_multiple_of(30);
             assert_eq!(
                 moment(sec, true).should_push(&last, Phase::Known, &truth),
                 due

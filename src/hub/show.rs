@@ -25,6 +25,8 @@ pub(super) struct ShowFans {
     /// Leaves arrived that the fans have not been told yet: a burst of them is folded into
     /// one recompute.
     pub(super) recompute_pending: bool,
+    /// Fans pushed on the last tick, to tell a burst from the cadence's steady flow.
+    pub(super) last_tick_pushes: usize,
 }
 
 pub(super) struct Fan {
@@ -118,6 +120,7 @@ impl ShowFans {
             buffered: Vec::new(),
             fans: BTreeMap::new(),
             recompute_pending: false,
+            last_tick_pushes: 0,
         }
     }
 
@@ -206,19 +209,26 @@ impl ShowFans {
             };
             if push {
                 if on_tick && moment.tick_sec.is_some() {
+                    // A second push after a burst teaches the phase, whatever this tick is.
+                    let first = fan.phase != Phase::Late;
                     fan.phase = Phase::Known;
-                    on_this_tick.push((arrival, id));
+                    on_this_tick.push(((arrival, id), first));
                 }
                 fan.tx.send_replace(update);
             }
         }
-        if on_this_tick.len() > BURST {
-            // Pushed behind thousands: their pages learnt a late phase; pushed again soon.
-            for key in on_this_tick {
-                if let Some(fan) = self.fans.get_mut(&key) {
-                    fan.phase = Phase::Late;
+        if on_tick {
+            // A burst: far more than the last tick (the opening, a rate change). Pushed behind
+            // thousands, their pages learnt a late phase: pushed again soon.
+            let pushed = on_this_tick.len();
+            if pushed > BURST && pushed > 2 * self.last_tick_pushes {
+                for (key, _) in on_this_tick.iter().filter(|(_, first)| *first) {
+                    if let Some(fan) = self.fans.get_mut(key) {
+                        fan.phase = Phase::Late;
+                    }
                 }
             }
+            self.last_tick_pushes = pushed;
         }
         for key in finished {
             self.fans.remove(&key);
