@@ -310,7 +310,6 @@
 
   // ---- events from any transport -----------------------------------------------------------
 
-  // Returns true when the ticket's journey ended, so the transport stops.
   // Between pushes a waiting page counts its position down by `countdownPerSecond` at each
   // tick, one a second from `lastTickSecond`, the ETA with it (README: Push cadence). The
   // ticks' phase on this clock is the smallest gap between a push's arrival and its tick
@@ -342,6 +341,7 @@
     step();
   }
 
+  // Returns true when the ticket's journey ended, so the transport stops.
   function handle(event, view) {
     if (!record || !view || view.ticketId !== record.ticketId) return false;
     if (state === 'ordered') return true;
