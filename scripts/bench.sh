@@ -14,6 +14,12 @@
 #                                                measured; staleness from the load reports
 #                                                (JOIN_RATE per process, default 1,000/s)
 #   scripts/bench.sh crowd-plot                  the staleness plot of every crowd run in $OUT
+#   scripts/bench.sh scale FANS INSTANCES        INSTANCES release servers on one redis-server,
+#                                                one load process of FANS/INSTANCES SSE fans
+#                                                each; the show opens at RATE (20) a second and
+#                                                for WINDOW (120) seconds Redis commands, CPU,
+#                                                pushes and tick → knowledge per instance are
+#                                                measured, plotted over time in one plot
 #
 # Loopback only, every run bounded in fans and time. It ends only the processes it started,
 # by PID. Results go to $OUT (default target/bench/). Needs: a release build, curl, jq, and
@@ -47,7 +53,7 @@ start_server() {
   URL="http://127.0.0.1:$port"
   env BIND="127.0.0.1:$port" ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 MAX_STREAMS_PER_CLIENT=0 \
     MAX_CONNECTIONS="$MAX_CONNECTIONS" RUST_LOG=warn \
-    ${1:+REDIS_URL=$1} "$BIN" >"$OUT/server.log" 2>&1 &
+    ${1:+REDIS_URL=$1} "$BIN" >"$OUT/${SERVER_LOG:-server}.log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
   for _ in $(seq 100); do
@@ -59,7 +65,7 @@ start_server() {
     fi
     sleep 0.1
   done
-  echo "server did not start; see $OUT/server.log" >&2
+  echo "server did not start; see $OUT/${SERVER_LOG:-server}.log" >&2
   exit 1
 }
 
@@ -106,6 +112,30 @@ sample_window() {
     done
   } >"$OUT/$CASE-$n.cpu"
   { uptime; ps -eo pid,comm,pcpu --sort=-pcpu | head -8; } >"$OUT/$CASE-$n.machine"
+}
+
+# The scale case's window: sample_scale N reads Redis's counters and, per instance, its CPU,
+# RSS, pushes and fans held, and every load process's CPU, into $OUT/$CASE-N.*.
+sample_scale() {
+  local n=$1 i=0
+  redis-cli -u "$REDIS_URL" INFO stats >"$OUT/$CASE-$n.redis-stats"
+  redis-cli -u "$REDIS_URL" INFO commandstats >"$OUT/$CASE-$n.redis-commandstats"
+  {
+    echo "at $(date +%s.%N)"
+    echo "redis $(cpu_seconds "$REDIS_PID")"
+    for pid in "${SERVER_PIDS[@]}"; do
+      local m; m=$(curl -fs "${URLS[$i]}/metrics" || true)
+      echo "server $(cpu_seconds "$pid") $(rss_kib "$pid") \
+$(echo "$m" | awk '/^waiting_room_pushed_messages_total/ {n += $2} END {print n + 0}') \
+$(echo "$m" | awk '/^waiting_room_connected_fans/ {n += $2} END {print n + 0}')"
+      i=$((i + 1))
+    done
+    for pid in "${LOAD_PIDS[@]}"; do
+      local child; child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null | awk '{print $1}')
+      echo "load $(cpu_seconds "${child:-$pid}" 2>/dev/null || echo 0)"
+    done
+  } >"$OUT/$CASE-$n.cpu"
+  { uptime; ps -eo pid,comm,pcpu --sort=-pcpu | head -14; } >"$OUT/$CASE-$n.machine"
 }
 
 # Tickets handed out for show $1, or 0 while the server cannot say (a 503 under load).
@@ -285,8 +315,51 @@ PY
 crowd-plot)
   "$CLIENT" staleness-plot --out "$OUT/crowd-staleness.svg" "$OUT"/crowd-*-report-*.json
   ;;
+scale)
+  fans=${2:?FANS}; n=${3:?INSTANCES}
+  window=${WINDOW:-120}; rate=${RATE:-20}; join_rate=${JOIN_RATE:-600}
+  per=$((fans / n)); CASE=scale-$n-$fans
+  start_redis
+  URLS=(); SERVER_PIDS=()
+  for i in $(seq "$n"); do
+    SERVER_LOG=$CASE-server-$i start_server "$REDIS_URL"
+    URLS+=("$URL"); SERVER_PIDS+=("$SERVER_PID")
+  done
+  # Closed: everyone joins (each load process at its own instance) and waits; then it opens.
+  operator PUT /orders/waiting-room/scale "{\"admitPerSecond\":$rate}"
+  duration=$((per / join_rate + 60 + window))
+  LOAD_PIDS=()
+  for k in $(seq "$n"); do
+    (URL=${URLS[$((k - 1))]}; loadgen "$k" --show scale --fans "$per" --transport sse \
+      --join-rate "$join_rate" --duration "${duration}s") &
+    LOAD_PIDS+=("$!")
+  done
+  PIDS+=("${LOAD_PIDS[@]}")
+  for _ in $(seq 150); do
+    sleep 1
+    [ "$(show_joined scale)" -ge "$((per * n))" ] && break
+  done
+  joined=$(show_joined scale)
+  [ "$joined" -ge "$((per * n))" ] || echo "warning: only $joined of $((per * n)) joined in 150 s" >&2
+  sleep 5
+  operator POST /orders/waiting-room/scale/open
+  sleep 5
+  sample_scale 0
+  sleep "$window"
+  sample_scale 1
+  for pid in "${LOAD_PIDS[@]}"; do
+    kill -0 "$pid" 2>/dev/null || echo "warning: a load process ended inside the window" >&2
+  done
+  wait "${LOAD_PIDS[@]}" || true
+  for k in $(seq "$n"); do
+    mv "$OUT/report-$k.json" "$OUT/$CASE-report-$k.json"
+    mv "$OUT/load-$k.svg" "$OUT/$CASE-load-$k.svg"
+  done
+  "$CLIENT" knowledge-plot --out "$OUT/$CASE-knowledge.svg" "$OUT/$CASE"-report-*.json
+  python3 scripts/scale-summary.py "$OUT" "$CASE" "$fans" "$n" "$rate" | tee "$OUT/$CASE.json"
+  ;;
 *)
-  sed -n '2,19p' "$0"
+  sed -n '2,25p' "$0"
   exit 2
   ;;
 esac

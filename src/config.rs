@@ -96,6 +96,13 @@ pub struct Config {
     #[arg(long, env = "MAX_STREAMS_PER_CLIENT", default_value_t = 20)]
     pub max_streams_per_client: u32,
 
+    /// Waiting fans at or ahead of this place are pushed every tick; further back, whose
+    /// page counts down exactly between pushes, every `ceil(position / PUSH_FRONT)` ticks
+    /// (at most 30), and at once whenever the count would be wrong. 0: every fan every tick.
+    #[arg(long, env = "PUSH_FRONT", default_value_t = crate::hub::DEFAULT_PUSH_FRONT,
+          value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
+    pub push_front: u64,
+
     /// The address fans' browsers use (`https://tickets.example.com`): join forms must come
     /// from it, and https makes the ticket cookie `Secure`. Unset: forms must come from the
     /// host the request names.
@@ -153,6 +160,7 @@ impl Config {
             reserve_connections: 64,
             // Tests open many streams from 127.0.0.1; the ones about the limit set it.
             max_streams_per_client: 0,
+            push_front: crate::hub::DEFAULT_PUSH_FRONT,
             public_url: None,
             demo: false,
         }

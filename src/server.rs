@@ -89,6 +89,7 @@ impl Application {
         });
         tracing::info!(kids = ?passes.kids(), "admission pass keys (the first signs)");
         hub.sign_passes(passes.clone());
+        hub.push_front(config.push_front);
         let listener = TcpListener::bind(config.bind)
             .await
             .with_context(|| format!("cannot listen on {}", config.bind))?;

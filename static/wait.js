@@ -310,10 +310,42 @@
 
   // ---- events from any transport -----------------------------------------------------------
 
+  // Between pushes a waiting page counts its position down by `countdownPerSecond` at each
+  // tick, one a second from `lastTickSecond`, the ETA with it (README: Push cadence). The
+  // ticks' phase on this clock is the smallest gap between a push's arrival and its tick
+  // second: pushes come right after a tick, corrections later. Far back the server pushes
+  // only now and then, and at once whenever this count would be wrong.
+  let countTimer = 0;
+  const tickGaps = [];
+  function stopCounting() {
+    clearTimeout(countTimer);
+    countTimer = 0;
+  }
+  function startCounting(view) {
+    const per = view.countdownPerSecond;
+    const tick = view.lastTickSecond;
+    if (!per || tick === undefined || view.fromPaint) return;
+    tickGaps.push(Date.now() - tick * 1000);
+    if (tickGaps.length > 16) tickGaps.shift();
+    const phase = Math.min(...tickGaps);
+    const step = () => {
+      const now = Date.now();
+      const ticks = Math.max(0, Math.floor((now - phase) / 1000) - tick);
+      const position = Math.max(1, view.position - per * ticks);
+      if (ticks > 0 && state === 'waiting') {
+        root.dataset.counted = String(ticks);
+        renderWaiting({ ...view, position, etaSeconds: Math.ceil(position / per) });
+      }
+      if (position > 1) countTimer = setTimeout(step, (tick + ticks + 1) * 1000 + phase - now);
+    };
+    step();
+  }
+
   // Returns true when the ticket's journey ended, so the transport stops.
   function handle(event, view) {
     if (!record || !view || view.ticketId !== record.ticketId) return false;
     if (state === 'ordered') return true;
+    stopCounting();
     switch (event) {
       case 'waiting':
         if (view.preQueue) {
@@ -324,6 +356,7 @@
             announce(`The draw is done: you are number ${fmt(view.position)} in the queue.`, true);
           }
           renderWaiting(view);
+          startCounting(view);
         }
         return false;
       case 'admitted': renderAdmitted(view); return false;

@@ -14,10 +14,13 @@
 //! - [`backoff`]: the delays between attempts (exponential, capped, with jitter).
 //! - [`staleness_plot`]: `waiting-room-client staleness-plot`, several load runs' staleness
 //!   on one plot (push beside polling).
+//! - [`knowledge_plot`]: `waiting-room-client knowledge-plot`, tick → knowledge over time, one
+//!   line per instance.
 
 pub mod backoff;
 pub mod fan;
 pub mod follow;
+pub mod knowledge_plot;
 pub mod load;
 mod plot;
 pub mod staleness_plot;

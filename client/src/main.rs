@@ -1,4 +1,5 @@
-//! The `waiting-room-client` binary: `fan`, `load`, `verify` and `staleness-plot`, each
+//! The `waiting-room-client` binary: `fan`, `load`, `verify`, `staleness-plot` and
+//! `knowledge-plot`, each
 //! handed over to the library.
 //!
 //! It reads only its own flags (and the operator token `load` may take from `ADMIN_TOKEN`):
@@ -7,6 +8,7 @@
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use waiting_room_client::fan::{self, FanArgs};
+use waiting_room_client::knowledge_plot::{self, KnowledgePlotArgs};
 use waiting_room_client::load::{self, LoadArgs};
 use waiting_room_client::staleness_plot::{self, StalenessPlotArgs};
 use waiting_room_client::verify::{self, VerifyArgs};
@@ -30,6 +32,8 @@ enum Command {
     Verify(VerifyArgs),
     /// Several `load --json` runs' staleness on one plot (SVG), push beside polling.
     StalenessPlot(StalenessPlotArgs),
+    /// Several `load --json` runs' tick → knowledge latency over time (SVG), one line each.
+    KnowledgePlot(KnowledgePlotArgs),
 }
 
 #[tokio::main]
@@ -47,5 +51,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Load(args) => load::main(*args).await,
         Command::Verify(args) => std::process::exit(verify::main(args).await.exit_code()),
         Command::StalenessPlot(args) => staleness_plot::main(args),
+        Command::KnowledgePlot(args) => knowledge_plot::main(args),
     }
 }

@@ -18,6 +18,7 @@
 //! its state was lost, or deleted) voids every ticket of the old epoch, whose fans are told
 //! `unknown`. An admission is pushed only after the store confirmed it for that ticket.
 
+mod cadence;
 mod follow;
 mod show;
 
@@ -31,6 +32,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+pub use self::cadence::{DEFAULT_PUSH_FRONT, MAX_PUSH_EVERY};
 pub use self::follow::{EventName, Update};
 use self::follow::{Follow, next_update};
 use self::show::{Applied, Fan, Mirror, ShowFans};
@@ -59,6 +61,8 @@ struct Inner {
     next_id: AtomicU64,
     /// Signs the pass of every admission pushed (none until [`Hub::sign_passes`]).
     passes: OnceLock<Arc<Keyring>>,
+    /// `PUSH_FRONT`: fans this far ahead are pushed every tick, those behind less often.
+    front: AtomicU64,
 }
 
 impl Hub {
@@ -71,6 +75,7 @@ impl Hub {
                 shows: Mutex::new(HashMap::new()),
                 next_id: AtomicU64::new(1),
                 passes: OnceLock::new(),
+                front: AtomicU64::new(DEFAULT_PUSH_FRONT),
             }),
         }
     }
@@ -140,7 +145,7 @@ impl Hub {
                 }
             }
             Applied::Moved => {
-                let admitted = show.recompute();
+                let admitted = show.recompute(event.kind == EventKind::Tick, self.front());
                 drop(shows);
                 self.confirm(&event.show, admitted);
                 self.inner.metrics.hub_lag(lag_ms);
@@ -168,7 +173,7 @@ impl Hub {
             if !show.recompute_pending {
                 return; // a tick recomputed in the meantime
             }
-            let admitted = show.recompute();
+            let admitted = show.recompute(false, hub.front());
             drop(shows);
             hub.confirm(&name, admitted);
         });
@@ -282,12 +287,22 @@ impl Hub {
             return self.spawn_load(name.clone());
         }
         show.state = Some(mirror);
-        let admitted = show.recompute();
+        let admitted = show.recompute(false, self.front());
         if show.fans.is_empty() {
             shows.remove(name);
         }
         drop(shows);
         self.confirm(name, admitted);
+    }
+
+    /// Fans at or ahead of `front` are pushed every tick, those behind on the push cadence
+    /// (`PUSH_FRONT`; 0 pushes every fan every tick).
+    pub fn push_front(&self, front: u64) {
+        self.inner.front.store(front, Ordering::Relaxed);
+    }
+
+    fn front(&self) -> u64 {
+        self.inner.front.load(Ordering::Relaxed)
     }
 
     /// Every admission this hub pushes from now on carries a pass signed with `keys`.
@@ -381,10 +396,11 @@ impl Hub {
                 from_version: first.version,
                 tx,
                 place: None,
+                phase: cadence::Phase::Unknown,
             },
         );
         // The mirror may already be past the version the status was read at.
-        let admitted = show.recompute();
+        let admitted = show.recompute(false, self.front());
         drop(shows);
         self.confirm(name, admitted);
         if load {

@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::Update;
+use super::cadence::{BURST, Moment, Phase};
 use crate::clock::wall_ms;
 use crate::model::{Pace, TicketState};
 use crate::store::{DrawPhase, EventKind, ShowEvent, ShowSnapshot, position};
@@ -24,6 +25,8 @@ pub(super) struct ShowFans {
     /// Leaves arrived that the fans have not been told yet: a burst of them is folded into
     /// one recompute.
     pub(super) recompute_pending: bool,
+    /// Fans pushed on the last tick, to tell a burst from the cadence's steady flow.
+    pub(super) last_tick_pushes: usize,
 }
 
 pub(super) struct Fan {
@@ -35,6 +38,8 @@ pub(super) struct Fan {
     pub(super) tx: watch::Sender<Update>,
     /// Its drawn place, once worked out (a show is drawn once an epoch).
     pub(super) place: Option<u64>,
+    /// What its page knows of the ticks' phase, from the pushes it had right after a tick.
+    pub(super) phase: Phase,
 }
 
 /// The hub's copy of a show's positional state.
@@ -115,6 +120,7 @@ impl ShowFans {
             buffered: Vec::new(),
             fans: BTreeMap::new(),
             recompute_pending: false,
+            last_tick_pushes: 0,
         }
     }
 
@@ -126,16 +132,23 @@ impl ShowFans {
             .collect()
     }
 
-    /// Pushes every fan behind the mirror its state at the mirror's version; fans that left,
-    /// or whose ticket belongs to another epoch, get their last update and are let go.
+    /// Works out every fan behind the mirror its state at the mirror's version and pushes it
+    /// where the push cadence says (`on_tick`: this follows a tick; `front`: `PUSH_FRONT`);
+    /// fans that left, or whose ticket belongs to another epoch, get their last update and
+    /// are let go.
     ///
     /// Fans the mirror says were admitted are let go without an update and returned: an
     /// admission is pushed only once the store confirms it, so a ticket the store does not
     /// know (its state was lost and its sequence reused) is never told it may buy.
-    pub(super) fn recompute(&mut self) -> Vec<Fan> {
+    pub(super) fn recompute(&mut self, on_tick: bool, front: u64) -> Vec<Fan> {
         self.recompute_pending = false;
         let Some(m) = &self.state else {
             return Vec::new();
+        };
+        let moment = Moment {
+            tick_sec: m.pace.tick_sec,
+            on_tick,
+            front,
         };
         // One walk over fans and leavers together, both in queue order: `gone` is the number
         // of leavers ahead of the fan at hand.
@@ -144,6 +157,7 @@ impl ShowFans {
         let mut gone = 0u64;
         let mut finished = Vec::new();
         let mut admitted = Vec::new();
+        let mut on_this_tick = Vec::new();
         for (key, (arrival, id)) in order {
             let Some(fan) = self.fans.get_mut(&(arrival, id)) else {
                 continue;
@@ -184,13 +198,37 @@ impl ShowFans {
             ) {
                 finished.push((arrival, id));
             }
-            fan.tx.send_if_modified(|current| {
-                if current.view == update.view {
-                    return false;
+            let push = {
+                let last = &fan.tx.borrow().view;
+                match state {
+                    TicketState::Waiting { .. } => {
+                        moment.should_push(last, fan.phase, &update.view)
+                    }
+                    _ => *last != update.view,
                 }
-                *current = update;
-                true
-            });
+            };
+            if push {
+                if on_tick && moment.tick_sec.is_some() {
+                    // A second push after a burst teaches the phase, whatever this tick is.
+                    let first = fan.phase != Phase::Late;
+                    fan.phase = Phase::Known;
+                    on_this_tick.push(((arrival, id), first));
+                }
+                fan.tx.send_replace(update);
+            }
+        }
+        if on_tick {
+            // A burst: far more than the last tick (the opening, a rate change). Pushed behind
+            // thousands, their pages learnt a late phase: pushed again soon.
+            let pushed = on_this_tick.len();
+            if pushed > BURST && pushed > 2 * self.last_tick_pushes {
+                for (key, _) in on_this_tick.iter().filter(|(_, first)| *first) {
+                    if let Some(fan) = self.fans.get_mut(key) {
+                        fan.phase = Phase::Late;
+                    }
+                }
+            }
+            self.last_tick_pushes = pushed;
         }
         for key in finished {
             self.fans.remove(&key);

@@ -97,6 +97,8 @@ impl TicketState {
             opens_in_seconds: None,
             arrival: None,
             pass: None,
+            countdown_per_second: None,
+            last_tick_second: None,
         };
         match self {
             TicketState::Waiting { position, arrival } => {
@@ -108,6 +110,8 @@ impl TicketState {
                 view.eta_max_seconds = eta.range.map(|r| r.1);
                 view.paused = pace.paused;
                 view.arrival = Some(arrival);
+                view.countdown_per_second = pace.steady();
+                view.last_tick_second = view.countdown_per_second.and(pace.tick_sec);
             }
             TicketState::PreQueue {
                 arrival,
@@ -175,6 +179,17 @@ pub struct TicketView {
     /// the gate and any edge holding a key of `PASS_KEYS` check without the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass: Option<String>,
+    /// While waiting at a steady pace (no pause, no announced change, every tick letting in
+    /// the rate): the position drops by this much at each tick, once a second, until a new
+    /// state says otherwise; the ETA is then `ceil(position / countdownPerSecond)`. Pages
+    /// count down between pushes; the server pushes at once whenever the count would be
+    /// wrong (README: Push cadence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub countdown_per_second: Option<u32>,
+    /// With `countdownPerSecond`: the second (Unix time, the store's clock) of the last tick
+    /// this state includes; the count goes on from there, one tick a second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_tick_second: Option<u64>,
 }
 
 /// What an operator sees of one show.
@@ -238,6 +253,23 @@ mod tests {
         assert_eq!(
             waiting,
             serde_json::json!({"ticketId": id, "status": "WAITING", "position": 3, "etaSeconds": 2, "arrival": 7})
+        );
+        // A steady pace after a tick: the count's fields.
+        let ticked = Pace {
+            tick_sec: Some(1_700_000_000),
+            ..Pace::at_rate(2)
+        };
+        let counting = serde_json::to_value(
+            TicketState::Waiting {
+                position: 3,
+                arrival: 7,
+            }
+            .view(id, &ticked),
+        )
+        .unwrap();
+        assert_eq!(
+            counting,
+            serde_json::json!({"ticketId": id, "status": "WAITING", "position": 3, "etaSeconds": 2, "arrival": 7, "countdownPerSecond": 2, "lastTickSecond": 1_700_000_000u64})
         );
         let admitted = serde_json::to_value(
             TicketState::Admitted {

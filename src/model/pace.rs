@@ -20,6 +20,8 @@ pub struct Pace {
     pub paused: Option<Paused>,
     /// A rate change the operator announced: every ETA counts with it.
     pub change: Option<RateChange>,
+    /// The second (Unix time, the store's clock) of the show's last tick, if it had one.
+    pub tick_sec: Option<u64>,
 }
 
 /// An announced rate change, as seen when the pace was read.
@@ -50,6 +52,7 @@ impl Pace {
             spread_milli: 0,
             paused: None,
             change: None,
+            tick_sec: None,
         }
     }
 
@@ -75,6 +78,19 @@ impl Pace {
 }
 
 impl Pace {
+    /// The places each tick lets in, when the queue moves steadily at the rate: no pause, no
+    /// announced change, the measured flow exactly the rate, a tick seen. Then a waiting fan's
+    /// position drops by that much a tick and its ETA is `ceil(position / rate)`.
+    pub fn steady(&self) -> Option<u32> {
+        let steady = self.rate > 0
+            && self.paused.is_none()
+            && self.change.is_none()
+            && self.flow_milli == u64::from(self.rate) * 1000
+            && self.spread_milli == 0
+            && self.tick_sec.is_some();
+        steady.then_some(self.rate)
+    }
+
     /// Seconds until `position` is let in at `flow` places a second, and from an announced
     /// change on at the flow it brings: the new rate, or no more than `flow` while a cap
     /// on active buyers holds the queue below the rate.
@@ -136,6 +152,7 @@ mod tests {
             spread_milli: 1_000,
             paused: None,
             change: None,
+            tick_sec: None,
         };
         let eta = pace.eta(100);
         assert_eq!(eta.seconds, 50);
@@ -180,6 +197,7 @@ mod tests {
                 in_ms: 5_000,
                 rate: 20,
             }),
+            tick_sec: None,
         };
         assert_eq!(capped.eta(30).seconds, 15);
     }

@@ -76,6 +76,9 @@ pub struct ShowEvent {
     pub change_in_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_rate: Option<u32>,
+    /// The store's second of the show's last tick, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_sec: Option<u64>,
 }
 
 impl ShowEvent {
@@ -86,6 +89,7 @@ impl ShowEvent {
                 .change_in_ms
                 .zip(self.change_rate)
                 .map(|(in_ms, rate)| RateChange { in_ms, rate }),
+            tick_sec: self.tick_sec,
             ..pace_of(
                 self.rate,
                 self.flow_milli,
@@ -111,6 +115,7 @@ pub fn pace_of(rate: u32, flow_milli: u64, spread_milli: u64, open: bool, full: 
             None
         },
         change: None,
+        tick_sec: None,
     }
 }
 

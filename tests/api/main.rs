@@ -32,6 +32,7 @@ macro_rules! all_stores {
 
 mod abuse;
 mod bots;
+mod cadence;
 mod cli;
 mod cluster;
 mod contract;

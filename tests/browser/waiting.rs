@@ -393,3 +393,46 @@ async fn the_page_says_when_it_reconnects_and_when_a_restart_forgot_the_ticket()
     })
     .await;
 }
+
+/// Far back in the queue the page is pushed only now and then (`PUSH_FRONT`) and counts its
+/// position down by itself between pushes; at the quiet middle of every second what it shows
+/// is what a poll answers.
+#[tokio::test]
+async fn far_back_the_page_counts_down_between_pushes_and_stays_right() {
+    let app = spawn_app_configured(Config {
+        admit_per_second: 2,
+        push_front: 5,
+        ..Config::for_tests()
+    })
+    .await;
+    let show = app.queued_show("far", 200).await;
+    app.open(&show).await;
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        visit_waiting_page(&client, &app, &show, "").await;
+        wait_for_state(&client, "waiting", SHORT).await;
+        let ticket = stored_ticket(&client, &show).await.expect("a ticket");
+        let mut counted = false;
+        for second in 0..6 {
+            mid_second().await;
+            let polled = app.ticket_json(&show, &ticket).await["position"].as_u64();
+            assert_eq!(
+                shown_position(&client).await,
+                polled,
+                "second {second}: the page and the poll differ"
+            );
+            counted |= client.attr_of("#wait", "data-counted").await.is_some();
+        }
+        assert!(counted, "the page counted down by itself between pushes");
+    })
+    .await;
+}
+
+/// Sleeps to `.450` of the next wall-clock second: ticks land at `.050`.
+async fn mid_second() {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    tokio::time::sleep(Duration::from_millis(1450 - ms % 1000)).await;
+}

@@ -10,6 +10,7 @@ use waiting_room::model::TicketStatus;
 use waiting_room::protocol::{ADMISSION_HEADER, EventName, routes};
 
 use super::choices::Choice;
+use super::count::PageCount;
 use super::eta::FanRecord;
 use super::run::{Counters, Run, add};
 use super::staleness::{Knowledge, since_tick};
@@ -80,6 +81,8 @@ pub(super) async fn fan(
     let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(4));
     let mut last_event_id: Option<String> = None;
     let mut knowledge = Knowledge::default();
+    let mut count = PageCount::default();
+    let mut heard_any = false;
     let pushed = run.transport != Transport::Poll;
     loop {
         let asked = Instant::now();
@@ -109,6 +112,20 @@ pub(super) async fn fan(
                                 // Expiries follow the admission's TTL, not a tick; a
                                 // polled answer follows the poller's clock.
                                 Run::record(&run.push_latency, since_tick(now));
+                            }
+                            let at_ms = now
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .unwrap_or_default()
+                                .as_millis() as i64;
+                            let learned = count.heard(&push.ticket, at_ms);
+                            if learned.count_wrong {
+                                add(&c.count_wrong);
+                            }
+                            // The state a fan first hears is no tick it waited for.
+                            if std::mem::replace(&mut heard_any, true) {
+                                for (second, late) in learned.ticks {
+                                    run.knew(second, late);
+                                }
                             }
                             if push.kind != EventName::Expired
                                 && let Some(stale) = knowledge.heard(&push.ticket, now, pushed)

@@ -29,6 +29,8 @@
 //! - [`eta`]: the per-fan ETA records, their summary and CSV.
 //! - [`rate_change`]: `--rate-change`, the operator changing the rate mid-run.
 //! - [`staleness`]: how long each fan's position was out of date, pushed or polled.
+//! - [`count`]: when a fan knew each tick, by a push or by its page counting down between
+//!   pushes (the push cadence): tick → knowledge, per tick second.
 //!
 //! `--transport poll` plays the seed's client: every fan asks `GET …/tickets/{ticketId}`
 //! every `--poll-interval` (1 s) over a keep-alive connection of its own, and each answer
@@ -39,6 +41,7 @@
 mod args;
 pub mod bots;
 mod choices;
+mod count;
 mod eta;
 mod fans;
 mod rate_change;
@@ -168,6 +171,8 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         first_event: histogram(),
         push_latency: histogram(),
         staleness: histogram(),
+        knowledge: histogram(),
+        knowledge_by_second: Mutex::default(),
         order_latency: histogram(),
         orders: Mutex::default(),
         records: Mutex::default(),

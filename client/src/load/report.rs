@@ -89,6 +89,14 @@ pub struct LoadReport {
     pub staleness_cdf: Vec<[f64; 2]>,
     /// Changes learned: new positions and admissions heard.
     pub positions_learned: u64,
+    /// From each tick to a fan knowing it, by a push or by its page's count between pushes
+    /// (see `load::count`); one sample per tick per waiting fan.
+    pub knowledge: Percentiles,
+    /// The same per tick second: `[Unix second, samples, p50 ms, p99 ms]`.
+    pub knowledge_by_second: Vec<[f64; 4]>,
+    /// Pushes that found the page's count wrong at their tick: a leave, rate change or pause
+    /// pushed at once; none in a run without them.
+    pub count_wrong: u64,
     /// With `--transport poll`: the interval each fan polled at, in seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub poll_interval_seconds: Option<f64>,
@@ -158,6 +166,12 @@ impl fmt::Display for LoadReport {
         writeln!(f, "first event:  {}", self.first_event)?;
         writeln!(f, "messages:     {} pushed", n(self.messages))?;
         writeln!(f, "tick → push:  {}", self.push_latency)?;
+        writeln!(
+            f,
+            "tick → known: {} · {} counts found wrong",
+            self.knowledge,
+            n(self.count_wrong)
+        )?;
         writeln!(
             f,
             "staleness:    {} ({} changes learned)",
@@ -265,6 +279,18 @@ pub(super) fn report(
         staleness: pct(&run.staleness),
         staleness_cdf: cdf(&run.staleness.lock().unwrap_or_else(|e| e.into_inner())),
         positions_learned: get(&c.positions_learned),
+        knowledge: pct(&run.knowledge),
+        knowledge_by_second: run
+            .knowledge_by_second
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(s, h)| {
+                let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+                [*s as f64, h.len() as f64, ms(0.5), ms(0.99)]
+            })
+            .collect(),
+        count_wrong: get(&c.count_wrong),
         poll_interval_seconds: (args.transport == Transport::Poll)
             .then_some(args.poll_interval.as_secs_f64()),
         stream_errors: get(&c.stream_errors),

@@ -47,6 +47,8 @@ pub(super) struct Counters {
     pub stayers_expired: AtomicU64,
     /// States heard that told a fan something new (a position, an admission).
     pub positions_learned: AtomicU64,
+    /// Pushes that found the page's count wrong at their tick ([`super::count`]).
+    pub count_wrong: AtomicU64,
     /// Microseconds since the start: the first join sent and the last one answered.
     pub first_join_us: AtomicU64,
     pub last_join_us: AtomicU64,
@@ -79,6 +81,10 @@ pub(super) struct Run {
     pub push_latency: Mutex<Histogram<u64>>,
     /// From the tick that changed a fan's state to the fan knowing it ([`super::staleness`]).
     pub staleness: Mutex<Histogram<u64>>,
+    /// From each tick to a fan knowing it, pushed or counted ([`super::count`]).
+    pub knowledge: Mutex<Histogram<u64>>,
+    /// The same, per tick second (Unix time, the store's clock).
+    pub knowledge_by_second: Mutex<BTreeMap<u64, Histogram<u64>>>,
     pub order_latency: Mutex<Histogram<u64>>,
     /// Order answers by HTTP status (`"201"`), or `"failed"` when none came.
     pub orders: Mutex<BTreeMap<String, u64>>,
@@ -114,6 +120,19 @@ impl Run {
         if record.retold.is_none() && self.rate_changed() {
             record.retold = Told::of(self.now(), ticket);
         }
+    }
+
+    /// Tick `second` known `late` after it.
+    pub(super) fn knew(&self, second: u64, late: Duration) {
+        Run::record(&self.knowledge, late);
+        let mut by = self
+            .knowledge_by_second
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let h = by.entry(second).or_insert_with(|| {
+            Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("valid bounds")
+        });
+        h.saturating_record(late.as_micros() as u64);
     }
 
     pub(super) fn record(h: &Mutex<Histogram<u64>>, d: Duration) {

@@ -102,12 +102,14 @@ local function announced_change()
   return {math.max(tonumber(c[1]) - now_ms(), 0), tonumber(c[2])}
 end
 -- {rate, flow, spread (thousandths), open, full, ms until an announced change (-1: none),
--- its rate}: what a ticket's ETA is worked out from.
+-- its rate, the second of the last tick (-1: none)}: what a ticket's ETA is worked out from,
+-- and where its count goes on from.
 local function pace_reply()
   local mean, var, full = pace()
   local change = announced_change() or {-1, 0}
   return {rate(), math.floor(mean * 1000 + 0.5), math.floor(math.sqrt(var) * 1000 + 0.5),
-    is_open() and 1 or 0, full and 1 or 0, change[1], change[2]}
+    is_open() and 1 or 0, full and 1 or 0, change[1], change[2],
+    tonumber(redis.call('GET', TICK) or '-1')}
 end
 -- Appends the pace to a reply.
 local function with_pace(reply)
@@ -252,6 +254,7 @@ local function publish(kind, epoch, ver, hd, left, admitted_now, at)
     rate = p[1], flow_milli = p[2], spread_milli = p[3], open = p[4] == 1, full = p[5] == 1,
     admitted = admitted_now, ttl_ms = TTL, at_ms = at,
     change_in_ms = p[6] >= 0 and p[6] or nil, change_rate = p[6] >= 0 and p[7] or nil,
+    tick_sec = p[8] >= 0 and p[8] or nil,
   }))
 end
 

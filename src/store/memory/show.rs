@@ -186,6 +186,7 @@ impl Show {
                 in_ms: c.at_ms.saturating_sub(now_ms),
                 rate: c.rate,
             }),
+            tick_sec: self.last_second,
             ..pace_of(
                 rate,
                 (flow * 1000.0).round() as u64,
@@ -331,6 +332,7 @@ impl Show {
             at_ms: now_ms,
             change_in_ms: pace.change.map(|c| c.in_ms),
             change_rate: pace.change.map(|c| c.rate),
+            tick_sec: pace.tick_sec,
         }
     }
 }

@@ -358,14 +358,25 @@ fn reply<T>(
 }
 
 /// How many figures every script appends with `with_pace`.
-const PACE_FIGURES: usize = 7;
+const PACE_FIGURES: usize = 8;
 
 /// The pace figures every script appends with `with_pace`.
 fn pace(got: &[i64]) -> Option<Pace> {
-    let [rate, flow, spread, open, full, change_in_ms, change_rate] = *got else {
+    let [
+        rate,
+        flow,
+        spread,
+        open,
+        full,
+        change_in_ms,
+        change_rate,
+        tick,
+    ] = *got
+    else {
         return None;
     };
     Some(Pace {
+        tick_sec: (tick >= 0).then_some(tick as u64),
         change: (change_in_ms >= 0).then_some(RateChange {
             in_ms: change_in_ms as u64,
             rate: change_rate as u32,

@@ -1,0 +1,186 @@
+//! Push cadence: which fans a change is pushed to, so that 90,000 fans do not cost 90,000
+//! writes a second while every figure a page shows stays exact.
+//!
+//! Under a steady pace the ticket JSON carries `countdownPerSecond` and `lastTickSecond`:
+//! the page counts its position down by `countdownPerSecond` at each tick, one a second from
+//! `lastTickSecond` on, in the phase it learnt from the pushes that came right after a tick,
+//! and works its ETA out from it. The hub knows from the state it last pushed a fan what that
+//! page shows now, compares it with the truth at every recompute and pushes when they differ:
+//! a leave ahead, a rate change, a pause or a full cap, a tick that let in fewer (or a second
+//! without a tick), an admission. When they agree a fan is pushed only on its cadence: the
+//! front `PUSH_FRONT` places every tick, and further back every `ceil(position / PUSH_FRONT)`
+//! ticks (at most [`MAX_PUSH_EVERY`]), spread over the ticks by arrival. A fan is also pushed
+//! on the first tick after it begins to follow, so its page learns the ticks' phase; and a
+//! fan pushed in a burst (a tick that pushed more than [`BURST`] fans here and over twice the
+//! tick before: the opening, a rate change) once more within [`AFTER_BURST`] ticks, spread by
+//! arrival, since a push that waited behind thousands teaches its page a late phase.
+
+use crate::model::{Pace, TicketState, TicketView};
+
+/// Fans at or ahead of this place are pushed every tick by default (`PUSH_FRONT`).
+pub const DEFAULT_PUSH_FRONT: u64 = 1000;
+
+/// The most ticks a fan whose count is right goes without a push.
+pub const MAX_PUSH_EVERY: u64 = 30;
+
+/// A tick that pushed more fans than this on one instance, and over twice the tick before,
+/// is a burst.
+pub const BURST: usize = 2_000;
+
+/// Fans pushed in a burst are pushed again within this many ticks.
+pub const AFTER_BURST: u64 = 5;
+
+/// What a fan's page knows of the ticks' phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// No push right after a tick yet.
+    Unknown,
+    /// Only from a push in a burst, likely late.
+    Late,
+    /// From a push right after a quiet tick.
+    Known,
+}
+
+/// The moment of one recompute.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Moment {
+    /// The store's second of the show's last tick, if it had one.
+    pub(super) tick_sec: Option<u64>,
+    /// This recompute follows a tick.
+    pub(super) on_tick: bool,
+    /// `PUSH_FRONT` (0: every fan every tick).
+    pub(super) front: u64,
+}
+
+impl Moment {
+    /// Whether `truth`, the fan's state now, goes out to a page that was told `last` and
+    /// knows the ticks' `phase` so well.
+    pub(super) fn should_push(&self, last: &TicketView, phase: Phase, truth: &TicketView) -> bool {
+        let Some(shown) = counted(last, self.tick_sec) else {
+            return true; // what the page shows cannot be known: tell it
+        };
+        if shown != *truth {
+            return true;
+        }
+        let (Some(position), Some(arrival), Some(_)) =
+            (truth.position, truth.arrival, truth.countdown_per_second)
+        else {
+            return false; // nothing counts down: nothing to refresh
+        };
+        self.on_tick
+            && match phase {
+                Phase::Unknown => true,
+                Phase::Late => self.due(position, arrival) || self.spread(arrival, AFTER_BURST),
+                Phase::Known => self.due(position, arrival),
+            }
+    }
+
+    /// A fan whose count is right is pushed on this tick anyway: the front every tick, the
+    /// rest every `ceil(position / front)` ticks, spread by arrival.
+    fn due(&self, position: u64, arrival: u64) -> bool {
+        if self.front == 0 || position <= self.front {
+            return true;
+        }
+        self.spread(arrival, position.div_ceil(self.front).min(MAX_PUSH_EVERY))
+    }
+
+    /// One tick in `every`, which one by arrival.
+    fn spread(&self, arrival: u64, every: u64) -> bool {
+        (self.tick_sec.unwrap_or(0) + arrival).is_multiple_of(every)
+    }
+}
+
+/// What a page told `last` shows once the show's last tick is `tick_sec`: the same state, or,
+/// counting down, the position `countdownPerSecond` lower for each second since
+/// `lastTickSecond` (never below 1: the admission is pushed). `None` when that cannot be known.
+pub fn counted(last: &TicketView, tick_sec: Option<u64>) -> Option<TicketView> {
+    let Some(per_second) = last.countdown_per_second else {
+        return Some(last.clone());
+    };
+    let tick_sec = tick_sec?;
+    let seconds = tick_sec.checked_sub(last.last_tick_second?)?;
+    let position = last
+        .position?
+        .checked_sub(u64::from(per_second) * seconds)
+        .filter(|&p| p >= 1)?;
+    let state = TicketState::Waiting {
+        position,
+        arrival: last.arrival?,
+    };
+    let pace = Pace {
+        tick_sec: Some(tick_sec),
+        ..Pace::at_rate(per_second)
+    };
+    Some(state.view(last.ticket_id, &pace))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    fn view(position: u64, rate: u32, tick_sec: u64) -> TicketView {
+        let pace = Pace {
+            tick_sec: Some(tick_sec),
+            ..Pace::at_rate(rate)
+        };
+        TicketState::Waiting {
+            position,
+            arrival: 7,
+        }
+        .view(Uuid::nil(), &pace)
+    }
+
+    fn moment(tick_sec: u64, on_tick: bool) -> Moment {
+        Moment {
+            tick_sec: Some(tick_sec),
+            on_tick,
+            front: 100,
+        }
+    }
+
+    #[test]
+    fn a_right_count_is_not_pushed_off_cadence_and_a_wrong_one_always() {
+        let last = view(5_000, 10, 10);
+        // Five ticks on, the page shows 4,950: the truth, and 5,000 is 50 ticks' worth back.
+        for sec in 11..=15 {
+            let truth = view(5_000 - 10 * (sec - 10), 10, sec);
+            let due = (sec + 7).is_multiple_of(30);
+            assert_eq!(
+                moment(sec, true).should_push(&last, Phase::Known, &truth),
+                due
+            );
+            // One more fan gone ahead: the count is wrong, pushed at once.
+            let wrong = view(5_000 - 10 * (sec - 10) - 1, 10, sec);
+            assert!(moment(sec, false).should_push(&last, Phase::Known, &wrong));
+        }
+        // A rate change: the count stops being right.
+        assert!(moment(12, false).should_push(&last, Phase::Known, &view(4_980, 5, 12)));
+        // A second without a tick: counted 4,980, the truth still 4,990.
+        assert!(moment(12, true).should_push(&last, Phase::Known, &view(4_990, 10, 11)));
+        // Near the front: every tick.
+        let front = view(90, 10, 10);
+        assert!(moment(11, true).should_push(&front, Phase::Known, &view(80, 10, 11)));
+        // Not yet in phase: pushed on the next tick, so its page learns the phase.
+        assert!(moment(11, true).should_push(&last, Phase::Unknown, &view(4_990, 10, 11)));
+        // After a burst: again within five ticks, one in five each tick.
+        let after: Vec<bool> = (11..16)
+            .map(|sec| {
+                let truth = view(5_000 - 10 * (sec - 10), 10, sec);
+                moment(sec, true).should_push(&last, Phase::Late, &truth)
+            })
+            .collect();
+        assert_eq!(after.iter().filter(|&&p| p).count(), 1, "{after:?}");
+        // Between ticks a right count is never pushed.
+        assert!(!moment(11, false).should_push(&last, Phase::Unknown, &view(4_990, 10, 11)));
+    }
+
+    #[test]
+    fn front_zero_pushes_everyone_every_tick() {
+        let m = Moment {
+            front: 0,
+            ..moment(11, true)
+        };
+        assert!(m.should_push(&view(5_000, 10, 10), Phase::Known, &view(4_990, 10, 11)));
+    }
+}
