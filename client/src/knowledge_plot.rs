@@ -12,6 +12,8 @@ use anyhow::Context;
 use plotters::prelude::*;
 use serde::Deserialize;
 
+use crate::plot::plot_err;
+
 /// `knowledge-plot`: one line per report.
 #[derive(Clone, Debug, clap::Args)]
 pub struct KnowledgePlotArgs {
@@ -136,10 +138,6 @@ fn draw(path: &Path, lines: &[Line]) -> anyhow::Result<()> {
         .map_err(plot_err)?;
     root.present().map_err(plot_err)?;
     Ok(())
-}
-
-fn plot_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> anyhow::Error {
-    anyhow::anyhow!("cannot draw the plot: {e}")
 }
 
 #[cfg(test)]
