@@ -130,8 +130,8 @@ async fn solve_ms(client: &Client, bits: u32, runs: u32, main_thread: bool) -> (
     (r[0].as_f64().unwrap(), r[1].as_f64().unwrap())
 }
 
-/// The README's table of time to solve: `cargo test --test browser -- --ignored
-/// time_to_solve --nocapture`. Figures, not assertions: they depend on the machine.
+/// The README's table of time to solve, run by `scripts/solve-bench.sh [phone]`.
+/// Figures, not assertions: they depend on the machine.
 /// Desktop: the Web Worker at full speed. Phone-class: the same solver on the main thread
 /// with `Emulation.setCPUThrottlingRate` 4x and 6x (Chromium throttles the page's main
 /// thread only, not its workers).
