@@ -12,7 +12,7 @@ use anyhow::Context;
 use plotters::prelude::*;
 use serde::Deserialize;
 
-use crate::plot::plot_err;
+use crate::plot::{canvas, legend, plot_err};
 
 /// `knowledge-plot`: one line per report.
 #[derive(Clone, Debug, clap::Args)]
@@ -85,10 +85,8 @@ fn draw(path: &Path, lines: &[Line]) -> anyhow::Result<()> {
         .fold(100.0, f64::max)
         .max(1000.0)
         * 1.05;
-    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
     let title = "From each tick to every fan knowing it (pushed or counted), per instance";
-    let root = root.titled(title, ("sans-serif", 18)).map_err(plot_err)?;
+    let root = canvas(path, (900, 560), title, 18)?;
     let mut chart = ChartBuilder::on(&root)
         .margin(16)
         .x_label_area_size(40)
@@ -129,13 +127,7 @@ fn draw(path: &Path, lines: &[Line]) -> anyhow::Result<()> {
             ))
             .map_err(plot_err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(plot_err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(plot_err)?;
     Ok(())
 }

@@ -93,9 +93,7 @@ pub fn draw_svg(path: &Path, title: &str, samples: &[Sample]) -> anyhow::Result<
             Some(row)
         })
         .collect();
-    let root = SVGBackend::new(path, (1000, 700)).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let root = root.titled(title, ("sans-serif", 22)).map_err(plot_err)?;
+    let root = canvas(path, (1000, 700), title, 22)?;
     let (upper, lower) = root.split_vertically(330);
     let levels: [Line; 2] = [
         ("connections held", BLUE, |r| r.connections),
@@ -164,13 +162,7 @@ fn panel<DB: DrawingBackend>(
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
     }
-    chart
-        .configure_series_labels()
-        .position(legend_at)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(plot_err)?;
+    legend(&mut chart, legend_at)?;
     Ok(())
 }
 
@@ -200,9 +192,7 @@ pub fn draw_eta_svg(
         .flat_map(|p| [p.eta, p.wait, p.range.map_or(0.0, |r| r.1)])
         .fold(1.0, f64::max)
         * 1.05;
-    let root = SVGBackend::new(path, (800, 760)).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let root = root.titled(title, ("sans-serif", 20)).map_err(plot_err)?;
+    let root = canvas(path, (800, 760), title, 20)?;
     let mut chart = ChartBuilder::on(&root)
         .margin(16)
         .x_label_area_size(40)
@@ -278,15 +268,36 @@ pub fn draw_eta_svg(
         .label(format!("fan waiting over {min_wait} s (counted)"))
         .legend(|(x, y)| Circle::new((x + 10, y), 3, BLUE.filled()));
     // Lower right: fans admitted far earlier than told, the rarest dots.
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// An SVG canvas at `path`, white, titled: what every plot here draws on.
+pub(crate) fn canvas<'a>(
+    path: &'a Path,
+    size: (u32, u32),
+    title: &str,
+    title_px: u32,
+) -> anyhow::Result<DrawingArea<SVGBackend<'a>, plotters::coord::Shift>> {
+    let root = SVGBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    root.titled(title, ("sans-serif", title_px))
+        .map_err(plot_err)
+}
+
+/// The legend box every plot here draws, at `at`.
+pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    at: SeriesLabelPosition,
+) -> anyhow::Result<()> {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(at)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
-        .map_err(plot_err)?;
-    root.present().map_err(plot_err)?;
-    Ok(())
+        .map_err(plot_err)
 }
 
 /// plotters' errors borrow the backend's error type; keep only the text.

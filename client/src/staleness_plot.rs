@@ -13,7 +13,7 @@ use anyhow::Context;
 use plotters::prelude::*;
 use serde::Deserialize;
 
-use crate::plot::plot_err;
+use crate::plot::{canvas, legend, plot_err};
 
 /// `staleness-plot`: one line per run.
 #[derive(Clone, Debug, clap::Args)]
@@ -107,11 +107,9 @@ fn draw(path: &Path, lines: &[(String, Vec<(f64, f64)>)]) -> anyhow::Result<()> 
         .flat_map(|(_, points)| points.iter().map(|p| p.0))
         .fold(100.0, f64::max)
         * 1.05;
-    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
     let title =
         "How stale a fan's position is: from the tick that changed it to the fan knowing it";
-    let root = root.titled(title, ("sans-serif", 18)).map_err(plot_err)?;
+    let root = canvas(path, (900, 560), title, 18)?;
     let mut chart = ChartBuilder::on(&root)
         .margin(16)
         .x_label_area_size(40)
@@ -141,13 +139,7 @@ fn draw(path: &Path, lines: &[(String, Vec<(f64, f64)>)]) -> anyhow::Result<()> 
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
             });
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(plot_err)?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     root.present().map_err(plot_err)?;
     Ok(())
 }
