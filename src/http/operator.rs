@@ -137,7 +137,6 @@ impl ShowConfig {
                 "minAdmitPerSecond: must be between 1 and {MAX_RATE}"
             )));
         }
-        self.schedule()?;
         let rate_change = self.rate_change()?;
         if self
             .join_challenge_bits
