@@ -9,7 +9,7 @@ use waiting_room::config::Config;
 use waiting_room_client::follow::Transport;
 use waiting_room_client::load::{self, LoadArgs};
 
-use super::{args, clean_up, outcomes};
+use super::{args, clean_up, outcomes, run_within_30s};
 use crate::helpers::*;
 
 async fn admitted_fans_choose(transport: Transport) {
@@ -24,13 +24,7 @@ async fn admitted_fans_choose(transport: Transport) {
         abandon: Some(0.25),
         ..args(&app, &show_name, 40, transport)
     };
-    let report = tokio::time::timeout(
-        Duration::from_secs(30),
-        load::run(&args, CancellationToken::new()),
-    )
-    .await
-    .expect("the run ends once every stayer's admission expired")
-    .expect("the run completes");
+    let report = run_within_30s(&args, "the run ends once every stayer's admission expired").await;
 
     assert_eq!(report.joined, 40, "{report}");
     assert_eq!(report.admitted, 40, "{report}");
@@ -117,13 +111,7 @@ async fn the_first_eta_is_measured_against_the_real_admission_at_a_plain_rate() 
         eta_min_wait: Duration::from_secs(5),
         ..args(&app, "eta", 60, Transport::Sse)
     };
-    let report = tokio::time::timeout(
-        Duration::from_secs(30),
-        load::run(&args, CancellationToken::new()),
-    )
-    .await
-    .expect("60 fans at 5 a second are admitted in about 12 s")
-    .expect("the run completes");
+    let report = run_within_30s(&args, "60 fans at 5 a second are admitted in about 12 s").await;
     assert_eq!(report.admitted, 60, "{report}");
 
     let eta = &report.eta;
@@ -218,13 +206,11 @@ async fn a_rate_change_is_made_mid_run_and_reported() {
         rate_changes: vec!["1s:5".parse().unwrap(), "29s:7".parse().unwrap()],
         ..args(&app, "halved", 30, Transport::Sse)
     };
-    let report = tokio::time::timeout(
-        Duration::from_secs(30),
-        load::run(&args, CancellationToken::new()),
+    let report = run_within_30s(
+        &args,
+        "30 fans at 10 then 5 a second are admitted in a few seconds",
     )
-    .await
-    .expect("30 fans at 10 then 5 a second are admitted in a few seconds")
-    .expect("the run completes");
+    .await;
     assert_eq!(report.admitted, 30, "{report}");
     assert_eq!(app.stats("halved").await["admitPerSecond"], 5);
 

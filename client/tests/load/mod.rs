@@ -52,6 +52,17 @@ pub(super) fn args(app: &TestApp, show_name: &str, fans: u64, transport: Transpo
     }
 }
 
+/// Runs `args` to its end, which must come within 30 s (`why` says why it should).
+pub(super) async fn run_within_30s(args: &LoadArgs, why: &str) -> load::LoadReport {
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        load::run(args, CancellationToken::new()),
+    )
+    .await
+    .expect(why)
+    .expect("the run completes")
+}
+
 /// Removes what a run wrote.
 pub(super) fn clean_up(args: &LoadArgs) {
     for path in [&args.csv, &args.plot] {
@@ -81,13 +92,7 @@ async fn every_fan_is_admitted(transport: Transport, source_ips: Option<&str>) {
     let mut args = args(&app, &show_name, 200, transport);
     args.source_ips = source_ips.map(|s| s.parse().unwrap());
 
-    let report = tokio::time::timeout(
-        Duration::from_secs(30),
-        load::run(&args, CancellationToken::new()),
-    )
-    .await
-    .expect("a 200-fan run ends well within its 30 s")
-    .expect("the run completes");
+    let report = run_within_30s(&args, "a 200-fan run ends well within its 30 s").await;
 
     assert_eq!(report.joined, 200, "{report}");
     assert_eq!(report.admitted, 200, "{report}");

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use waiting_room_client::follow::Transport;
 use waiting_room_client::load::{self, LoadArgs};
 
-use super::{args, clean_up, outcomes};
+use super::{args, clean_up, outcomes, run_within_30s};
 use crate::helpers::*;
 use crate::support::backend::Backend;
 
@@ -39,13 +39,7 @@ async fn polling_fans_learn_positions_and_admission(backend: Backend) {
     };
     let opener = open_once_all_joined(&app, show_name);
     let started = Instant::now();
-    let report = tokio::time::timeout(
-        Duration::from_secs(30),
-        load::run(&args, CancellationToken::new()),
-    )
-    .await
-    .expect("a 60-fan run ends well within its 30 s")
-    .expect("the run completes");
+    let report = run_within_30s(&args, "a 60-fan run ends well within its 30 s").await;
     let opened = opener.await.unwrap();
     let elapsed = started.elapsed().as_secs_f64();
 
