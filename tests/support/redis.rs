@@ -116,6 +116,17 @@ impl RedisServer {
             .await
             .unwrap()
     }
+
+    /// Cuts every pub/sub connection of this server (`CLIENT KILL TYPE pubsub`): how many.
+    pub async fn kill_pubsub_clients(&self) -> i64 {
+        redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("pubsub")
+            .query_async(&mut self.conn().await)
+            .await
+            .unwrap()
+    }
 }
 
 impl Drop for RedisServer {

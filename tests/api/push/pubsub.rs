@@ -97,14 +97,7 @@ async fn streams_survive_the_pubsub_connection_being_killed() {
         opened
     };
     assert_eq!(moved.data["position"], 7);
-    let mut conn = redis.conn().await;
-    let killed: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("pubsub")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let killed = redis.kill_pubsub_clients().await;
     assert_eq!(killed, 1, "the hub's one subscription");
     // Leaves while the hub is away still reach the fan after it resynchronises.
     app.leave("k", &tickets[6]).await;

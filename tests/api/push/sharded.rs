@@ -124,14 +124,7 @@ async fn a_subscription_the_node_kills_is_made_again_and_read_afresh() {
     }
     assert_eq!(seen, [7]);
     let node: &RedisServer = cluster.owner(&channel("k")).await;
-    let mut conn = node.conn().await;
-    let killed: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("pubsub")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let killed = node.kill_pubsub_clients().await;
     assert_eq!(killed, 1, "the hub's subscription on the show's node");
     // A leave while the hub is away still reaches the fan once it resubscribed and read the
     // show afresh; every push says what a poll says.
