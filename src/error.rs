@@ -38,6 +38,9 @@ pub enum AppError {
     /// The request contradicts what is stored (a hold ordered with something else).
     #[error("{0}")]
     Conflict(String),
+    /// Gone for good, for a reason the client may read (a join once the on-sale ended).
+    #[error("{0}")]
+    Gone(String),
     /// Not now, for a reason the client may read (a show whose state was lost).
     #[error("{0}")]
     Unavailable(String),
@@ -54,6 +57,7 @@ impl From<StoreError> for AppError {
             StoreError::NoSuchShow(_) => AppError::NotFound(e.to_string()),
             StoreError::ShowLost(_) => AppError::Unavailable(e.to_string()),
             StoreError::Conflict(m) => AppError::Conflict(m),
+            StoreError::Ended(_) => AppError::Gone(e.to_string()),
             StoreError::ProofRequired(_) => {
                 AppError::Rejected(StatusCode::PRECONDITION_REQUIRED, e.to_string())
             }
@@ -76,6 +80,7 @@ impl AppError {
                 StatusCode::TOO_MANY_REQUESTS
             }
             AppError::Conflict(_) => StatusCode::CONFLICT,
+            AppError::Gone(_) => StatusCode::GONE,
             AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Rejected(status, _) => *status,
             AppError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,

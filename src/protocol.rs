@@ -9,14 +9,19 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::model::{Paused, TicketStatus, TicketView};
+pub use crate::model::{EndReason, Paused, Phase, TicketStatus, TicketView};
 
 /// Every route of the HTTP API, as axum matches it, and the paths a client calls.
 pub mod routes {
     /// A show: `PUT` (make it, operator), `DELETE` (remove it, operator).
     pub const SHOW: &str = "/orders/waiting-room/{show_id}";
     pub const OPEN: &str = "/orders/waiting-room/{show_id}/open";
+    /// `POST`: admission stops, every place is kept, the gate stays shut (`open` resumes).
+    pub const PAUSE: &str = "/orders/waiting-room/{show_id}/pause";
+    /// `POST`: the seed's close: no admissions and no gate; waiting fans are sent on.
     pub const CLOSE: &str = "/orders/waiting-room/{show_id}/close";
+    /// `POST` `{"reason"}` (optional): the on-sale is over; joins are 410, the gate shut.
+    pub const END: &str = "/orders/waiting-room/{show_id}/end";
     pub const STATS: &str = "/orders/waiting-room/{show_id}/stats";
     pub const CONFIG: &str = "/orders/waiting-room/{show_id}/config";
     pub const JOIN: &str = "/orders/waiting-room/{show_id}/join";
@@ -50,7 +55,9 @@ pub mod routes {
     pub const ALL: &[(&str, &[&str])] = &[
         (SHOW, &["PUT", "DELETE"]),
         (OPEN, &["POST"]),
+        (PAUSE, &["POST"]),
         (CLOSE, &["POST"]),
+        (END, &["POST"]),
         (STATS, &["GET"]),
         (CONFIG, &["PUT"]),
         (JOIN, &["POST"]),
@@ -120,14 +127,20 @@ pub enum EventName {
     Admitted,
     Expired,
     Unknown,
+    /// The waiting room stepped aside (the on-sale closed: no gate); the stream ends.
+    Closed,
+    /// The on-sale ended (`reason` says why); the stream ends.
+    Ended,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 4] = [
+    pub const ALL: [EventName; 6] = [
         EventName::Waiting,
         EventName::Admitted,
         EventName::Expired,
         EventName::Unknown,
+        EventName::Closed,
+        EventName::Ended,
     ];
 
     /// The name on the wire.
@@ -137,6 +150,8 @@ impl EventName {
             EventName::Admitted => "admitted",
             EventName::Expired => "expired",
             EventName::Unknown => "unknown",
+            EventName::Closed => "closed",
+            EventName::Ended => "ended",
         }
     }
 }

@@ -24,6 +24,13 @@
 
   // Every path comes from the server's contract (protocol.rs), through the page.
   const routes = document.getElementById('routes').dataset;
+  const PHASE_WORDS = { pending: 'Not open yet', open: 'Open', paused: 'Paused', closed: 'Closed: no gate', ended: 'Ended' };
+  const PHASE_DONE = {
+    open: 'On-sale opened: the admitter lets fans through from the next tick.',
+    pause: 'Paused: nobody is admitted, every place is kept and the gate stays shut. Open resumes.',
+    close: 'Gate lifted: no more admissions, orders need no ticket, waiting fans were sent on.',
+    end: 'On-sale ended: joins are refused, every waiting fan was told, the gate stays shut.',
+  };
   const route = (name, show) => routes[`route${name}`].replace('{show_id}', encodeURIComponent(show || ''));
 
   const storage = {
@@ -269,8 +276,13 @@
     el.querySelector('.show-title').textContent = show;
     const page = el.querySelector('.show-page');
     page.href = route('Page', show);
-    el.querySelector('[data-action="open"]').addEventListener('click', () => openOrClose(show, 'open'));
-    el.querySelector('[data-action="close"]').addEventListener('click', () => openOrClose(show, 'close'));
+    for (const action of ['open', 'pause', 'close', 'end']) {
+      el.querySelector(`[data-action="${action}"]`).addEventListener('click', () => changePhase(show, action));
+    }
+    el.querySelector('.stock-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      setStock(show, e.target.elements.stock.value);
+    });
     el.querySelector('.rate-form').addEventListener('submit', (e) => {
       e.preventDefault();
       setRate(show, e.target.elements.rate.value);
@@ -303,7 +315,8 @@
     const badge = el.querySelector('.badge');
     // A lost show: the store forgot its queue (Redis restarted empty). Everything about it is
     // refused until the operator re-opens it, deliberately, from nothing.
-    badge.textContent = s.lost ? 'Lost: re-open to start again' : (s.open ? 'Open' : 'Closed');
+    const phase = s.phase || (s.open ? 'open' : 'pending');
+    badge.textContent = s.lost ? 'Lost: re-open to start again' : PHASE_WORDS[phase] + (phase === 'ended' && s.reason ? `: ${s.reason}` : '');
     badge.classList.toggle('open', s.open && !s.lost);
     badge.classList.toggle('lost', Boolean(s.lost));
     el.dataset.lost = String(Boolean(s.lost));
@@ -314,7 +327,9 @@
         const pace = Math.max(0.02, s.outflowPerSecond ?? s.admitPerSecond ?? 1);
         dd.textContent = s.queueLength === undefined ? '–' : etaWords(Math.ceil(s.queueLength / pace));
       } else if (key === 'pausedWords') {
-        dd.textContent = s.paused === 'full' ? 'every place taken' : s.paused === 'closed' ? 'closed' : '';
+        dd.textContent = s.paused === 'full' ? 'every place taken' : s.paused === 'paused' ? 'paused' : s.paused === 'pending' ? 'not open yet' : '';
+      } else if (key === 'stockWords') {
+        dd.textContent = typeof s.stock === 'number' ? `${fmt(s.stockLeft ?? s.stock)} of ${fmt(s.stock)}` : 'no stock set';
       } else if (key === 'outflowPerSecond' && typeof s[key] === 'number') {
         dd.textContent = s[key].toFixed(1);
       } else if (key in s) {
@@ -322,7 +337,9 @@
       }
     }
     el.querySelector('[data-action="open"]').disabled = s.open && !s.lost;
-    el.querySelector('[data-action="close"]').disabled = !s.open;
+    el.querySelector('[data-action="pause"]').disabled = s.lost || !(phase === 'open' || phase === 'closed');
+    el.querySelector('[data-action="close"]').disabled = s.lost || phase === 'closed';
+    el.querySelector('[data-action="end"]').disabled = s.lost || phase === 'ended';
     const rate = el.querySelector('.rate-form input');
     // Never overwrite what the operator is typing.
     if (document.activeElement !== rate && !rate.dataset.dirty) rate.value = s.admitPerSecond;
@@ -336,20 +353,45 @@
     el.classList.toggle('error', Boolean(isError));
   }
 
-  async function openOrClose(show, action) {
+  // Open, pause, close (lift the gate) or end an on-sale. Lifting the gate and ending are
+  // asked once more: the first lets anyone buy without queueing, the second sends every
+  // waiting fan away.
+  async function changePhase(show, action) {
+    let body;
+    if (action === 'close' && !window.confirm(`Lift the gate of ${show}? Anyone can then order without queueing, and every waiting fan is sent on to the shop.`)) return;
+    if (action === 'end') {
+      const reason = window.prompt(`End the on-sale of ${show}? Every waiting fan is told it ended. Reason (optional, e.g. "sold out"):`, 'sold out');
+      if (reason === null) return;
+      if (reason.trim()) body = { reason: reason.trim() };
+    }
     const button = card(show).el.querySelector(`[data-action="${action}"]`);
     button.disabled = true;
     try {
-      const res = await call('POST', route(action === 'open' ? 'Open' : 'Close', show));
+      const res = await call('POST', route(action[0].toUpperCase() + action.slice(1), show), body);
       if (res.status !== 204) throw new Error(await problem(res));
-      updateCard({ showId: show, open: action === 'open', lost: false });
-      message(show, action === 'open'
-        ? 'On-sale opened: the admitter lets fans through from the next tick.'
-        : 'On-sale closed: no more admissions, and orders need no ticket.');
+      const phase = { open: 'open', pause: 'paused', close: 'closed', end: 'ended' }[action];
+      updateCard({ showId: show, open: action === 'open', phase, reason: body && body.reason, lost: false });
+      message(show, PHASE_DONE[action]);
       if (!streamShows.has(show)) connect(false);
     } catch (e) {
       if (e.message !== 'unauthorised') message(show, `Could not ${action}: ${e.message}`, true);
       button.disabled = false;
+    }
+  }
+
+  async function setStock(show, value) {
+    const stock = Number(value);
+    if (!Number.isInteger(stock) || stock < 0) {
+      message(show, 'The stock is a whole number of seats (0 removes it).', true);
+      return;
+    }
+    try {
+      const res = await call('PUT', route('Config', show), { stock });
+      if (res.status !== 200) throw new Error(await problem(res));
+      updateCard(await res.json());
+      message(show, stock === 0 ? 'No stock: admission follows the rate alone.' : `Stock set: never more fans admitted than the ${fmt(stock)} seats, and the last one sold ends the sale.`);
+    } catch (e) {
+      if (e.message !== 'unauthorised') message(show, `Could not set the stock: ${e.message}`, true);
     }
   }
 

@@ -56,6 +56,7 @@
     position: $('position'), ahead: $('ahead'), eta: $('eta'), etaLabel: $('eta-label'),
     progress: $('progress'), progressFill: $('progress-fill'), progressCaption: $('progress-caption'),
     notOpen: $('not-open'), pausedFull: $('paused-full'), countdown: $('countdown'),
+    pausedNote: $('paused-note'), stockLeft: $('stock-left'), endedReason: $('ended-reason'),
     checkout: $('checkout'), holdId: $('hold-id'), email: $('email'), amount: $('amount'),
     placeOrder: $('place-order'), orderError: $('order-error'),
     ticketLine: $('ticket-line'), ticketId: $('ticket-id'),
@@ -193,11 +194,26 @@
     els.position.textContent = fmt(position);
     els.ahead.textContent = aheadWords(position);
     els.eta.textContent = waitWords(view);
-    // The server says why the queue stands still (`paused`: closed or full).
-    if (!view.fromPaint) showOpen = view.paused !== 'closed';
+    // The server says why the queue stands still (`paused`: pending, paused or full). A
+    // paused queue has no ETA: nobody knows when it resumes.
+    if (!view.fromPaint) showOpen = view.paused !== 'pending';
+    const paused = view.paused === 'paused';
     els.pausedFull.hidden = view.paused !== 'full';
-    els.notOpen.hidden = showOpen;
+    els.pausedNote.hidden = !paused;
+    els.notOpen.hidden = showOpen || paused;
     els.etaLabel.textContent = showOpen ? 'Estimated wait' : 'Estimated wait once the sale opens';
+    if (paused) els.eta.textContent = 'paused: it goes on when the queue resumes';
+    // Seats left against the fans ahead: the odds, told early.
+    if (typeof view.stockLeft === 'number') {
+      els.stockLeft.hidden = false;
+      els.stockLeft.textContent = view.stockLeft === 0
+        ? 'Every seat has an order now: the sale is about to end.'
+        : view.stockLeft < position
+          ? `About ${fmt(view.stockLeft)} seats are left for the ${fmt(position - 1)} fans ahead of you: you may not get one.`
+          : `About ${fmt(view.stockLeft)} seats are left.`;
+    } else {
+      els.stockLeft.hidden = true;
+    }
 
     const first = record.firstPosition;
     const pct = Math.max(0, Math.min(100, ((first - position) / first) * 100));
@@ -297,13 +313,17 @@
     announce(`Order placed. Order number ${order.id}.`, true);
   }
 
-  // The ticket's journey is over (expired, unknown, left): stop following it.
-  function finish(next) {
+  // The ticket's journey is over (expired, unknown, left, closed, ended): stop following it.
+  function finish(next, view) {
     stopFollowing();
-    if (next === 'expired' || next === 'unknown' || next === 'left') {
-      document.title = `Waiting room · ${show}`;
-      if (next === 'expired') announce('Your admission ran out. You can join the queue again.', true);
-      if (next === 'unknown') announce("We can't find your ticket. You can join the queue again.", true);
+    document.title = `Waiting room · ${show}`;
+    if (next === 'expired') announce('Your admission ran out. You can join the queue again.', true);
+    if (next === 'unknown') announce("We can't find your ticket. You can join the queue again.", true);
+    if (next === 'closed') announce('The waiting room has stepped aside: go straight on to the shop.', true);
+    if (next === 'ended') {
+      const why = view && view.reason ? `The sale for ${show} has ended: ${view.reason}.` : `The organiser has ended the sale for ${show}.`;
+      els.endedReason.textContent = why;
+      announce(why, true);
     }
     setState(next);
   }
@@ -361,6 +381,8 @@
         return false;
       case 'admitted': renderAdmitted(view); return false;
       case 'expired': finish('expired'); return true;
+      case 'closed': finish('closed', view); return true;
+      case 'ended': finish('ended', view); return true;
       default: finish('unknown'); return true;
     }
   }
@@ -369,6 +391,8 @@
   function eventOf(view) {
     if (view.status === 'WAITING') return 'waiting';
     if (view.status === 'ADMITTED') return 'admitted';
+    if (view.status === 'CLOSED') return 'closed';
+    if (view.status === 'ENDED') return 'ended';
     return state === 'admitted' ? 'expired' : 'unknown';
   }
 
@@ -672,11 +696,15 @@
     if (painted === ticket && state === 'prequeue') {
       renderPreQueue({ ticketId: ticket, opensInSeconds: Number(root.dataset.opens) });
     } else if (painted === ticket && state === 'waiting') {
-      renderWaiting({ ticketId: ticket, position: Number(root.dataset.position), etaSeconds: Number(root.dataset.eta), fromPaint: true });
+      renderWaiting({ ticketId: ticket, position: Number(root.dataset.position), etaSeconds: Number(root.dataset.eta), paused: root.dataset.paused === 'true' ? 'paused' : undefined, fromPaint: true });
     } else if (painted === ticket && state === 'admitted') {
       renderAdmitted({ ticketId: ticket, expiresInSeconds: Number(root.dataset.expires) });
     } else if (painted === ticket && state === 'unknown') {
       finish('unknown');
+      return;
+    } else if (painted === ticket && (state === 'closed' || state === 'ended')) {
+      // Painted with its reason already: nothing to follow.
+      setState(state);
       return;
     } else {
       setState('joining');

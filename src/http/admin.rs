@@ -55,7 +55,9 @@ struct AdminPage {
 /// The contract's paths, handed to the console's script so that it spells none of them.
 struct ConsoleRoutes {
     open: &'static str,
+    pause: &'static str,
     close: &'static str,
+    end: &'static str,
     config: &'static str,
     feed: &'static str,
     page: &'static str,
@@ -70,7 +72,9 @@ pub async fn console() -> Response {
             asset: asset_version(),
             routes: ConsoleRoutes {
                 open: routes::OPEN,
+                pause: routes::PAUSE,
                 close: routes::CLOSE,
+                end: routes::END,
                 config: routes::CONFIG,
                 feed: routes::ADMIN_STATS_EVENTS,
                 page: routes::WAIT_PAGE,

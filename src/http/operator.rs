@@ -11,7 +11,10 @@ use serde::Deserialize;
 
 use super::{AppJson, AppPath, AppState, Operator, show_id};
 use crate::error::AppError;
-use crate::model::{ShowId, ShowStats};
+use crate::model::{EndReason, ShowId, ShowStats};
+
+/// The most seats a show may sell: far above any venue, low enough for Lua's numbers.
+pub const MAX_STOCK: u64 = 100_000_000;
 use crate::pass::MAX_CHALLENGE_BITS;
 use crate::store::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSettings};
 
@@ -34,7 +37,8 @@ pub async fn open(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `POST …/{showId}/close`: 204; no more admissions and no gate. 404 for a show nobody made.
+/// `POST …/{showId}/close`: 204; the seed's close: no more admissions and no gate, and
+/// fans still queued are sent on. 404 for a show nobody made.
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub async fn close(
     _: Operator,
@@ -43,7 +47,60 @@ pub async fn close(
 ) -> Result<StatusCode, AppError> {
     let show = show_id(&show)?;
     state.store.close(&show).await?;
-    tracing::info!(%show, "on-sale closed");
+    tracing::warn!(%show, "on-sale closed: the gate is lifted, orders need no admission");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST …/{showId}/pause`: 204; admission stops at once, every place is kept and the gate
+/// stays shut (`open` resumes). 409 before the show opened or once it ended.
+#[tracing::instrument(skip_all, fields(show = %show))]
+pub async fn pause(
+    _: Operator,
+    State(state): State<AppState>,
+    AppPath(show): AppPath<String>,
+) -> Result<StatusCode, AppError> {
+    let show = show_id(&show)?;
+    state.store.pause(&show).await?;
+    tracing::info!(%show, "on-sale paused");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// What `POST …/{showId}/end` takes: why, optionally.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndRequest {
+    /// Why the on-sale ended (`"sold out"`), told to every fan still queued: 1 to 64 bytes
+    /// of printable text.
+    pub reason: Option<String>,
+}
+
+/// `POST …/{showId}/end` `{"reason"}` (optional body): 204; the on-sale is over: joins are
+/// 410, the gate stays shut (fans admitted before may finish), every fan still queued is
+/// pushed the end.
+#[tracing::instrument(skip_all, fields(show = %show))]
+pub async fn end(
+    _: Operator,
+    State(state): State<AppState>,
+    AppPath(show): AppPath<String>,
+    body: axum::body::Bytes,
+) -> Result<StatusCode, AppError> {
+    let show = show_id(&show)?;
+    let request: EndRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        EndRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| AppError::BadRequest(format!("end: {e}")))?
+    };
+    let reason = match request.reason {
+        None => None,
+        Some(text) => Some(EndReason::new(&text).ok_or_else(|| {
+            AppError::BadRequest(format!(
+                "reason: 1 to {} bytes of printable text",
+                EndReason::MAX
+            ))
+        })?),
+    };
+    state.store.end(&show, reason).await?;
+    tracing::info!(%show, reason = reason.as_ref().map(EndReason::as_str), "on-sale ended");
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -92,6 +149,10 @@ pub struct ShowConfig {
     /// Proof of work before joining: leading zero bits SHA-256 of `challenge:nonce` must
     /// have (0 to 32; 0, the default, asks none). Takes effect at once.
     pub join_challenge_bits: Option<u32>,
+    /// Seats for sale (0 removes the stock): the admitter never lets in more fans than
+    /// seats neither sold nor held by a running admission, waiting fans are told the seats
+    /// left (`stockLeft`), and the last seat sold ends the on-sale (`sold out`).
+    pub stock: Option<u64>,
 }
 
 impl ShowConfig {
@@ -138,6 +199,11 @@ impl ShowConfig {
             )));
         }
         let rate_change = self.rate_change()?;
+        if self.stock.is_some_and(|stock| stock > MAX_STOCK) {
+            return Err(AppError::BadRequest(format!(
+                "stock: must be between 0 (none) and {MAX_STOCK}"
+            )));
+        }
         if self
             .join_challenge_bits
             .is_some_and(|bits| bits > MAX_CHALLENGE_BITS)
@@ -154,6 +220,7 @@ impl ShowConfig {
             checkout_health_url: self.checkout_health_url.clone(),
             min_admit_per_second: self.min_admit_per_second,
             join_challenge_bits: self.join_challenge_bits,
+            stock: self.stock,
         })
     }
 }
@@ -297,12 +364,13 @@ pub async fn set_config(
         && config.rate_change_at.is_none()
         && config.rate_change_to.is_none()
         && config.join_challenge_bits.is_none()
+        && config.stock.is_none()
         && !config.schedules()
     {
         return Err(AppError::BadRequest(
             "send at least one of admitPerSecond, maxActiveBuyers, arrivalWindowSeconds, \
              checkoutHealthUrl, minAdmitPerSecond, rateChangeAt, rateChangeTo, \
-             joinChallengeBits, opensAt, drawBeacon, drawBeaconValue"
+             joinChallengeBits, stock, opensAt, drawBeacon, drawBeaconValue"
                 .into(),
         ));
     }

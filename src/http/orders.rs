@@ -65,12 +65,16 @@ pub async fn place(
         OrderOutcome::Conflict("admission") => Err(AppError::Conflict(
             "this admission has already placed its order; one admission buys once".into(),
         )),
+        OrderOutcome::Conflict("sold out") => Err(AppError::Conflict(format!(
+            "{show} is sold out: every seat of its stock has an order"
+        ))),
         OrderOutcome::Conflict(_) => Err(AppError::Conflict(format!(
             "holdId {} was already ordered with a different request",
             order.hold_id
         ))),
         OrderOutcome::Forbidden => Err(AppError::Forbidden(format!(
-            "on-sale in progress: join {} first",
+            "the waiting room gates this show (before it opens, while it runs, paused or \
+             ended): join {} first and order with the admission it gives",
             routes::show(routes::JOIN, show.as_str())
         ))),
     }

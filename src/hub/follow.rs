@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::FanGuard;
 use std::sync::Arc;
 
-use crate::model::{Pace, ShowId, TicketState, TicketView};
+use crate::model::{Pace, ShowId, TicketState, TicketStatus, TicketView};
 pub use crate::protocol::EventName;
 use crate::store::{QueueStore, StoreError, Touched};
 
@@ -32,10 +32,13 @@ pub struct Update {
 
 impl Update {
     pub(super) fn new(ticket: Uuid, state: TicketState, pace: &Pace, version: u64) -> Update {
-        let event = match state {
-            TicketState::Waiting { .. } | TicketState::PreQueue { .. } => EventName::Waiting,
-            TicketState::Admitted { .. } => EventName::Admitted,
-            TicketState::Unknown => EventName::Unknown,
+        let view = state.view(ticket, pace);
+        let event = match view.status {
+            TicketStatus::Waiting => EventName::Waiting,
+            TicketStatus::Admitted => EventName::Admitted,
+            TicketStatus::Unknown => EventName::Unknown,
+            TicketStatus::Closed => EventName::Closed,
+            TicketStatus::Ended => EventName::Ended,
         };
         let expires_at = match state {
             TicketState::Admitted { expires_in_ms } => {
@@ -45,7 +48,7 @@ impl Update {
         };
         Update {
             event,
-            view: state.view(ticket, pace),
+            view,
             version,
             expires_at,
         }
@@ -68,7 +71,7 @@ pub(super) async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
         return Some((f.current.clone(), f));
     }
     match f.current.event {
-        EventName::Unknown | EventName::Expired => None,
+        EventName::Unknown | EventName::Expired | EventName::Closed | EventName::Ended => None,
         EventName::Admitted => {
             // The admission runs out on its own; nothing is published for it. Until then a
             // live stream tells the store now and then that its fan is there to buy, so the

@@ -328,7 +328,7 @@ impl Hub {
                 seq: Some(seq),
                 epoch,
                 ..
-            } => {
+            } if first.event == EventName::Waiting => {
                 // The feed carries this show's events from here on (sharded pub/sub asks for
                 // them); the snapshot the hub reads for it comes after. Matched by the guard.
                 if let Err(e) = self.inner.store.listen(show).await {

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use super::Update;
 use super::cadence::{BURST, Moment, Phase};
+use super::{EventName, Update};
 use crate::clock::wall_ms;
 use crate::model::{Pace, TicketState};
 use crate::store::{DrawPhase, EventKind, ShowEvent, ShowSnapshot, position};
@@ -192,16 +192,15 @@ impl ShowFans {
             };
             fan.from_version = m.version;
             let update = Update::new(fan.ticket, state, &m.pace, m.version);
-            if !matches!(
-                state,
-                TicketState::Waiting { .. } | TicketState::PreQueue { .. }
-            ) {
+            // Told it no longer waits (unknown, or the on-sale closed or ended): let go.
+            let waits = update.event == EventName::Waiting;
+            if !waits {
                 finished.push((arrival, id));
             }
             let push = {
                 let last = &fan.tx.borrow().view;
                 match state {
-                    TicketState::Waiting { .. } => {
+                    TicketState::Waiting { .. } if waits => {
                         moment.should_push(last, fan.phase, &update.view)
                     }
                     _ => *last != update.view,

@@ -17,7 +17,7 @@ pub use self::draw::{
     AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, parse_ranges, ranges_text, to_ranges,
 };
 pub use self::order::{NewOrder, Order, OrderRequest};
-pub use self::pace::{Eta, Pace, Paused, RateChange};
+pub use self::pace::{EndReason, Eta, Pace, Paused, Phase, RateChange, SOLD_OUT};
 
 /// A show id as the outside may name it: `[A-Za-z0-9._-]{1,64}`.
 ///
@@ -99,7 +99,27 @@ impl TicketState {
             pass: None,
             countdown_per_second: None,
             last_tick_second: None,
+            stock_left: None,
+            reason: None,
         };
+        // A fan still in the queue of a show that closed or ended waits for nothing: it is
+        // told so (and sent on, or told why it ended) instead of a place.
+        let in_queue = matches!(
+            self,
+            TicketState::Waiting { .. } | TicketState::PreQueue { .. }
+        );
+        match pace.phase {
+            Phase::Closed if in_queue => {
+                view.status = TicketStatus::Closed;
+                return view;
+            }
+            Phase::Ended if in_queue => {
+                view.status = TicketStatus::Ended;
+                view.reason = pace.reason.map(|r| r.to_string());
+                return view;
+            }
+            _ => {}
+        }
         match self {
             TicketState::Waiting { position, arrival } => {
                 let eta = pace.eta(position);
@@ -110,8 +130,17 @@ impl TicketState {
                 view.eta_max_seconds = eta.range.map(|r| r.1);
                 view.paused = pace.paused;
                 view.arrival = Some(arrival);
-                view.countdown_per_second = pace.steady();
-                view.last_tick_second = view.countdown_per_second.and(pace.tick_sec);
+                view.stock_left = pace.stock_left;
+                if pace.paused.is_some_and(Paused::halts) {
+                    // Nothing moves until an operator opens or resumes it: no ETA pretends
+                    // otherwise.
+                    view.eta_seconds = None;
+                    view.eta_min_seconds = None;
+                    view.eta_max_seconds = None;
+                } else {
+                    view.countdown_per_second = pace.steady();
+                    view.last_tick_second = view.countdown_per_second.and(pace.tick_sec);
+                }
             }
             TicketState::PreQueue {
                 arrival,
@@ -121,6 +150,7 @@ impl TicketState {
                 view.pre_queue = Some(true);
                 view.opens_in_seconds = Some(opens_in_ms.div_ceil(1000));
                 view.arrival = Some(arrival);
+                view.stock_left = pace.stock_left;
             }
             TicketState::Admitted { expires_in_ms } => {
                 view.status = TicketStatus::Admitted;
@@ -140,6 +170,10 @@ pub enum TicketStatus {
     Waiting,
     Admitted,
     Unknown,
+    /// The waiting room stepped aside (the on-sale was closed: no gate): go on to the shop.
+    Closed,
+    /// The on-sale is over (`reason` says why, when the operator said).
+    Ended,
 }
 
 /// The seed's ticket JSON, null fields omitted.
@@ -151,15 +185,17 @@ pub struct TicketView {
     /// While waiting: the place in the queue, rank + 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<u64>,
-    /// While waiting: the expected wait, the position over the pace really measured.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// While waiting: the expected wait, the position over the pace really measured. Absent
+    /// while the queue does not move (`paused`: `pending` or `paused`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta_seconds: Option<u64>,
     /// With `etaMaxSeconds`: the likely range of the wait, when the pace is uncertain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta_min_seconds: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta_max_seconds: Option<u64>,
-    /// Why the queue stands still: `closed` or `full`.
+    /// Why the queue stands still: `pending` (not opened yet), `paused` (by the operator) or
+    /// `full` (every place behind the gate taken).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<Paused>,
     /// While admitted: the seconds left to order.
@@ -190,6 +226,13 @@ pub struct TicketView {
     /// this state includes; the count goes on from there, one tick a second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_tick_second: Option<u64>,
+    /// While waiting for a show with a stock: seats still for sale (fewer than the fans
+    /// ahead means the wait may be for nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stock_left: Option<u64>,
+    /// With `ENDED`: why the on-sale ended, when the operator said (`sold out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What an operator sees of one show.
@@ -198,6 +241,17 @@ pub struct TicketView {
 pub struct ShowStats {
     pub show_id: String,
     pub open: bool,
+    /// Where the on-sale stands: `pending`, `open`, `paused`, `closed` or `ended`.
+    pub phase: Phase,
+    /// With `ENDED`: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<EndReason>,
+    /// Seats for sale (absent: no stock set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stock: Option<u64>,
+    /// Seats still for sale: the stock less the orders placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stock_left: Option<u64>,
     /// The store lost this show's state: it serves nothing until an operator re-opens it.
     pub lost: bool,
     pub queue_length: u64,

@@ -22,7 +22,145 @@ pub struct Pace {
     pub change: Option<RateChange>,
     /// The second (Unix time, the store's clock) of the show's last tick, if it had one.
     pub tick_sec: Option<u64>,
+    /// Where the on-sale stands: what the gate does and what a waiting fan is told.
+    pub phase: Phase,
+    /// Seats still for sale, when the show has a stock.
+    pub stock_left: Option<u64>,
+    /// Why an ended show ended, when the operator said.
+    pub reason: Option<EndReason>,
 }
+
+/// Where an on-sale stands. The gate is shut in every phase but [`Phase::Closed`].
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Made, not opened yet (or scheduled, waiting for its opening and draw): fans may
+    /// queue, nobody is admitted, nobody buys without an admission.
+    #[default]
+    Pending,
+    /// Admitting at the show's rate.
+    Open,
+    /// The operator stopped admission for a while: every place is kept, the gate stays shut.
+    Paused,
+    /// The seed's `close`: no on-sale running, no gate. Waiting fans are sent on.
+    Closed,
+    /// Over (sold out, or ended by the operator): joins are refused, the gate stays shut;
+    /// fans admitted before may finish within their admission.
+    Ended,
+}
+
+impl Phase {
+    /// The phase's code in the Redis scripts' replies (`phase()` in `prelude.lua`).
+    pub fn from_code(code: i64) -> Option<Phase> {
+        Some(match code {
+            0 => Phase::Pending,
+            1 => Phase::Open,
+            2 => Phase::Paused,
+            3 => Phase::Closed,
+            4 => Phase::Ended,
+            _ => return None,
+        })
+    }
+
+    /// Whether an order needs an admission (every phase but `Closed`).
+    pub fn gated(self) -> bool {
+        self != Phase::Closed
+    }
+
+    /// The word on the wire (`open`, `paused`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "pending",
+            Phase::Open => "open",
+            Phase::Paused => "paused",
+            Phase::Closed => "closed",
+            Phase::Ended => "ended",
+        }
+    }
+}
+
+/// Why a show ended (`{"reason":"sold out"}`): at most [`EndReason::MAX`] bytes of printable
+/// text, kept inline so that a [`Pace`] stays a plain copyable value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct EndReason {
+    len: u8,
+    bytes: [u8; EndReason::MAX],
+}
+
+impl EndReason {
+    /// The longest reason, in bytes.
+    pub const MAX: usize = 64;
+
+    /// The reason, or `None` when it is empty, too long or holds control characters.
+    pub fn new(text: &str) -> Option<EndReason> {
+        let text = text.trim();
+        if text.is_empty() || text.len() > Self::MAX || text.chars().any(char::is_control) {
+            return None;
+        }
+        let mut bytes = [0; Self::MAX];
+        bytes[..text.len()].copy_from_slice(text.as_bytes());
+        Some(EndReason {
+            len: text.len() as u8,
+            bytes,
+        })
+    }
+
+    /// The reason a show that sells its last seat ends with.
+    pub fn sold_out() -> EndReason {
+        EndReason::new(SOLD_OUT).expect("a valid reason")
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Built from a `&str` cut at its own length: always valid UTF-8.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+/// The reason of a show that sold its last seat.
+pub const SOLD_OUT: &str = "sold out";
+
+impl std::fmt::Debug for EndReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl std::fmt::Display for EndReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for EndReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for EndReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        EndReason::new(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "reason: 1 to {} bytes of printable text",
+                EndReason::MAX
+            ))
+        })
+    }
+}
+
+impl utoipa::PartialSchema for EndReason {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .max_length(Some(EndReason::MAX))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for EndReason {}
 
 /// An announced rate change, as seen when the pace was read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,10 +175,21 @@ pub struct RateChange {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Paused {
-    /// The on-sale is not open (yet, or any more).
-    Closed,
+    /// The on-sale is not open yet: nobody is admitted until it opens.
+    Pending,
+    /// The operator paused admission; every place is kept.
+    Paused,
     /// Every place behind the gate is taken: fans are let in as buyers finish.
     Full,
+}
+
+impl Paused {
+    /// The queue stands still until an operator resumes it, nobody knows when: no ETA may
+    /// pretend otherwise. (Before the opening the ETA counts from the opening, and says so
+    /// with `pending`.)
+    pub fn halts(self) -> bool {
+        self == Paused::Paused
+    }
 }
 
 impl Pace {
@@ -53,6 +202,9 @@ impl Pace {
             paused: None,
             change: None,
             tick_sec: None,
+            phase: Phase::Open,
+            stock_left: None,
+            reason: None,
         }
     }
 
@@ -150,9 +302,7 @@ mod tests {
             rate: 10,
             flow_milli: 2_000,
             spread_milli: 1_000,
-            paused: None,
-            change: None,
-            tick_sec: None,
+            ..Pace::at_rate(10)
         };
         let eta = pace.eta(100);
         assert_eq!(eta.seconds, 50);
@@ -192,12 +342,11 @@ mod tests {
             rate: 10,
             flow_milli: 2_000,
             spread_milli: 0,
-            paused: None,
             change: Some(RateChange {
                 in_ms: 5_000,
                 rate: 20,
             }),
-            tick_sec: None,
+            ..Pace::at_rate(10)
         };
         assert_eq!(capped.eta(30).seconds, 15);
     }

@@ -6,7 +6,7 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
 use super::{DrawPhase, Result};
-use crate::model::{Pace, Paused, RateChange, ShowId};
+use crate::model::{EndReason, Pace, Paused, Phase, RateChange, ShowId};
 
 /// What a hub needs to push every fan its position without asking the store per fan.
 #[async_trait]
@@ -62,6 +62,15 @@ pub struct ShowEvent {
     pub flow_milli: u64,
     pub spread_milli: u64,
     pub open: bool,
+    /// Where the on-sale stands (`open` is `phase == open`).
+    #[serde(default)]
+    pub phase: Phase,
+    /// With `ended`: why, when the operator said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<EndReason>,
+    /// Seats still for sale, when the show has a stock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stock_left: Option<u64>,
     /// The last tick offered no place: every place behind the gate is taken.
     pub full: bool,
     /// Tickets admitted by this tick.
@@ -90,11 +99,13 @@ impl ShowEvent {
                 .zip(self.change_rate)
                 .map(|(in_ms, rate)| RateChange { in_ms, rate }),
             tick_sec: self.tick_sec,
+            stock_left: self.stock_left,
+            reason: self.reason,
             ..pace_of(
                 self.rate,
                 self.flow_milli,
                 self.spread_milli,
-                self.open,
+                self.phase,
                 self.full,
             )
         }
@@ -102,20 +113,22 @@ impl ShowEvent {
 }
 
 /// A [`Pace`] from the figures the stores keep.
-pub fn pace_of(rate: u32, flow_milli: u64, spread_milli: u64, open: bool, full: bool) -> Pace {
+pub fn pace_of(rate: u32, flow_milli: u64, spread_milli: u64, phase: Phase, full: bool) -> Pace {
     Pace {
         rate,
         flow_milli,
         spread_milli,
-        paused: if !open {
-            Some(Paused::Closed)
-        } else if full {
-            Some(Paused::Full)
-        } else {
-            None
+        paused: match phase {
+            Phase::Pending => Some(Paused::Pending),
+            Phase::Paused => Some(Paused::Paused),
+            Phase::Open if full => Some(Paused::Full),
+            Phase::Open | Phase::Closed | Phase::Ended => None,
         },
         change: None,
         tick_sec: None,
+        phase,
+        stock_left: None,
+        reason: None,
     }
 }
 

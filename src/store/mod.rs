@@ -69,6 +69,7 @@ pub use self::queue::{AdmitOutcome, Joined, Queue, Status, Touched};
 pub use self::redis::{PubSub, RedisStore};
 pub use self::shows::{
     AnnouncedRate, Configured, Indexed, PaceControl, Pacing, ShowMeta, ShowSettings, Shows,
+    not_running,
 };
 
 /// The whole store: every concern at once. Nothing to implement: any type with all the parts
@@ -115,6 +116,9 @@ pub enum StoreError {
          nothing is admitted or sold until an operator re-opens it"
     )]
     ShowLost(ShowId),
+    /// The on-sale ended: nobody joins any more.
+    #[error("the on-sale of {0} has ended")]
+    Ended(ShowId),
     /// The call does not fit the show's state (a schedule change after its draw, say).
     #[error("{0}")]
     Conflict(String),

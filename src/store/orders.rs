@@ -28,7 +28,8 @@ pub enum OrderOutcome {
     Created(Order),
     /// The very same request was placed before: its order.
     Repeated(Order),
-    /// The hold was ordered with something else, or the admission already bought.
+    /// The hold was ordered with something else (`hold`), the admission already bought
+    /// (`admission`), or every seat of the stock has an order (`sold out`).
     Conflict(&'static str),
     /// The gate refused: the show is open and the ticket is not a valid admission of it.
     Forbidden,

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::Result;
-use crate::model::{ShowId, ShowStats};
+use super::{Result, StoreError};
+use crate::model::{EndReason, Phase, ShowId, ShowStats};
 
 /// A show's life as operators and the watchdog see it.
 #[async_trait]
@@ -16,8 +16,15 @@ pub trait Shows: Send + Sync {
     /// Creates the show if needed and opens its on-sale: the admitter serves it and the gate
     /// closes. A lost show starts again from nothing, under a new epoch.
     async fn open(&self, show: &ShowId) -> Result<Configured>;
-    /// Ends the on-sale: no admissions, no gate.
+    /// Lifts the gate (the seed's close): no admissions, orders need no admission, fans still
+    /// queued are told the waiting room stepped aside (their places kept for a re-open).
     async fn close(&self, show: &ShowId) -> Result<()>;
+    /// Pauses an on-sale that runs: no admissions, the gate stays shut, every place is
+    /// kept; [`Shows::open`] resumes. [`StoreError::Conflict`] before it opened or once ended.
+    async fn pause(&self, show: &ShowId) -> Result<()>;
+    /// Ends the on-sale (`reason`: why): no admissions, joins refused
+    /// ([`StoreError::Ended`]), the gate stays shut; admissions running may still buy.
+    async fn end(&self, show: &ShowId, reason: Option<EndReason>) -> Result<()>;
     /// Removes the show and all its state; false if there was none.
     async fn delete(&self, show: &ShowId) -> Result<bool>;
     /// The show, if an operator made it (a lost show included).
@@ -69,6 +76,9 @@ pub struct ShowSettings {
     pub rate_change: Option<Option<AnnouncedRate>>,
     /// Leading zero bits a join's proof of work must have (0: no proof asked).
     pub join_challenge_bits: Option<u32>,
+    /// Seats for sale: never more admitted than seats neither sold nor held by a running
+    /// admission, and the last seat sold ends the on-sale (0 removes the stock).
+    pub stock: Option<u64>,
 }
 
 /// A rate change announced ahead.
@@ -119,4 +129,12 @@ pub struct Indexed {
     pub listed: bool,
     /// In the list of open shows.
     pub open: bool,
+}
+
+/// Why a show in `phase` (`None`: a code the store should not answer) cannot pause.
+pub fn not_running(show: &ShowId, phase: Option<Phase>) -> StoreError {
+    StoreError::Conflict(match phase {
+        Some(Phase::Ended) => format!("the on-sale of {show} has ended: nothing to pause"),
+        _ => format!("the on-sale of {show} has not opened yet: nothing to pause"),
+    })
 }

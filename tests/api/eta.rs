@@ -31,7 +31,7 @@ async fn a_tick_that_admits_nobody_is_pushed_and_says_the_queue_is_full(backend:
     let last = tickets.last().unwrap().clone();
     let mut fan = app.events("f", &last).await;
     let first = fan.next(Duration::from_secs(2)).await.unwrap();
-    assert_eq!(first.data["paused"], "closed", "not open yet: {first:?}");
+    assert_eq!(first.data["paused"], "pending", "not open yet: {first:?}");
     app.open("f").await;
     // The first tick fills the two places; the ones after admit nobody, yet they are pushed:
     // every place is taken, and with no admission ended yet a place is taken to stay taken

@@ -89,7 +89,7 @@ async fn the_seeds_try_it_sequence(backend: Backend) {
     let fetched = app.client.get(app.url(&location)).send().await.unwrap();
     assert_eq!(fetched.status(), StatusCode::OK);
     assert_eq!(fetched.json::<Value>().await.unwrap(), order);
-    // a closed show has no gate
+    // a closed show has no gate (the seed's close lifts it)
     app.close("show-42").await;
     assert_eq!(
         app.order("show-42", "hold-0200", None).await.status(),
@@ -296,7 +296,7 @@ async fn operator_calls_need_the_token(backend: Backend) {
     assert_eq!(stats.status(), StatusCode::OK);
     assert_eq!(
         stats.json::<Value>().await.unwrap(),
-        json!({"showId": "s", "open": false, "lost": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "effectiveAdmitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0, "outflowPerSecond": 20.0, "paused": "closed", "arrivalWindowSeconds": 60, "releasedUntaken": 0, "joinChallengeBits": 0})
+        json!({"showId": "s", "open": false, "lost": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "effectiveAdmitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0, "outflowPerSecond": 20.0, "paused": "pending", "phase": "pending", "arrivalWindowSeconds": 60, "releasedUntaken": 0, "joinChallengeBits": 0})
     );
     app.stop().await;
 }

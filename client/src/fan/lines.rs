@@ -30,6 +30,13 @@ pub(super) fn describe(push: &Push) -> String {
         }
         EventName::Expired => "the admission ran out".into(),
         EventName::Unknown => format!("ticket {} is not in the queue", t.ticket_id),
+        EventName::Closed => {
+            "the waiting room stepped aside: no queue now, go on to the shop".into()
+        }
+        EventName::Ended => match &t.reason {
+            Some(why) => format!("the on-sale has ended: {why}"),
+            None => "the on-sale has ended".into(),
+        },
     }
 }
 
@@ -51,10 +58,14 @@ fn waiting(t: &TicketView) -> String {
     let range = t.eta_min_seconds.zip(t.eta_max_seconds);
     let wait = t.eta_seconds.map(|s| wait_words(s, range));
     let parts = match t.paused {
-        // Before the opening the wait counts from it, not from now.
-        Some(Paused::Closed) => [
-            Some("not open yet".to_owned()),
-            wait.map(|w| format!("{w} once it opens")),
+        // Nothing moves until an operator opens or resumes it: no wait is promised.
+        Some(Paused::Pending) => [
+            Some("not open yet: admission starts when it opens".to_owned()),
+            None,
+        ],
+        Some(Paused::Paused) => [
+            Some("paused by the organiser: every place is kept".to_owned()),
+            None,
         ],
         Some(Paused::Full) => [
             wait,
@@ -62,11 +73,15 @@ fn waiting(t: &TicketView) -> String {
         ],
         None => [wait, None],
     };
+    let stock = t
+        .stock_left
+        .map(|left| format!("{} seats left", thousands(left)));
     let parts: Vec<String> = t
         .position
         .map(|p| format!("position {}", thousands(p)))
         .into_iter()
         .chain(parts.into_iter().flatten())
+        .chain(stock)
         .collect();
     if parts.is_empty() {
         "in the queue".into()

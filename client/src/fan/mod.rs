@@ -96,6 +96,15 @@ pub enum FanError {
     GaveUp { after: Duration, last: String },
     #[error("{0}")]
     Refused(String),
+    #[error(
+        "the waiting room of show {0} stepped aside (its on-sale closed): order without an admission"
+    )]
+    Closed(ShowId),
+    #[error("the on-sale of show {show} has ended{}", .reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    Ended {
+        show: ShowId,
+        reason: Option<String>,
+    },
 }
 
 impl FanError {
@@ -105,6 +114,8 @@ impl FanError {
             FanError::Unknown { .. } | FanError::Expired(_) => 3,
             FanError::GaveUp { .. } => 4,
             FanError::Refused(_) => 5,
+            FanError::Closed(_) => 6,
+            FanError::Ended { .. } => 7,
         }
     }
 }
@@ -245,6 +256,11 @@ fn finished(
         EventName::Unknown => Some(Err(FanError::Unknown {
             show: show.clone(),
             ticket,
+        })),
+        EventName::Closed => Some(Err(FanError::Closed(show.clone()))),
+        EventName::Ended => Some(Err(FanError::Ended {
+            show: show.clone(),
+            reason: push.ticket.reason,
         })),
     }
 }

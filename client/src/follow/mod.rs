@@ -122,7 +122,7 @@ pub fn http_client(local: Option<IpAddr>) -> reqwest::Result<Client> {
 #[derive(Debug)]
 pub enum Joined {
     /// 202 with a ticket.
-    Ticket(TicketView),
+    Ticket(Box<TicketView>),
     /// 429: try again after this long.
     TooMany(Duration),
 }
@@ -170,7 +170,7 @@ async fn joined(response: reqwest::Response) -> Result<Joined, FollowError> {
         .map_err(|e| FollowError::retry(describe(&e)))?;
     if status == StatusCode::ACCEPTED || status == StatusCode::OK {
         return serde_json::from_slice(&body)
-            .map(Joined::Ticket)
+            .map(|t| Joined::Ticket(Box::new(t)))
             .map_err(|e| FollowError::Fatal(format!("join answered a ticket I cannot read: {e}")));
     }
     Err(refusal(status, &body, "join"))

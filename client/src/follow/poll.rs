@@ -103,7 +103,7 @@ impl Poller {
         loop {
             self.every.tick().await;
             match self.poll().await {
-                Ok(Answer::Ticket(status, ticket)) => return Some(self.push(status, ticket)),
+                Ok(Answer::Ticket(status, ticket)) => return Some(self.push(status, *ticket)),
                 Ok(Answer::Wait(wait)) => tokio::time::sleep(wait).await,
                 Err(e) => return Some(Err(e)),
             }
@@ -149,7 +149,7 @@ impl Poller {
         if matches!(status, StatusCode::OK | StatusCode::NOT_FOUND)
             && let Ok(ticket) = serde_json::from_slice::<TicketView>(&body)
         {
-            return Ok(Answer::Ticket(status, ticket));
+            return Ok(Answer::Ticket(status, Box::new(ticket)));
         }
         Err(refusal(status, &body, "the ticket endpoint"))
     }
@@ -157,6 +157,14 @@ impl Poller {
     fn push(&mut self, status: StatusCode, ticket: TicketView) -> Result<Push, FollowError> {
         let kind = match ticket.status {
             TicketStatus::Waiting => EventName::Waiting,
+            TicketStatus::Closed => {
+                self.done = true;
+                EventName::Closed
+            }
+            TicketStatus::Ended => {
+                self.done = true;
+                EventName::Ended
+            }
             TicketStatus::Admitted => {
                 self.admitted = true;
                 EventName::Admitted
@@ -186,7 +194,7 @@ impl Poller {
 /// What one poll came back with.
 enum Answer {
     /// 200 or 404 with the ticket's JSON.
-    Ticket(StatusCode, TicketView),
+    Ticket(StatusCode, Box<TicketView>),
     /// 429 or 503 with `Retry-After`: ask again after this long.
     Wait(Duration),
 }

@@ -142,7 +142,10 @@ pub(super) async fn fan(
                                         break Some(outcome);
                                     }
                                 }
-                                EventName::Unknown => break Some(ended(record, Outcome::Unknown)),
+                                // The show closed or ended under the run: its fans wait no more.
+                                EventName::Unknown | EventName::Closed | EventName::Ended => {
+                                    break Some(ended(record, Outcome::Unknown));
+                                }
                                 EventName::Expired => {
                                     if record.admitted_at.is_some() {
                                         record.expired = true;

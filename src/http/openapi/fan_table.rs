@@ -31,6 +31,7 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
                 ),
                 NO_SHOW,
                 (409, ERROR, "The proof's challenge was used already"),
+                (410, ERROR, "The on-sale has ended"),
                 (428, ERROR, "The show asks a proof of work and none came"),
                 (429, ERROR, "Past the per-client join limit"),
                 LOST,

@@ -7,7 +7,7 @@ use utoipa::openapi::schema::{
 };
 use utoipa::openapi::{Ref, RefOr, Schema};
 
-use crate::http::operator::ShowConfig;
+use crate::http::operator::{EndRequest, ShowConfig};
 use crate::model::{AuditPage, DrawView, Order, OrderRequest, ShowStats, TicketStatus};
 use crate::protocol::{Challenge, ErrorBody, EventName, Frame, TicketView};
 
@@ -52,6 +52,7 @@ pub fn schemas() -> Vec<(String, RefOr<Schema>)> {
     add::<ErrorBody>(&mut all);
     add::<ShowStats>(&mut all);
     add::<ShowConfig>(&mut all);
+    add::<EndRequest>(&mut all);
     add::<OrderRequest>(&mut all);
     add::<Order>(&mut all);
     add::<DrawView>(&mut all);

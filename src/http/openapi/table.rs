@@ -189,12 +189,40 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
              lost show from nothing",
             &[(204, Empty, "Open")],
         ),
+        (PAUSE, "POST") => Op::new(
+            "pauseShow",
+            Operator,
+            "Pause the on-sale: admission stops at once, every place is kept, the gate stays \
+             shut; `open` resumes",
+            &[
+                (204, Empty, "Paused"),
+                (409, ERROR, "Not opened yet, or ended: nothing to pause"),
+                NO_SHOW,
+            ],
+        ),
         (CLOSE, "POST") => Op::new(
             "closeShow",
             Operator,
-            "Close the on-sale: no more admissions, no gate",
+            "Close the on-sale (the seed's close): no more admissions and no gate; fans \
+             still queued are told `CLOSED` and sent on",
             &[(204, Empty, "Closed"), NO_SHOW],
         ),
+        (END, "POST") => Op::new(
+            "endShow",
+            Operator,
+            "End the on-sale: joins are 410, the gate stays shut (admissions running may \
+             still buy), every fan still queued is told `ENDED` with the reason",
+            &[
+                (204, Empty, "Ended"),
+                (
+                    400,
+                    ERROR,
+                    "A reason that is empty, too long or not printable",
+                ),
+                NO_SHOW,
+            ],
+        )
+        .body("EndRequest", false),
         (STATS, "GET") => Op::new(
             "showStats",
             Operator,

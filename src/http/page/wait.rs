@@ -17,7 +17,7 @@ use super::{
 use crate::error::AppError;
 use crate::http::AppState;
 use crate::http::origin::check_form_post;
-use crate::model::{Paused, ShowId, TicketState};
+use crate::model::{Paused, ShowId, TicketState, TicketStatus};
 use crate::protocol::{ADMISSION_HEADER, EventName, routes};
 use crate::words::{thousands, wait_words};
 
@@ -61,9 +61,13 @@ struct WaitPage {
     routes: PageRoutes,
     show: String,
     open: bool,
-    /// `new`, `prequeue`, `waiting`, `admitted` or `unknown`: which part of the page shows
-    /// first.
+    /// `new`, `prequeue`, `waiting`, `admitted`, `closed`, `ended` or `unknown`: which part
+    /// of the page shows first.
     state: &'static str,
+    /// The operator paused admission: every place is kept, nothing moves until it resumes.
+    paused: bool,
+    /// Why the on-sale ended, when the operator said.
+    reason: String,
     ticket: Option<String>,
     position: u64,
     ahead: u64,
@@ -137,6 +141,8 @@ async fn render_wait(
         show: show.to_string(),
         open,
         state: "new",
+        paused: false,
+        reason: String::new(),
         ticket: ticket.map(|t| t.to_string()),
         position: 0,
         ahead: 0,
@@ -157,6 +163,21 @@ async fn render_wait(
         return Ok(page);
     };
     let status = state.store.status(show, ticket).await?;
+    // What the fan is shown, as poll and push answer it: a queue that closed or ended
+    // waits for nothing.
+    let view = status.state.view(ticket, &status.pace);
+    match view.status {
+        TicketStatus::Closed => {
+            page.state = "closed";
+            return Ok(page);
+        }
+        TicketStatus::Ended => {
+            page.state = "ended";
+            page.reason = view.reason.unwrap_or_default();
+            return Ok(page);
+        }
+        _ => {}
+    }
     match status.state {
         TicketState::PreQueue {
             opens_in_ms,
@@ -177,9 +198,9 @@ async fn render_wait(
             page.eta_seconds = eta.seconds;
             page.eta_words = wait_words(eta.seconds, eta.range);
             page.full = status.pace.paused == Some(Paused::Full);
+            page.paused = status.pace.paused == Some(Paused::Paused);
         }
         TicketState::Admitted { .. } => {
-            let view = status.state.view(ticket, &status.pace);
             page.state = "admitted";
             page.expires_in = view.expires_in_seconds.unwrap_or(0);
             page.expires_text = clock(page.expires_in);

@@ -1,8 +1,7 @@
--- Ends the on-sale: no admissions, no gate. Returns {1}, or {-404}.
+-- Lifts the gate (the seed's close, "no on-sale running: no gate"): no admissions, orders
+-- need no admission, and fans still queued are told the waiting room stepped aside. Their
+-- places are kept: `open` puts them back in line. Returns {1}, or {-404}.
 local m = redis.call('HMGET', META, 'epoch', 'deleted')
 if not m[1] or m[2] then return {-404} end
-if is_open() then
-  redis.call('HSET', META, 'open', '0')
-  publish('rate', m[1], redis.call('INCR', VER), head(), nil, 0, now_ms())
-end
+enter_phase('closed', m[1], nil)
 return {1}

@@ -2,8 +2,9 @@
 -- optional: A.rate, A.cap (on active buyers), A.window_ms (arrival window), A.health_url (the
 -- checkout's; '' stops following it), A.floor (the lowest rate while following it),
 -- A.change_at and A.change_rate (a rate change announced for that time, ms; A.change_at 0
--- withdraws it), A.challenge_bits (the proof of work a join must bring, meta field). A new
--- rate or an announced change is published: every waiting fan's ETA changes with it.
+-- withdraws it), A.challenge_bits (the proof of work a join must bring, meta field), A.stock
+-- (seats for sale; 0 removes it). A new rate, an announced change or a new stock is
+-- published: every waiting fan's ETA (or seats left) changes with it.
 -- Returns {created, epoch}.
 local m = redis.call('HMGET', META, 'epoch', 'deleted')
 local created = 0
@@ -28,8 +29,13 @@ elseif A.change_at then
   redis.call('HSET', META, 'change_at', A.change_at, 'change_rate', A.change_rate)
 end
 if A.challenge_bits then redis.call('HSET', META, 'challenge_bits', A.challenge_bits) end
+if A.stock == 0 then
+  redis.call('HDEL', META, 'stock')
+elseif A.stock then
+  redis.call('HSET', META, 'stock', A.stock)
+end
 if A.rate then redis.call('SET', RATE, A.rate) end
-if A.rate or A.change_at then
+if A.rate or A.change_at or A.stock then
   local ver = redis.call('INCR', VER)
   publish('rate', epoch, ver, head(), nil, 0, now)
 end

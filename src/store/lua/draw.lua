@@ -3,9 +3,9 @@
 -- fenced like an admission. Nothing in the queue moves: admission walks the drawn places
 -- through the permutation. The pre-queue's early leavers, kept by arrival until now, are kept
 -- by drawn place from now. Returns {1} drawn, {0} not (fenced, not closed, drawn already,
--- deleted or lost).
-local m = redis.call('HMGET', META, 'epoch', 'lost', 'deleted', 'closed_n', 'draw_key')
-if not m[1] or m[2] == '1' or m[3] or not m[4] or m[5] then return {0} end
+-- deleted, lost or ended).
+local m = redis.call('HMGET', META, 'epoch', 'lost', 'deleted', 'closed_n', 'draw_key', 'phase')
+if not m[1] or m[2] == '1' or m[3] or not m[4] or m[5] or m[6] == 'ended' then return {0} end
 local token = tonumber(A.fence)
 if token < tonumber(redis.call('GET', FENCE) or '0') then return {0} end
 local n = tonumber(m[4])

@@ -3,9 +3,10 @@
 -- show): refused with {-409} while the ticket kept under it lives in this epoch (the caller
 -- answers that one), else the new ticket is kept under it for a day. Returns {seq, kind
 -- (1 waiting, 3 in a pre-queue), position or ms until opening, version, epoch, pace...}, or
--- {-404}/{-503}/{-409}, or a proof refused (below).
+-- {-404}/{-503}/{-409}, {-410} once the on-sale ended, or a proof refused (below).
 local epoch, refused = live_show()
 if refused then return refused end
+if phase() == 4 then return {-410} end
 if A.idem_key then
   local kept = redis.call('GET', A.idem_key)
   if kept then

@@ -1,6 +1,7 @@
 -- Opens the on-sale, creating the show if nobody did. A lost show starts again from nothing
 -- under a new epoch (A.new_epoch), and the hubs are told so that every old position is void.
--- A scheduled show opens by itself, after its draw: {-409} until then.
+-- A scheduled show opens by itself, after its draw: {-409} until then. A paused, closed or
+-- ended show resumes.
 -- Returns {created, recovered, epoch}.
 local m = redis.call('HMGET', META, 'epoch', 'lost', 'deleted')
 local now = now_ms()
@@ -20,6 +21,7 @@ local d = draw_phase()
 if d and not d.p then return {-409} end
 if not is_open() then
   redis.call('HSET', META, 'open', '1')
+  redis.call('HDEL', META, 'phase', 'end_reason')
   -- Every waiting fan's queue starts moving: a new pace (and no "closed" any more).
   publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now)
 end

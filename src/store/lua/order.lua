@@ -2,15 +2,16 @@
 -- (absent: none; from the ticket id or from a verified pass, alike), A.fingerprint = the
 -- request's (email|amount), A.order = the new order's id.
 -- A hold belongs to its show: the same request again (same admission, email, amount) answers
--- its order; anything else is a conflict. While the on-sale is open the ticket must be a
--- running admission of this epoch that has not bought yet; buying spends it and frees its
--- place for the next fan. Returns {'created', id}, {'repeated', id}, {'conflict', why},
--- {'forbidden'}, or {'-404'}/{'-503'}.
+-- its order; anything else is a conflict. In every phase but closed (the gate lifted) the
+-- ticket must be a running admission of this epoch that has not bought yet: before the
+-- opening, while paused and once ended too. Buying spends it and frees its place for the next
+-- fan. With a stock, no order goes past it, and the last seat sold ends the on-sale. Returns
+-- {'created', id}, {'repeated', id}, {'conflict', why}, {'forbidden'}, or {'-404'}/{'-503'}.
 local epoch, refused = live_show()
 if refused then return {tostring(refused[1])} end
-local open = redis.call('HGET', META, 'open') == '1'
+local gated = phase() ~= 3
 local ticket = ''
-if open and A.ticket then ticket = A.ticket end
+if gated and A.ticket then ticket = A.ticket end
 local fingerprint = ticket .. '|' .. A.fingerprint
 local held = redis.call('HGET', HOLDS, A.hold)
 if held then
@@ -18,13 +19,17 @@ if held then
   if was == fingerprint then return {'repeated', id} end
   return {'conflict', 'hold'}
 end
-if open then
+local st = stock()
+if st > 0 and redis.call('HLEN', HOLDS) >= st then return {'conflict', 'sold out'} end
+local now = now_ms()
+if gated then
   -- A pass names its admission; that admission must still run here too (not given back,
   -- released untaken or of another epoch), so a pass buys no more than its ticket id would.
   if ticket == '' or not admitted(ticket, epoch) then return {'forbidden'} end
   if redis.call('HSETNX', SPENT, ticket, A.hold) == 0 then return {'conflict', 'admission'} end
-  ended(ticket, now_ms())
+  ended(ticket, now)
   redis.call('ZREM', ADMISSIONS, ticket)
 end
 redis.call('HSET', HOLDS, A.hold, A.order .. '|' .. fingerprint)
+if st > 0 and redis.call('HLEN', HOLDS) >= st then enter_phase('ended', epoch, 'sold out') end
 return {'created', A.order}

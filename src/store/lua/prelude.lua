@@ -39,6 +39,24 @@ local function cap() return tonumber(redis.call('GET', CAP) or DEFAULT_CAP) end
 local function active(now) return redis.call('ZCOUNT', ADMISSIONS, '(' .. now, '+inf') end
 local function head() return tonumber(redis.call('GET', HEAD) or '0') end
 local function is_open() return redis.call('HGET', META, 'open') == '1' end
+-- Where the on-sale stands (`Phase` in model/pace.rs, by code): 0 pending (made, not opened
+-- yet, or scheduled), 1 open, 2 paused, 3 closed (no gate), 4 ended. Meta `open` says whether
+-- the admitter serves it; meta `phase` names paused, closed and ended.
+local PHASE_CODE = {paused = 2, closed = 3, ended = 4}
+local PHASE_NAME = {[0] = 'pending', 'open', 'paused', 'closed', 'ended'}
+local function phase()
+  local m = redis.call('HMGET', META, 'open', 'phase')
+  if m[1] == '1' then return 1 end
+  return PHASE_CODE[m[2] or ''] or 0
+end
+-- Seats for sale (meta `stock`; 0: none set), and those left once orders took theirs
+-- (-1: no stock).
+local function stock() return tonumber(redis.call('HGET', META, 'stock') or '0') end
+local function stock_left()
+  local st = stock()
+  if st == 0 then return -1 end
+  return math.max(st - redis.call('HLEN', HOLDS), 0)
+end
 
 -- How long an admission holds its place behind the gate (seconds), and a variance for the
 -- range. Counted as time held over admissions ended: the ended ones' holds plus the ages of
@@ -101,15 +119,15 @@ local function announced_change()
   if not c[1] then return nil end
   return {math.max(tonumber(c[1]) - now_ms(), 0), tonumber(c[2])}
 end
--- {rate, flow, spread (thousandths), open, full, ms until an announced change (-1: none),
--- its rate, the second of the last tick (-1: none)}: what a ticket's ETA is worked out from,
--- and where its count goes on from.
+-- {rate, flow, spread (thousandths), phase, full, ms until an announced change (-1: none),
+-- its rate, the second of the last tick (-1: none), seats left (-1: no stock)}: what a
+-- ticket's ETA is worked out from, and where its count goes on from.
 local function pace_reply()
   local mean, var, full = pace()
   local change = announced_change() or {-1, 0}
   return {rate(), math.floor(mean * 1000 + 0.5), math.floor(math.sqrt(var) * 1000 + 0.5),
-    is_open() and 1 or 0, full and 1 or 0, change[1], change[2],
-    tonumber(redis.call('GET', TICK) or '-1')}
+    phase(), full and 1 or 0, change[1], change[2],
+    tonumber(redis.call('GET', TICK) or '-1'), stock_left()}
 end
 -- Appends the pace to a reply.
 local function with_pace(reply)
@@ -252,10 +270,22 @@ local function publish(kind, epoch, ver, hd, left, admitted_now, at)
   redis.call(PUBLISH, CHANNEL, cjson.encode({
     show = SHOW, epoch = tonumber(epoch), version = ver, kind = kind, head = hd, left = left,
     rate = p[1], flow_milli = p[2], spread_milli = p[3], open = p[4] == 1, full = p[5] == 1,
+    phase = PHASE_NAME[p[4]], stock_left = p[9] >= 0 and p[9] or nil,
+    reason = p[4] == 4 and (redis.call('HGET', META, 'end_reason') or nil) or nil,
     admitted = admitted_now, ttl_ms = TTL, at_ms = at,
     change_in_ms = p[6] >= 0 and p[6] or nil, change_rate = p[6] >= 0 and p[7] or nil,
     tick_sec = p[8] >= 0 and p[8] or nil,
   }))
+end
+
+-- Puts the on-sale in `name`d phase (paused, closed, ended; admission stops in each) and
+-- tells every hub; nothing when it stood there already. With ended, `why` (or none).
+local function enter_phase(name, epoch, why)
+  local m = redis.call('HMGET', META, 'open', 'phase', 'end_reason')
+  if m[1] ~= '1' and m[2] == name and m[3] == why then return end
+  redis.call('HSET', META, 'open', '0', 'phase', name)
+  if why then redis.call('HSET', META, 'end_reason', why) else redis.call('HDEL', META, 'end_reason') end
+  publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now_ms())
 end
 
 -- Creates the show's meta under `epoch` after wiping whatever state an earlier incarnation

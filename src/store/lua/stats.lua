@@ -1,6 +1,6 @@
 -- An operator's view: {queue length, active buyers, rate, tickets ever joined, buyer cap,
 -- open, lost, arrival window ms (-1: the default), admissions released untaken, configured
--- rate, join challenge bits, pace...}, or {-404}.
+-- rate, join challenge bits, stock (0: none), pace...}, or {-404}.
 local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted', 'window', 'released')
 if m[4] or not m[1] then return {-404} end
 local now = now_ms()
@@ -16,4 +16,5 @@ return with_pace({
   tonumber(m[6] or '0'),
   configured_rate(),
   tonumber(redis.call('HGET', META, 'challenge_bits') or '0'),
+  stock(),
 })

@@ -57,9 +57,11 @@ impl Draws for MemoryStore {
             .shows
             .iter()
             .filter(|(_, s)| {
-                s.schedule
-                    .as_ref()
-                    .is_some_and(|d| d.drawn.is_none() && d.opens_at_ms <= now_ms)
+                // An ended show does not open by itself any more.
+                s.on_sale() != crate::model::Phase::Ended
+                    && s.schedule
+                        .as_ref()
+                        .is_some_and(|d| d.drawn.is_none() && d.opens_at_ms <= now_ms)
             })
             .map(|(id, _)| id.clone())
             .collect();
@@ -112,7 +114,7 @@ impl Draws for MemoryStore {
         let Some(s) = inner.shows.get_mut(show) else {
             return Ok(false);
         };
-        if fence < s.fence {
+        if fence < s.fence || s.on_sale() == crate::model::Phase::Ended {
             return Ok(false);
         }
         let Some(d) = s.schedule.as_mut() else {

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::MemoryStore;
-use crate::model::{NewOrder, Order};
+use crate::model::{EndReason, NewOrder, Order, Phase};
 use crate::store::{OrderBook, OrderOutcome, Result, StoreError, order_fingerprint};
 
 #[async_trait]
@@ -28,8 +28,10 @@ impl MemoryStore {
         let now = self.now_ms();
         let mut inner = self.lock();
         let s = inner.show(&order.show_id)?;
-        // As `order.lua`: a hold answers the very same request again, and only that.
-        let ticket = if s.open { ticket } else { None };
+        // As `order.lua`: the gate is shut in every phase but closed.
+        let gated = s.on_sale().gated();
+        // A hold answers the very same request again, and only that.
+        let ticket = if gated { ticket } else { None };
         let fingerprint = format!(
             "{}|{}",
             ticket.map(|t| t.to_string()).unwrap_or_default(),
@@ -45,7 +47,10 @@ impl MemoryStore {
                 .map(OrderOutcome::Repeated)
                 .ok_or_else(|| StoreError::Protocol(format!("hold points at missing order {id}")));
         }
-        if s.open {
+        if s.stock_left() == Some(0) {
+            return Ok(OrderOutcome::Conflict("sold out"));
+        }
+        if gated {
             let Some(ticket) = ticket.filter(|&t| s.admitted_now(t, now)) else {
                 return Ok(OrderOutcome::Forbidden);
             };
@@ -59,7 +64,23 @@ impl MemoryStore {
         let created = Order::confirmed(order, now);
         s.holds
             .insert(order.hold_id.clone(), (created.id, fingerprint));
+        // The last seat sold ends the on-sale.
+        let sold_out = if s.stock_left() == Some(0) {
+            s.enter(
+                &order.show_id,
+                Phase::Ended,
+                Some(EndReason::sold_out()),
+                &self.settings,
+                now,
+            )
+        } else {
+            None
+        };
         inner.orders.insert(created.id, created.clone());
+        drop(inner);
+        if let Some(event) = sold_out {
+            self.publish(event);
+        }
         Ok(OrderOutcome::Created(created))
     }
 }

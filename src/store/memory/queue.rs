@@ -154,6 +154,10 @@ impl Queue for MemoryStore {
             }
             places = places.min(cap.saturating_sub(s.active(now) as u32) as usize);
         }
+        // Never more admitted than seats neither sold nor held by a running admission.
+        if let Some(left) = s.stock_left() {
+            places = places.min(left.saturating_sub(s.active(now)) as usize);
+        }
         s.full = cap > 0 && places == 0;
         let mut count = 0;
         let mut arrivals = Vec::new();
@@ -234,6 +238,9 @@ impl MemoryStore {
                 };
                 return Ok((joined, true));
             }
+        }
+        if s.on_sale() == crate::model::Phase::Ended {
+            return Err(StoreError::Ended(show.clone()));
         }
         // As `join.lua`: the show's difficulty, and the challenge spent with the join.
         if s.challenge_bits > 0 {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::draw::Permutation;
-use crate::model::{Pace, ShowId, TicketState};
+use crate::model::{EndReason, Pace, Phase, ShowId, TicketState};
 use crate::store::{
     AuditKind, AuditRecord, DrawPhase, Drawn, EventKind, ShowEvent, ShowMeta, StoreSettings,
     new_epoch, pace_of, position,
@@ -16,7 +16,15 @@ use crate::store::{
 /// One show an operator made. This store never loses state, so a show is never lost here.
 pub(super) struct Show {
     pub(super) epoch: u64,
+    /// The admitter serves it.
     pub(super) open: bool,
+    /// While not open: paused, closed or ended (as meta `phase` in Redis); `None`: not
+    /// opened yet.
+    pub(super) halted: Option<Phase>,
+    /// Why it ended, when the operator said.
+    pub(super) end_reason: Option<EndReason>,
+    /// Seats for sale.
+    pub(super) stock: Option<u64>,
     /// The last sequence handed out.
     pub(super) seq: u64,
     /// The highest sequence ever admitted.
@@ -93,6 +101,9 @@ impl Show {
         Show {
             epoch: new_epoch(),
             open: false,
+            halted: None,
+            end_reason: None,
+            stock: None,
             seq: 0,
             head: 0,
             version: 0,
@@ -187,14 +198,51 @@ impl Show {
                 rate: c.rate,
             }),
             tick_sec: self.last_second,
+            stock_left: self.stock_left(),
+            reason: self.end_reason.filter(|_| self.on_sale() == Phase::Ended),
             ..pace_of(
                 rate,
                 (flow * 1000.0).round() as u64,
                 (spread * 1000.0).round() as u64,
-                self.open,
+                self.on_sale(),
                 self.full,
             )
         }
+    }
+
+    /// Where the on-sale stands, as `phase()` in `prelude.lua`.
+    pub(super) fn on_sale(&self) -> Phase {
+        if self.open {
+            Phase::Open
+        } else {
+            self.halted.unwrap_or(Phase::Pending)
+        }
+    }
+
+    /// Seats still for sale, with a stock.
+    pub(super) fn stock_left(&self) -> Option<u64> {
+        self.stock
+            .map(|stock| stock.saturating_sub(self.holds.len() as u64))
+    }
+
+    /// Puts the on-sale in `phase` (paused, closed, ended: admission stops in each), as
+    /// `enter_phase` in `prelude.lua`; the event to publish when that changed anything.
+    pub(super) fn enter(
+        &mut self,
+        show: &ShowId,
+        phase: Phase,
+        reason: Option<EndReason>,
+        settings: &StoreSettings,
+        now_ms: u64,
+    ) -> Option<ShowEvent> {
+        if !self.open && self.halted == Some(phase) && self.end_reason == reason {
+            return None;
+        }
+        self.open = false;
+        self.halted = Some(phase);
+        self.end_reason = reason;
+        self.version += 1;
+        Some(self.event(show, EventKind::Rate, settings, now_ms))
     }
 
     /// The mean hold and a variance for the range, as `hold()` in `prelude.lua`: time held
@@ -326,6 +374,9 @@ impl Show {
             flow_milli: pace.flow_milli,
             spread_milli: pace.spread_milli,
             open: self.open,
+            phase: pace.phase,
+            reason: pace.reason,
+            stock_left: pace.stock_left,
             full: self.full,
             admitted: 0,
             ttl_ms: settings.admission_ttl.as_millis() as u64,

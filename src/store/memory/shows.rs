@@ -4,21 +4,40 @@ use async_trait::async_trait;
 
 use super::MemoryStore;
 use super::show::Show;
-use crate::model::{ShowId, ShowStats};
+use crate::model::{EndReason, Phase, ShowId, ShowStats};
 use crate::store::{
     Configured, EventKind, Indexed, PaceControl, Pacing, Result, ShowEvent, ShowMeta, ShowSettings,
-    Shows,
+    Shows, not_running,
 };
 
 impl MemoryStore {
-    /// Opens or closes `s`; the event to publish when that changed its pace.
-    fn set_open(&self, show: &ShowId, s: &mut Show, open: bool) -> Option<ShowEvent> {
-        if s.open == open {
+    /// Opens `s` (resuming it from a pause, a close or its end); the event to publish when
+    /// that changed its pace.
+    fn set_open(&self, show: &ShowId, s: &mut Show) -> Option<ShowEvent> {
+        if s.open {
             return None;
         }
-        s.open = open;
+        s.open = true;
+        s.halted = None;
+        s.end_reason = None;
         s.version += 1;
         Some(s.event(show, EventKind::Rate, &self.settings, self.now_ms()))
+    }
+
+    /// Puts a show in `phase`, as [`Show::enter`], and publishes it.
+    fn enter(&self, show: &ShowId, phase: Phase, reason: Option<EndReason>) -> Result<()> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        if phase == Phase::Paused && matches!(s.on_sale(), Phase::Pending | Phase::Ended) {
+            return Err(not_running(show, Some(s.on_sale())));
+        }
+        let event = s.enter(show, phase, reason, &self.settings, now);
+        drop(inner);
+        if let Some(event) = event {
+            self.publish(event);
+        }
+        Ok(())
     }
 }
 
@@ -55,11 +74,17 @@ impl Shows for MemoryStore {
         if let Some(bits) = settings.join_challenge_bits {
             s.challenge_bits = bits;
         }
+        if let Some(stock) = settings.stock {
+            s.stock = (stock > 0).then_some(stock);
+        }
         if let Some(rate) = settings.admit_per_second {
             s.rate = Some(rate);
         }
         let mut event = None;
-        if settings.admit_per_second.is_some() || settings.rate_change.is_some() {
+        if settings.admit_per_second.is_some()
+            || settings.rate_change.is_some()
+            || settings.stock.is_some()
+        {
             s.version += 1;
             event = Some(s.event(show, EventKind::Rate, &self.settings, now));
         }
@@ -90,7 +115,7 @@ impl Shows for MemoryStore {
             recovered: false,
             epoch: s.epoch,
         };
-        let event = self.set_open(show, s, true);
+        let event = self.set_open(show, s);
         drop(inner);
         if let Some(event) = event {
             self.publish(event);
@@ -99,14 +124,15 @@ impl Shows for MemoryStore {
     }
 
     async fn close(&self, show: &ShowId) -> Result<()> {
-        let mut inner = self.lock();
-        let s = inner.show(show)?;
-        let event = self.set_open(show, s, false);
-        drop(inner);
-        if let Some(event) = event {
-            self.publish(event);
-        }
-        Ok(())
+        self.enter(show, Phase::Closed, None)
+    }
+
+    async fn pause(&self, show: &ShowId) -> Result<()> {
+        self.enter(show, Phase::Paused, None)
+    }
+
+    async fn end(&self, show: &ShowId, reason: Option<EndReason>) -> Result<()> {
+        self.enter(show, Phase::Ended, reason)
     }
 
     async fn delete(&self, show: &ShowId) -> Result<bool> {
@@ -167,6 +193,10 @@ impl Shows for MemoryStore {
             effective_admit_per_second: s.rate(&self.settings),
             show_id: show.to_string(),
             open: s.open,
+            phase: pace.phase,
+            reason: pace.reason,
+            stock: s.stock,
+            stock_left: pace.stock_left,
             lost: false,
             queue_length: s.queue.len() as u64,
             admitted_valid: s.active(now),

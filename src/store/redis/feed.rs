@@ -61,7 +61,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
             version: version as u64,
             head: head as u64,
             left: left.iter().map(|&s| s as u64).collect(),
-            pace: pace(figures).ok_or_else(|| protocol("snapshot", &r))?,
+            pace: self
+                .with_reason(show, pace(figures).ok_or_else(|| protocol("snapshot", &r))?)
+                .await?,
             ttl_ms: self.ttl_ms(),
             draw,
         })

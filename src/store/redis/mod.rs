@@ -34,7 +34,7 @@ use uuid::Uuid;
 
 use self::sharded::{Sharded, show_channel};
 use super::{Health, Result, StoreError, StoreSettings, pace_of};
-use crate::model::{Pace, RateChange, ShowId};
+use crate::model::{EndReason, Pace, Phase, RateChange, ShowId};
 
 /// How a Redis Cluster carries events (`REDIS_PUBSUB`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -146,6 +146,12 @@ struct ScriptArgs {
     proof_ttl_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     proof_bits: Option<u32>,
+    /// Why an on-sale ends (`end.lua`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// Seats for sale (`configure.lua`; 0 removes the stock).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stock: Option<u64>,
 }
 
 impl ScriptArgs {
@@ -335,11 +341,13 @@ fn protocol(what: &str, got: &[i64]) -> StoreError {
     StoreError::Protocol(format!("{what}: {got:?}"))
 }
 
-/// A script's refusal of a show: {-404} nobody made it, {-503} it was lost.
+/// A script's refusal of a show: {-404} nobody made it, {-503} it was lost, {-410} its
+/// on-sale ended (joins).
 fn refused(show: &ShowId, got: &[i64]) -> Option<StoreError> {
     match got {
         [-404] => Some(StoreError::NoSuchShow(show.clone())),
         [-503] => Some(StoreError::ShowLost(show.clone())),
+        [-410] => Some(StoreError::Ended(show.clone())),
         _ => None,
     }
 }
@@ -358,7 +366,7 @@ fn reply<T>(
 }
 
 /// How many figures every script appends with `with_pace`.
-const PACE_FIGURES: usize = 8;
+const PACE_FIGURES: usize = 9;
 
 /// The pace figures every script appends with `with_pace`.
 fn pace(got: &[i64]) -> Option<Pace> {
@@ -366,11 +374,12 @@ fn pace(got: &[i64]) -> Option<Pace> {
         rate,
         flow,
         spread,
-        open,
+        phase,
         full,
         change_in_ms,
         change_rate,
         tick,
+        stock_left,
     ] = *got
     else {
         return None;
@@ -381,14 +390,30 @@ fn pace(got: &[i64]) -> Option<Pace> {
             in_ms: change_in_ms as u64,
             rate: change_rate as u32,
         }),
+        stock_left: (stock_left >= 0).then_some(stock_left as u64),
         ..pace_of(
             rate as u32,
             flow.max(0) as u64,
             spread.max(0) as u64,
-            open == 1,
+            Phase::from_code(phase)?,
             full == 1,
         )
     })
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
+    /// Puts an ended show's reason into `pace` (the scripts' replies are integers; the
+    /// reason is text in the meta, read only for a show that ended).
+    async fn with_reason(&self, show: &ShowId, mut pace: Pace) -> Result<Pace> {
+        if pace.phase == Phase::Ended {
+            let mut conn = self.conn.clone();
+            let why: Option<String> =
+                redis::AsyncCommands::hget(&mut conn, format!("wr:{{{show}}}:meta"), "end_reason")
+                    .await?;
+            pace.reason = why.as_deref().and_then(EndReason::new);
+        }
+        Ok(pace)
+    }
 }
 
 #[async_trait]

@@ -67,6 +67,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
                 Err(_) => Err(StoreError::Protocol(format!("hold points at {id}"))),
             },
             ["conflict", "hold"] => Ok(OrderOutcome::Conflict("hold")),
+            ["conflict", "sold out"] => Ok(OrderOutcome::Conflict("sold out")),
             ["conflict", _] => Ok(OrderOutcome::Conflict("admission")),
             ["forbidden"] => Ok(OrderOutcome::Forbidden),
             ["-404"] => Err(StoreError::NoSuchShow(order.show_id.clone())),

@@ -58,7 +58,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
 
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
         let r: Vec<i64> = self.run(&STATUS, show, ScriptArgs::ticket(ticket)).await?;
-        reply(show, "status", r, |r| {
+        let mut status = reply(show, "status", r, |r| {
             let [kind, value, seq, version, epoch, ref rest @ ..] = *r else {
                 return None;
             };
@@ -79,7 +79,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
                 pace: pace(rest)?,
                 version: version as u64,
             })
-        })
+        })?;
+        status.pace = self.with_reason(show, status.pace).await?;
+        Ok(status)
     }
 
     async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {

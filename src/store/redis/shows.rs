@@ -8,15 +8,17 @@ use redis::aio::ConnectionLike;
 use redis::{AsyncCommands, Script};
 
 use super::{OPEN_SHOWS, RedisStore, SHOWS, ScriptArgs, pace, protocol, reply, show_script};
-use crate::model::{ShowId, ShowStats};
+use crate::model::{EndReason, Phase, ShowId, ShowStats};
 use crate::store::{
     Configured, Indexed, PaceControl, Pacing, Result, ShowMeta, ShowSettings, Shows, StoreError,
-    TOMBSTONE_TTL, new_epoch,
+    TOMBSTONE_TTL, new_epoch, not_running,
 };
 
 static CONFIGURE: LazyLock<Script> = show_script!("configure.lua");
 static OPEN: LazyLock<Script> = show_script!("open.lua");
 static CLOSE: LazyLock<Script> = show_script!("close.lua");
+static PAUSE: LazyLock<Script> = show_script!("pause.lua");
+static END: LazyLock<Script> = show_script!("end.lua");
 static DELETE: LazyLock<Script> = show_script!("delete.lua");
 static CHECK: LazyLock<Script> = show_script!("check.lua");
 static META: LazyLock<Script> = show_script!("meta.lua");
@@ -38,6 +40,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             change_at: settings.rate_change.map(|c| c.map_or(0, |c| c.at_ms)),
             change_rate: settings.rate_change.flatten().map(|c| c.rate),
             challenge_bits: settings.join_challenge_bits,
+            stock: settings.stock,
             ..Default::default()
         };
         let r: Vec<i64> = self.run(&CONFIGURE, show, args).await?;
@@ -80,6 +83,30 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
         reply(show, "close", r, |r| (r == [1]).then_some(()))
+    }
+
+    async fn pause(&self, show: &ShowId) -> Result<()> {
+        let r: Vec<i64> = self.run(&PAUSE, show, ScriptArgs::none()).await?;
+        if let [-409, phase] = r[..] {
+            return Err(not_running(show, Phase::from_code(phase)));
+        }
+        let mut conn = self.conn.clone();
+        let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
+        reply(show, "pause", r, |r| (r == [1]).then_some(()))
+    }
+
+    async fn end(&self, show: &ShowId, reason: Option<EndReason>) -> Result<()> {
+        let args = ScriptArgs {
+            reason: reason.map(|r| r.as_str().to_owned()),
+            ..Default::default()
+        };
+        let r: Vec<i64> = self.run(&END, show, args).await?;
+        reply(show, "end", r, |r| (r == [1]).then_some(()))?;
+        let mut conn = self.conn.clone();
+        let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
+        // An ended show does not open by itself any more.
+        let _: i64 = conn.zrem(super::SCHEDULED, show.as_str()).await?;
+        Ok(())
     }
 
     async fn delete(&self, show: &ShowId) -> Result<bool> {
@@ -140,7 +167,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
 
     async fn stats(&self, show: &ShowId) -> Result<ShowStats> {
         let r: Vec<i64> = self.run(&STATS, show, ScriptArgs::none()).await?;
-        reply(show, "stats", r, |r| {
+        let mut stats = reply(show, "stats", r, |r| {
             let [
                 queue_length,
                 admitted_valid,
@@ -153,12 +180,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
                 released,
                 configured,
                 challenge_bits,
+                stock,
                 ref rest @ ..,
             ] = *r
             else {
                 return None;
             };
             let pace = pace(rest)?;
+            let stock = (stock > 0).then_some(stock as u64);
             let window = if window < 0 {
                 self.settings.arrival_window.as_secs()
             } else {
@@ -172,6 +201,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
                 effective_admit_per_second: rate as u32,
                 show_id: show.to_string(),
                 open: open == 1,
+                phase: pace.phase,
+                reason: None,
+                stock,
+                stock_left: pace.stock_left,
                 lost: lost == 1,
                 queue_length: queue_length as u64,
                 admitted_valid: admitted_valid as u64,
@@ -180,7 +213,15 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
                 joined: joined as u64,
                 join_challenge_bits: challenge_bits as u32,
             })
-        })
+        })?;
+        if stats.phase == Phase::Ended {
+            let pace = crate::model::Pace {
+                phase: Phase::Ended,
+                ..Default::default()
+            };
+            stats.reason = self.with_reason(show, pace).await?.reason;
+        }
+        Ok(stats)
     }
 
     async fn challenge_bits(&self, show: &ShowId) -> Result<u32> {

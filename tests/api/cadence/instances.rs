@@ -1,5 +1,5 @@
 //! The push cadence across three server processes on one Redis: a few hundred fans spread
-//! over them, leaves on every instance, a rate change and a pause; at the quiet middle of
+//! over them, leaves on every instance, a rate change and a pause (`POST …/pause`); at the quiet middle of
 //! every second each page's count (its last push, counted down by its own clock) equals the
 //! poll, a push received since the tick equals the poll, and in quiet seconds far-back fans
 //! are pushed on fewer than a third of the ticks that moved them.
@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use waiting_room::model::{TicketStatus, TicketView};
+use waiting_room::protocol::routes;
 
 use super::PageClock;
 use crate::support::process::ServerProcess;
@@ -148,7 +149,10 @@ async fn pages_on_three_instances_count_right_between_sparse_pushes() {
         }
         match second {
             4 => assert_eq!(servers[2].set_rate(show, 3).await.status(), 200),
-            7 => servers[0].close(show).await,
+            7 => {
+                let r = servers[0].operator(routes::PAUSE, show).await;
+                assert_eq!(r.status(), 204);
+            }
             9 => servers[2].open(show).await,
             _ => continue,
         }

@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
+use reqwest::StatusCode;
 use serde_json::Value;
 use waiting_room::draw::{self, order_key};
 use waiting_room::model::AuditKind;
+use waiting_room::protocol::routes;
 
 use super::{audit_of, draw_of, drawn, permutation, scheduled};
 use crate::support::app::{config, spawn_app_with};
@@ -72,7 +74,9 @@ async fn the_pre_queue_waits_unplaced_and_opens_by_itself_in_drawn_order(backend
     let late = app.join_ok("gig").await;
     assert_eq!(late["arrival"], 31);
     assert!(late.get("preQueue").is_none(), "{late}");
-    app.close("gig").await;
+    // Paused: nothing moves while the positions are read.
+    let r = app.operator(routes::PAUSE, "gig").await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
     tokio::time::sleep(Duration::from_millis(1200)).await;
 
     // Frozen: who was let in is the head of the drawn order, and everyone else stands at

@@ -13,6 +13,7 @@ use crate::support::ticket_id;
 
 mod lost;
 mod orders;
+mod phases;
 mod shows;
 
 async fn json_of(r: Response) -> Value {

@@ -11,7 +11,9 @@ both_stores!(holds_belong_to_their_show, one_admission_places_one_order,);
 async fn holds_belong_to_their_show(backend: Backend) {
     let app = spawn_app(backend).await;
     app.open("show-42").await;
+    // A show whose gate is lifted (closed): anyone orders there.
     app.create("side").await;
+    app.close("side").await;
     // The attacker orders hold-0100 on a show with no gate (a made-up one is 404 now).
     let made_up = app
         .order_as("made-up", "hold-0100", "mallory@example.com", None)

@@ -59,7 +59,7 @@ async fn the_server_answers_as_the_document_says() {
     let ticket = ticket_id(&joined);
     let r = app.ticket("oas", &ticket).await;
     let polled = check(&doc, &ticket_path, "get", 200, r).await;
-    assert_eq!(polled["paused"], "closed");
+    assert_eq!(polled["paused"], "pending");
     let mut sse = app.events("oas", &ticket).await;
     let event = sse.next(WAIT).await.unwrap();
     let stream = &doc["paths"][format!("{ticket_path}/events")]["get"]["responses"]["200"];

@@ -49,6 +49,12 @@ async fn orders_are_idempotent_per_hold(backend: Backend) {
         Err(StoreError::NoSuchShow(_))
     ));
     s.configure(&sh, ShowSettings::default()).await.unwrap();
+    // Made, not opened: the gate is shut.
+    assert_eq!(
+        s.place_order(&req, None).await.unwrap(),
+        OrderOutcome::Forbidden
+    );
+    s.close(&sh).await.unwrap();
     let OrderOutcome::Created(order_1) = s.place_order(&req, None).await.unwrap() else {
         panic!("a new hold is a new order")
     };
@@ -73,6 +79,7 @@ async fn holds_belong_to_their_show_and_one_admission_buys_once(backend: Backend
     let (gated, free) = (show("show-42"), show("side"));
     s.open(&gated).await.unwrap();
     s.configure(&free, ShowSettings::default()).await.unwrap();
+    s.close(&free).await.unwrap();
     let fan = s.join(&gated).await.unwrap().ticket;
     let next = s.join(&gated).await.unwrap().ticket;
     s.admit(&gated, 1).await.unwrap();

@@ -13,7 +13,8 @@ use crate::plot::EtaPoint;
 /// The `paused` word, as the server sends it.
 fn paused_name(paused: Paused) -> &'static str {
     match paused {
-        Paused::Closed => "closed",
+        Paused::Pending => "pending",
+        Paused::Paused => "paused",
         Paused::Full => "full",
     }
 }
