@@ -1,7 +1,7 @@
 # Shared by scripts/bench.sh and scripts/eta-bench.sh (sourced, after BIN, CLIENT and OUT are
 # set): the release binaries checked, the processes a run starts ended by PID when it ends,
 # and a free loopback port.
-TOKEN=bench-token
+TOKEN=bench-operator-token
 mkdir -p "$OUT"
 for bin in "$BIN" "$CLIENT"; do
   [ -x "$bin" ] || { echo "no release binary at $bin: cargo build --release --workspace first" >&2; exit 1; }

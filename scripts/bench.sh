@@ -46,12 +46,12 @@ nofile=$(ulimit -n)
 MAX_CONNECTIONS=${MAX_CONNECTIONS:-$((nofile > 1000 ? nofile - 100 : nofile))}
 
 # start_server [REDIS_URL]: sets SERVER_PID and URL. Each load process holds hundreds of
-# streams per source address, so the per-client stream limit is off (MAX_STREAMS_PER_CLIENT=0),
+# streams per source address, so the per-client stream limit is off (MAX_STREAMS_PER_CLIENT=0 MAX_CONNECTIONS_PER_CLIENT=0),
 # as the join limit is.
 start_server() {
   local port; port=$(free_port)
   URL="http://127.0.0.1:$port"
-  env BIND="127.0.0.1:$port" ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 MAX_STREAMS_PER_CLIENT=0 \
+  env BIND="127.0.0.1:$port" ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 MAX_STREAMS_PER_CLIENT=0 MAX_CONNECTIONS_PER_CLIENT=0 \
     MAX_CONNECTIONS="$MAX_CONNECTIONS" RUST_LOG=warn \
     ${1:+REDIS_URL=$1} "$BIN" >"$OUT/${SERVER_LOG:-server}.log" 2>&1 &
   SERVER_PID=$!

@@ -39,7 +39,7 @@ OUT=${OUT:-${CARGO_TARGET_DIR:-target}/bench-eta}
 start_server() {
   local port; port=$(free_port)
   URL="http://127.0.0.1:$port"
-  env BIND="127.0.0.1:$port" ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 MAX_STREAMS_PER_CLIENT=0 \
+  env BIND="127.0.0.1:$port" ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 MAX_STREAMS_PER_CLIENT=0 MAX_CONNECTIONS_PER_CLIENT=0 \
     RUST_LOG=warn ${REDIS_URL:+REDIS_URL=$REDIS_URL} "$@" "$BIN" >"$OUT/server-$CASE.log" 2>&1 &
   PIDS+=("$!")
   for _ in $(seq 100); do

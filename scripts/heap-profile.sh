@@ -19,7 +19,7 @@ OUT=${OUT:-${CARGO_TARGET_DIR:-target}/bench/heap-$transport}
 
 port=$(free_port)
 URL="http://127.0.0.1:$port"
-env BIND="127.0.0.1:$port" ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 MAX_STREAMS_PER_CLIENT=0 RUST_LOG=warn \
+env BIND="127.0.0.1:$port" ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 MAX_STREAMS_PER_CLIENT=0 MAX_CONNECTIONS_PER_CLIENT=0 RUST_LOG=warn \
   heaptrack -o "$OUT/heap" "$BIN" >"$OUT/server.log" 2>&1 &
 HEAPTRACK=$!
 PIDS+=("$HEAPTRACK")

@@ -91,6 +91,13 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub reserve_connections: u32,
 
+    /// Most connections one client address may hold (IPv6: per /64), so that no single
+    /// client fills the server; beyond them its connections are turned away with 503. Unset:
+    /// half of `MAX_CONNECTIONS`; 0 turns it off (behind a proxy every connection comes from
+    /// the proxy: `TRUSTED_PROXY_HOPS` > 0 turns it off too).
+    #[arg(long, env = "MAX_CONNECTIONS_PER_CLIENT")]
+    pub max_connections_per_client: Option<u32>,
+
     /// Most streams (SSE and WebSocket together) one client address may hold open on this
     /// instance (IPv6: per /64); 429 beyond. 0 turns it off.
     #[arg(long, env = "MAX_STREAMS_PER_CLIENT", default_value_t = 20)]
@@ -151,13 +158,14 @@ impl Config {
             admission_ttl: Duration::from_secs(300),
             max_active_buyers: 0,
             arrival_window: Duration::from_secs(60),
-            admin_token: Some("test-token".into()),
+            admin_token: Some("test-operator-token".into()),
             pass_keys: None,
             join_rate_limit: 0,
             trusted_proxy_hops: 0,
             header_timeout: Duration::from_secs(10),
             max_connections: 18_000,
             reserve_connections: 64,
+            max_connections_per_client: Some(0),
             // Tests open many streams from 127.0.0.1; the ones about the limit set it.
             max_streams_per_client: 0,
             push_front: crate::hub::DEFAULT_PUSH_FRONT,

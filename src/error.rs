@@ -30,6 +30,9 @@ pub enum AppError {
     UnknownTicket(String),
     #[error("too many joins from this client; try again in {} s", .0.as_millis().div_ceil(1000).max(1))]
     TooManyRequests(Duration),
+    /// Too many wrong operator tokens from this client address lately.
+    #[error("too many wrong operator tokens from this client; try again in {} s", .0.as_millis().div_ceil(1000).max(1))]
+    TooManyGuesses(Duration),
     /// The client's address has `MAX_STREAMS_PER_CLIENT` streams open already.
     #[error(
         "too many open streams from this client (at most {0} at once); close one and try again"
@@ -76,9 +79,9 @@ impl AppError {
             AppError::Unauthorized => StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound(_) | AppError::UnknownTicket(_) => StatusCode::NOT_FOUND,
-            AppError::TooManyRequests(_) | AppError::TooManyStreams(_) => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            AppError::TooManyRequests(_)
+            | AppError::TooManyStreams(_)
+            | AppError::TooManyGuesses(_) => StatusCode::TOO_MANY_REQUESTS,
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::Gone(_) => StatusCode::GONE,
             AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -110,7 +113,9 @@ impl IntoResponse for AppError {
         };
         let mut response = (status, Json(body)).into_response();
         match &self {
-            AppError::TooManyRequests(wait) => set_retry_after(&mut response, *wait),
+            AppError::TooManyRequests(wait) | AppError::TooManyGuesses(wait) => {
+                set_retry_after(&mut response, *wait)
+            }
             // A stream closes when its fan is admitted or leaves; no telling when.
             AppError::TooManyStreams(_) => set_retry_after(&mut response, STREAM_RETRY),
             AppError::Unauthorized => {

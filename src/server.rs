@@ -19,6 +19,10 @@ use crate::store::{MemoryStore, QueueStore, RedisStore, StoreSettings};
 use crate::watchdog::Watchdog;
 use crate::{admitter, demo};
 
+/// The shortest operator token accepted: long enough that guessing it, even at the
+/// unthrottled rate, takes longer than any on-sale lasts.
+pub const MIN_ADMIN_TOKEN_LEN: usize = 16;
+
 /// A built server, bound and ready to serve.
 pub struct Application {
     listener: TcpListener,
@@ -66,6 +70,12 @@ impl Application {
             }
         };
         let admin_token: Arc<str> = match &config.admin_token {
+            Some(t) if !t.trim().is_empty() && t.trim().len() < MIN_ADMIN_TOKEN_LEN => {
+                anyhow::bail!(
+                    "ADMIN_TOKEN must be at least {MIN_ADMIN_TOKEN_LEN} characters: it guards every \
+                 operator call (leave it unset and the server makes a random one)"
+                )
+            }
             Some(t) if !t.trim().is_empty() => t.trim().into(),
             _ => {
                 let token = uuid::Uuid::new_v4().simple().to_string();
@@ -103,6 +113,7 @@ impl Application {
             trusted_proxy_hops: config.trusted_proxy_hops,
             shutdown: CancellationToken::new(),
             streams: StreamLimits::new(config.max_streams_per_client),
+            token_guesses: Default::default(),
             public_origin: config.public_url.clone(),
             passes,
         };
@@ -110,6 +121,13 @@ impl Application {
             header_timeout: config.header_timeout,
             max_connections: config.max_connections as usize,
             reserve_connections: config.reserve_connections as usize,
+            max_per_client: if config.trusted_proxy_hops > 0 {
+                0
+            } else {
+                config
+                    .max_connections_per_client
+                    .unwrap_or(config.max_connections / 2) as usize
+            },
         };
         let instance = format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple());
         Ok(Application {

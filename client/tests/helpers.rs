@@ -16,7 +16,7 @@ pub use crate::support::app::{TestApp, spawn_app_configured};
 use crate::support::backend::Backend;
 pub use crate::support::{TOKEN, show};
 
-/// The app in-process on the embedded store, operator token "test-token", 20 admissions a
+/// The app in-process on the embedded store, operator token "test-operator-token", 20 admissions a
 /// second.
 pub async fn spawn_app() -> TestApp {
     crate::support::app::spawn_app(Backend::Memory).await

@@ -7,6 +7,7 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use super::origin::check_join_post;
 use super::page::set_ticket_cookie;
 use super::{AppPath, AppState, show_id, ticket_path};
 use crate::clock::wall_ms;
@@ -25,6 +26,7 @@ pub async fn join(
     AppPath(show): AppPath<String>,
 ) -> Result<impl IntoResponse, AppError> {
     let show = show_id(&show)?;
+    check_join_post(&headers, state.public_origin.as_ref())?;
     let (joined, replayed) = state.join(client.ip(), &headers, &show).await?;
     let mut view = joined.status.state.view(joined.ticket, &joined.status.pace);
     // A replayed key may answer a ticket admitted since.

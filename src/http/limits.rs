@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
 
@@ -160,5 +161,50 @@ mod tests {
             .map(|_| limits.open(ip("192.0.2.1")).unwrap())
             .collect();
         assert_eq!(guards.len(), 1000);
+    }
+}
+
+/// Wrong operator tokens per client address block: past [`TokenGuesses::MAX`] within
+/// [`TokenGuesses::WINDOW`] every operator call from that block is 429 until the window
+/// ends (the right token too, or the answer would tell a guesser when it hit). Counted on
+/// this instance; with several instances a guesser gets that many times the attempts, still
+/// nowhere near a 16-character token.
+#[derive(Clone, Default)]
+pub struct TokenGuesses {
+    /// Block → (wrong tokens in the window, when the window started).
+    seen: Arc<Mutex<HashMap<IpAddr, (u32, Instant)>>>,
+}
+
+impl TokenGuesses {
+    /// Wrong tokens one address block may send per window.
+    pub const MAX: u32 = 20;
+    pub const WINDOW: Duration = Duration::from_secs(60);
+    /// Blocks remembered at most; past it, windows that ended are forgotten first.
+    const MAX_BLOCKS: usize = 100_000;
+
+    /// `Err` with how long to wait while `client`'s block has used up its wrong tokens.
+    pub fn check(&self, client: IpAddr) -> Result<(), Duration> {
+        let seen = self.seen.lock().expect("token guesses are never poisoned");
+        match seen.get(&client_prefix(client)) {
+            Some(&(n, since)) if n >= Self::MAX && since.elapsed() < Self::WINDOW => {
+                Err(Self::WINDOW - since.elapsed())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `client` sent a wrong (or no) token.
+    pub fn wrong(&self, client: IpAddr) {
+        let mut seen = self.seen.lock().expect("token guesses are never poisoned");
+        if seen.len() >= Self::MAX_BLOCKS {
+            seen.retain(|_, (_, since)| since.elapsed() < Self::WINDOW);
+        }
+        let entry = seen
+            .entry(client_prefix(client))
+            .or_insert((0, Instant::now()));
+        if entry.1.elapsed() >= Self::WINDOW {
+            *entry = (0, Instant::now());
+        }
+        entry.0 += 1;
     }
 }

@@ -6,16 +6,23 @@
 //! - At most `MAX_CONNECTIONS` connections are served. `RESERVE_CONNECTIONS` more serve only
 //!   health checks, metrics and the operator, so the people running an on-sale still get in
 //!   while fans fill the server; beyond those, a connection is answered 503 and closed.
+//! - One client address (IPv6: its /64) holds at most `MAX_CONNECTIONS_PER_CLIENT` of them
+//!   (half of `MAX_CONNECTIONS` unless set), so a single client cannot fill the server.
+//! - A request's body must arrive in full within `HEADER_TIMEOUT` of its head: a client
+//!   that announces a body and trickles it (or never sends it) is answered 408 and cut.
 //! - A connection holds its place for as long as its socket lives, WebSocket included: the
 //!   place travels with the socket through hyper's upgrade, and out of hyper with a held SSE
 //!   stream (`handover.rs`).
 //! - On shutdown no connection is accepted, every connection is asked to finish (streams end
 //!   by themselves: they watch the same token), and after [`DRAIN_GRACE`] the rest are cut.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
-use std::pin::pin;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::{Pin, pin};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
@@ -33,7 +40,7 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use super::handover::{Handoff, Placed};
-use super::{AppState, presents_token, router};
+use super::{AppState, client_prefix, presents_token, router};
 use crate::error::AppError;
 
 /// How long connections may take to finish once shutdown began, before they are cut.
@@ -58,6 +65,8 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// Connections beyond those that serve only the requests of [`reserve_serves`].
     pub reserve_connections: usize,
+    /// Connections one client address block may hold (0: no bound beyond the pools).
+    pub max_per_client: usize,
 }
 
 /// Serves `state`'s router on `listener` until `state.shutdown` is cancelled, then drains.
@@ -82,7 +91,7 @@ pub async fn serve(listener: TcpListener, state: AppState, limits: ConnectionLim
             },
             () = stop.cancelled() => break,
         };
-        let Some(place) = gate.admit() else {
+        let Some(place) = gate.admit(peer.ip()) else {
             overload.refused();
             turn_away(stream);
             continue;
@@ -98,6 +107,7 @@ pub async fn serve(listener: TcpListener, state: AppState, limits: ConnectionLim
             operator_token: operator_token.clone(),
             peer,
             tasks: connections.clone(),
+            body_timeout: limits.header_timeout,
         };
         connections.spawn(connection.serve(stream, place, stop.clone()));
     }
@@ -114,6 +124,8 @@ struct Connection {
     peer: SocketAddr,
     /// Where a handed-over stream's task is tracked, so that shutdown waits for it too.
     tasks: TaskTracker,
+    /// How long a request's body may take after its head.
+    body_timeout: Duration,
 }
 
 impl Connection {
@@ -124,21 +136,26 @@ impl Connection {
             operator_token,
             peer,
             tasks,
+            body_timeout,
         } = self;
         let reserve = place.reserve;
         let handoff = Arc::new(Handoff::default());
         let socket_handoff = handoff.clone();
         let service_stop = stop.clone();
-        let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
             let app = app.clone();
             let handoff = handoff.clone();
             let tasks = tasks.clone();
             let stop = service_stop.clone();
             let allowed = !reserve || reserve_serves(&req, &operator_token);
+            let deadline = Instant::now() + body_timeout;
             async move {
                 if !allowed {
                     return Ok::<_, std::convert::Infallible>(busy());
                 }
+                // The whole body by the deadline, or the handler reads an error (408).
+                let req = req.map(|body| axum::body::Body::new(DeadlineBody::new(body, deadline)));
+                let mut req = req;
                 // What `into_make_service_with_connect_info` would have added.
                 req.extensions_mut().insert(ConnectInfo(peer));
                 let (method, version) = (req.method().clone(), req.version());
@@ -228,10 +245,17 @@ async fn accept_failed(e: io::Error, stop: &CancellationToken) {
     }
 }
 
-/// The two pools of places a connection may take.
+/// The two pools of places a connection may take, and each client's share of them.
 struct Gate {
     main: Arc<Semaphore>,
     reserve: Arc<Semaphore>,
+    per_client: Option<Arc<PerClient>>,
+}
+
+/// Connections held per client address block; only blocks holding one have an entry.
+struct PerClient {
+    max: usize,
+    held: Mutex<HashMap<IpAddr, usize>>,
 }
 
 impl Gate {
@@ -239,22 +263,75 @@ impl Gate {
         Gate {
             main: Arc::new(Semaphore::new(limits.max_connections)),
             reserve: Arc::new(Semaphore::new(limits.reserve_connections)),
+            per_client: (limits.max_per_client > 0).then(|| {
+                Arc::new(PerClient {
+                    max: limits.max_per_client,
+                    held: Mutex::new(HashMap::new()),
+                })
+            }),
         }
     }
 
-    /// A place in the main pool, else in the reserve, else none.
-    fn admit(&self) -> Option<Place> {
+    /// A place for a connection from `peer`: in the main pool, else in the reserve, else
+    /// none; none too once `peer`'s block holds its share.
+    fn admit(&self, peer: IpAddr) -> Option<Place> {
+        let share = match &self.per_client {
+            Some(per) => Some(ClientShare::take(per, client_prefix(peer))?),
+            None => None,
+        };
         if let Ok(permit) = self.main.clone().try_acquire_owned() {
             return Some(Place {
                 reserve: false,
                 _permit: permit,
+                _share: share,
             });
         }
         let permit = self.reserve.clone().try_acquire_owned().ok()?;
         Some(Place {
             reserve: true,
             _permit: permit,
+            _share: share,
         })
+    }
+}
+
+/// One connection counted against its client block, until dropped.
+struct ClientShare {
+    per: Arc<PerClient>,
+    block: IpAddr,
+}
+
+impl ClientShare {
+    fn take(per: &Arc<PerClient>, block: IpAddr) -> Option<ClientShare> {
+        let mut held = per
+            .held
+            .lock()
+            .expect("connection shares are never poisoned");
+        let n = held.entry(block).or_insert(0);
+        if *n >= per.max {
+            return None;
+        }
+        *n += 1;
+        Some(ClientShare {
+            per: per.clone(),
+            block,
+        })
+    }
+}
+
+impl Drop for ClientShare {
+    fn drop(&mut self) {
+        let mut held = self
+            .per
+            .held
+            .lock()
+            .expect("connection shares are never poisoned");
+        if let Some(n) = held.get_mut(&self.block) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.block);
+            }
+        }
     }
 }
 
@@ -262,6 +339,68 @@ impl Gate {
 pub(super) struct Place {
     reserve: bool,
     _permit: OwnedSemaphorePermit,
+    _share: Option<ClientShare>,
+}
+
+/// A request body that must end by a deadline: past it, reading fails (the handler answers
+/// 408 and hyper closes the connection, whose body was never finished).
+struct DeadlineBody {
+    inner: Incoming,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl DeadlineBody {
+    fn new(inner: Incoming, deadline: Instant) -> Self {
+        DeadlineBody {
+            inner,
+            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+        }
+    }
+}
+
+/// A request body that did not arrive in time.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive in time")]
+pub(crate) struct BodyTimedOut;
+
+impl BodyTimedOut {
+    /// Whether `error` (or what caused it) is a body that came too late.
+    pub(crate) fn caused(error: &(dyn std::error::Error + 'static)) -> bool {
+        let mut at = Some(error);
+        while let Some(e) = at {
+            if e.is::<BodyTimedOut>() {
+                return true;
+            }
+            at = e.source();
+        }
+        false
+    }
+}
+
+impl hyper::body::Body for DeadlineBody {
+    type Data = bytes::Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(BodyTimedOut.into())));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// Connections put on the reserve or turned away, reported at most once a minute: a flood
@@ -313,20 +452,46 @@ mod tests {
             header_timeout: Duration::from_secs(1),
             max_connections: max,
             reserve_connections: reserve,
+            max_per_client: 0,
         }
     }
 
     #[test]
     fn places_come_from_the_main_pool_then_the_reserve_then_none() {
         let gate = Gate::new(&limits(2, 1));
-        let a = gate.admit().unwrap();
-        let b = gate.admit().unwrap();
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        let a = gate.admit(ip).unwrap();
+        let b = gate.admit(ip).unwrap();
         assert!(!a.reserve && !b.reserve);
-        let c = gate.admit().unwrap();
+        let c = gate.admit(ip).unwrap();
         assert!(c.reserve);
-        assert!(gate.admit().is_none());
+        assert!(gate.admit(ip).is_none());
         // A main place given back is taken by the next connection, not the reserve.
         drop(a);
-        assert!(!gate.admit().unwrap().reserve);
+        assert!(!gate.admit(ip).unwrap().reserve);
+    }
+
+    #[test]
+    fn one_client_block_holds_its_share_and_no_more() {
+        let gate = Gate::new(&ConnectionLimits {
+            max_per_client: 2,
+            ..limits(10, 1)
+        });
+        let greedy: IpAddr = "192.0.2.1".parse().unwrap();
+        let same_64: IpAddr = "2001:db8::1".parse().unwrap();
+        let held: Vec<Place> = (0..2).map(|_| gate.admit(greedy).unwrap()).collect();
+        assert!(
+            gate.admit(greedy).is_none(),
+            "a third from the same address"
+        );
+        assert!(gate.admit("192.0.2.2".parse().unwrap()).is_some());
+        let v6: Vec<Place> = (0..2).map(|_| gate.admit(same_64).unwrap()).collect();
+        assert!(
+            gate.admit("2001:db8::ffff".parse().unwrap()).is_none(),
+            "same /64"
+        );
+        drop(held);
+        assert!(gate.admit(greedy).is_some(), "given back on close");
+        drop(v6);
     }
 }

@@ -38,7 +38,7 @@ use crate::protocol::{ErrorBody, JOIN_PROOF_HEADER, routes};
 use crate::store::{Joined, QueueStore};
 use crate::watchdog::Watchdog;
 
-pub use limits::{StreamGuard, StreamLimits};
+pub use limits::{StreamGuard, StreamLimits, TokenGuesses};
 pub use origin::Origin;
 
 /// Request bodies larger than this get 413: an order is a few hundred bytes.
@@ -66,6 +66,8 @@ pub struct AppState {
     pub public_origin: Option<Origin>,
     /// Signs and checks admission passes and join challenges (`PASS_KEYS`).
     pub passes: Arc<Keyring>,
+    /// Wrong operator tokens per client address block: guessing is slowed to a crawl.
+    pub token_guesses: TokenGuesses,
 }
 
 impl AppState {
@@ -273,6 +275,10 @@ where
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
         match Json::<T>::from_request(req, state).await {
             Ok(Json(value)) => Ok(AppJson(value)),
+            // A body that did not arrive in time: 408, and the connection closes.
+            Err(rejection) if listener::BodyTimedOut::caused(&rejection) => Err(
+                AppError::Rejected(StatusCode::REQUEST_TIMEOUT, rejection.body_text()),
+            ),
             Err(rejection) => Err(AppError::Rejected(
                 rejection.status(),
                 rejection.body_text(),
@@ -312,9 +318,23 @@ impl FromRequestParts<AppState> for Operator {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip());
+        let client = peer.map(|p| state.client_ip(p, &parts.headers));
+        if let Some(client) = client {
+            state
+                .token_guesses
+                .check(client)
+                .map_err(AppError::TooManyGuesses)?;
+        }
         if presents_token(&parts.headers, &state.admin_token) {
             Ok(Operator)
         } else {
+            if let Some(client) = client {
+                state.token_guesses.wrong(client);
+            }
             Err(AppError::Unauthorized)
         }
     }
@@ -361,6 +381,7 @@ mod tests {
             trusted_proxy_hops: hops,
             shutdown: CancellationToken::new(),
             streams: StreamLimits::new(0),
+            token_guesses: TokenGuesses::default(),
             public_origin: None,
             passes: Arc::new(Keyring::generate()),
         }

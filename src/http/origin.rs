@@ -1,7 +1,7 @@
-//! Where a browser's form post comes from. `POST /wait/{showId}/join` is the one call a page
-//! makes with a plain HTML form, so any other site could make a fan's browser send it (a
-//! place taken in the fan's name, or a queue flooded from fans' addresses). Browsers say where
-//! a request comes from, and the join refuses what another site sent.
+//! Where a browser's post comes from. `POST /wait/{showId}/join` is a plain HTML form and
+//! `POST …/{showId}/join` needs no preflight, so any other site could make a fan's browser
+//! send either (a place taken in the fan's name, or a queue flooded from fans' addresses).
+//! Browsers say where a request comes from, and both joins refuse what another site sent.
 //!
 //! The order of the checks is Go's `net/http.CrossOriginProtection`: `Sec-Fetch-Site` when the
 //! browser sends it (a page cannot forge it, and it survives proxies that rewrite `Host`),
@@ -75,7 +75,27 @@ impl fmt::Display for Origin {
 /// says it comes from elsewhere. `public` is `PUBLIC_URL`'s origin; without it the site is
 /// whatever the request's `Host` names.
 pub fn check_form_post(headers: &HeaderMap, public: Option<&Origin>) -> Result<(), AppError> {
-    let refused = || AppError::Forbidden(REFUSED.into());
+    check_same_site(headers, public, REFUSED)
+}
+
+/// What a refused JSON join is told.
+const REFUSED_JOIN: &str = "A join sent from another website is refused: open the waiting \
+     page of the on-sale yourself and join there.";
+
+/// The same rule for `POST …/{showId}/join`: a script on another site can send it with a
+/// simple content type (no preflight), and a popular site's visitors would fill a queue from
+/// their own addresses. The waiting page's own `fetch` is same-origin; a client that is no
+/// browser names no origin.
+pub fn check_join_post(headers: &HeaderMap, public: Option<&Origin>) -> Result<(), AppError> {
+    check_same_site(headers, public, REFUSED_JOIN)
+}
+
+fn check_same_site(
+    headers: &HeaderMap,
+    public: Option<&Origin>,
+    message: &'static str,
+) -> Result<(), AppError> {
+    let refused = || AppError::Forbidden(message.into());
     if let Some(site) = headers.get("sec-fetch-site") {
         // `none`: the fan's own doing (typed, bookmarked); `same-site` is a sibling
         // subdomain, which is another site for us.

@@ -19,10 +19,13 @@ pub use self::draw::{
 pub use self::order::{NewOrder, Order, OrderRequest};
 pub use self::pace::{EndReason, Eta, Pace, Paused, Phase, RateChange, SOLD_OUT};
 
-/// A show id as the outside may name it: `[A-Za-z0-9._-]{1,64}`.
+/// A show id as the outside may name it: `[A-Za-z0-9._-]{1,64}`, except `.` and `..` (no
+/// browser can reach a page under them) and the names the server keeps for itself
+/// ([`RESERVED_SHOW_IDS`]).
 ///
 /// Holding one proves the id was checked, so Redis keys built from it cannot collide with
-/// other key families (no `{`, `}` or `:` can sneak into a hash tag).
+/// other key families (no `{`, `}` or `:` can sneak into a hash tag, and no show shares the
+/// admitter's `{admitter}` tag).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
 pub struct ShowId(String);
@@ -34,9 +37,18 @@ impl ShowId {
     }
 }
 
+/// Hash tags and names the server uses for its own keys: no show may be named so (a show
+/// `admitter` would share the lease's hash tag, and making or deleting it would wipe the
+/// fencing counter). Compared without regard to case.
+pub const RESERVED_SHOW_IDS: &[&str] = &["admitter"];
+
 /// Why a show id was refused.
 #[derive(Debug, thiserror::Error)]
-#[error("show id must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' or '-'")]
+#[error(
+    "show id must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' or '-', not '.' or '..', \
+     and none of the names the server keeps for itself ({})",
+    RESERVED_SHOW_IDS.join(", ")
+)]
 pub struct InvalidShowId;
 
 impl FromStr for ShowId {
@@ -45,7 +57,10 @@ impl FromStr for ShowId {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let valid = (1..=64).contains(&s.len())
             && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+            && s != "."
+            && s != ".."
+            && !RESERVED_SHOW_IDS.iter().any(|r| r.eq_ignore_ascii_case(s));
         if valid {
             Ok(ShowId(s.to_owned()))
         } else {
@@ -288,7 +303,19 @@ mod tests {
         for ok in ["show-42", "a", "A.b_c-9", &"x".repeat(64)] {
             assert!(ok.parse::<ShowId>().is_ok(), "{ok} should be valid");
         }
-        for bad in ["", "a b", "a:b", "{x}", "é", &"x".repeat(65), "a/b"] {
+        for bad in [
+            "",
+            "a b",
+            "a:b",
+            "{x}",
+            "é",
+            &"x".repeat(65),
+            "a/b",
+            ".",
+            "..",
+            "admitter",
+            "Admitter",
+        ] {
             assert!(bad.parse::<ShowId>().is_err(), "{bad} should be refused");
         }
     }

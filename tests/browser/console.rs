@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use fantoccini::Client;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::helpers::*;
 
@@ -74,7 +74,7 @@ async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_char
         .await;
         assert_eq!(
             client.text_of(&format!("{card} .badge")).await.as_deref(),
-            Some("Closed")
+            Some("Not open yet")
         );
         assert_eq!(figure(&client, &show, "admitPerSecond").await, Some(2));
 
@@ -156,7 +156,30 @@ async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_char
         .await;
         assert!(!client.visible("#login").await);
 
-        // Close it again from the console.
+        // Pause it: nobody is admitted, the gate stays shut.
+        client
+            .click_on(&format!("{card} [data-action=pause]"))
+            .await;
+        eventually("the paused badge", SHORT, || async {
+            client
+                .text_of(&format!("{card} .badge"))
+                .await
+                .filter(|b| b == "Paused")
+        })
+        .await;
+        assert_eq!(app.stats(&show).await["phase"], "paused");
+
+        // Lifting the gate asks first: declined, nothing changes.
+        client
+            .eval("window.confirm = () => false; return null")
+            .await;
+        client
+            .click_on(&format!("{card} [data-action=close]"))
+            .await;
+        assert_eq!(app.stats(&show).await["phase"], "paused");
+        client
+            .eval("window.confirm = () => true; return null")
+            .await;
         client
             .click_on(&format!("{card} [data-action=close]"))
             .await;
@@ -164,10 +187,40 @@ async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_char
             client
                 .text_of(&format!("{card} .badge"))
                 .await
-                .filter(|b| b == "Closed")
+                .filter(|b| b == "Closed: no gate")
         })
         .await;
-        assert_eq!(app.stats(&show).await["open"], false);
+        assert_eq!(app.stats(&show).await["phase"], "closed");
+
+        // End it with a reason, and set a stock on the way.
+        client
+            .fill(&format!("{card} .stock-form input"), "60000")
+            .await;
+        client.click_on(&format!("{card} .stock-form button")).await;
+        eventually("the stock on the card", SHORT, || async {
+            client
+                .text_of(&format!("{card} [data-figure=stockWords]"))
+                .await
+                .filter(|t| t.contains("60,000"))
+        })
+        .await;
+        assert_eq!(app.stats(&show).await["stock"], 60000);
+        client
+            .eval("window.prompt = () => 'postponed'; return null")
+            .await;
+        client.click_on(&format!("{card} [data-action=end]")).await;
+        eventually("the ended badge", SHORT, || async {
+            client
+                .text_of(&format!("{card} .badge"))
+                .await
+                .filter(|b| b == "Ended: postponed")
+        })
+        .await;
+        let stats = app.stats(&show).await;
+        assert_eq!(
+            (&stats["phase"], &stats["reason"]),
+            (&json!("ended"), &json!("postponed"))
+        );
 
         client.click_on("#logout").await;
         assert!(client.visible("#login").await);

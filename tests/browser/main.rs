@@ -13,4 +13,5 @@ mod console;
 mod fair_start;
 mod helpers;
 mod pages;
+mod phases;
 mod waiting;

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use waiting_room::model::ShowId;
 
 /// The operator token of `Config::for_tests()` and of every [`process::ServerProcess`].
-pub const TOKEN: &str = "test-token";
+pub const TOKEN: &str = "test-operator-token";
 
 /// A free TCP port on loopback (released before use; the caller retries on a clash).
 pub fn free_port() -> u16 {

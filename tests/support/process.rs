@@ -42,6 +42,7 @@ impl ServerProcess {
                 .env("ADMIN_TOKEN", TOKEN)
                 .env("JOIN_RATE_LIMIT", "0")
                 .env("MAX_STREAMS_PER_CLIENT", "0")
+                .env("MAX_CONNECTIONS_PER_CLIENT", "0")
                 .env(
                     "RUST_LOG",
                     std::env::var("WR_TEST_LOG").unwrap_or_else(|_| "warn".into()),

@@ -225,3 +225,98 @@ async fn a_websocket_keeps_its_connections_place_after_the_upgrade() {
     }
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_body_that_never_finishes_is_cut_after_the_header_timeout() {
+    let app = spawn(Config {
+        header_timeout: Duration::from_secs(1),
+        max_connections: 20,
+        ..Config::for_tests()
+    })
+    .await;
+    // Twenty heads announcing 1,000 bytes, each sending one: every place taken, for a while.
+    let mut slow = Vec::new();
+    for _ in 0..20 {
+        let mut s = TcpStream::connect(app.addr).await.unwrap();
+        s.write_all(
+            b"POST /orders HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n\
+              Content-Length: 1000\r\n\r\n{",
+        )
+        .await
+        .unwrap();
+        slow.push(s);
+    }
+    // Each is answered and closed once its body is late; the places come back.
+    for s in &mut slow {
+        let mut seen = Vec::new();
+        timeout(Duration::from_secs(5), s.read_to_end(&mut seen))
+            .await
+            .expect("a trickled body is cut")
+            .unwrap();
+        let text = String::from_utf8_lossy(&seen);
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    }
+    assert_eq!(raw(app.addr, &get("/healthz", "")).await.status, 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn one_client_address_cannot_take_most_of_the_connections() {
+    let app = spawn(Config {
+        max_connections: 10,
+        reserve_connections: 0,
+        max_connections_per_client: Some(3),
+        ..Config::for_tests()
+    })
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(held_connection(app.addr).await);
+    }
+    // A fourth from the same address: turned away at once, before it sends a byte.
+    let mut fourth = TcpStream::connect(app.addr).await.unwrap();
+    let mut answer = Vec::new();
+    timeout(Duration::from_secs(2), fourth.read_to_end(&mut answer))
+        .await
+        .expect("turned away at once")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+    // Another client is served.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let mut other = socket.connect(app.addr).await.unwrap();
+    other
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    timeout(Duration::from_secs(5), other.read_to_end(&mut seen))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
+    // Closing one gives its share back.
+    drop(held.pop());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut next = TcpStream::connect(app.addr).await.unwrap();
+        let mut seen = [0u8; 12];
+        next.write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+            .await
+            .ok();
+        let n = timeout(Duration::from_secs(2), next.read(&mut seen))
+            .await
+            .unwrap()
+            .unwrap_or(0);
+        if seen[..n].starts_with(b"HTTP/1.1 200") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the closed connection kept its share"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    app.stop().await;
+}

@@ -60,6 +60,51 @@ async fn the_join_form_refuses_posts_from_other_sites() {
 }
 
 #[tokio::test]
+async fn the_json_join_refuses_posts_from_other_sites() {
+    let app = spawn(Config::for_tests()).await;
+    app.open("csrf-json").await;
+    let client = &app.client;
+    let url = app.url(&routes::show(routes::JOIN, "csrf-json"));
+    for (header, value) in [
+        ("sec-fetch-site", "cross-site"),
+        ("sec-fetch-site", "same-site"),
+        ("origin", "https://evil.example"),
+        ("origin", "null"),
+    ] {
+        let r = client
+            .post(&url)
+            .header(header, value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{header}: {value}");
+        assert!(r.headers().get("set-cookie").is_none());
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("another website"),
+            "{body}"
+        );
+    }
+    assert_eq!(app.stats("csrf-json").await["queueLength"], 0);
+    // The waiting page's own fetch, and a client that is no browser.
+    let page = client
+        .post(&url)
+        .header("sec-fetch-site", "same-origin")
+        .header("origin", app.base())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::ACCEPTED);
+    let cli = client.post(&url).send().await.unwrap();
+    assert_eq!(cli.status(), StatusCode::ACCEPTED);
+    assert_eq!(app.stats("csrf-json").await["queueLength"], 2);
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn the_ticket_cookie_is_http_only_and_lax_and_secure_behind_https() {
     let app = spawn(Config::for_tests()).await;
     app.open("cookie").await;

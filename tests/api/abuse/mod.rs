@@ -15,6 +15,7 @@ use crate::support::backend::Backend;
 
 mod connections;
 mod joins;
+mod operator;
 mod streams;
 
 /// A request on a connection of its own, as a raw client writes it.
