@@ -667,12 +667,13 @@
     $('leave-pre').addEventListener('click', leave);
     els.checkout.addEventListener('submit', placeOrder);
 
-    // An explicit ?ticket= wins, then this browser's own, then the one the server painted
-    // (the cookie of a join made without JavaScript).
+    // This browser's own ticket wins: a link with someone else's ?ticket= must not take the
+    // place it holds. Then the link's (the fan's own, opened on another device), then the
+    // one the server painted (the cookie of a join made without JavaScript).
     const fromQuery = params.get('ticket');
     const stored = load();
     const painted = root.dataset.ticket;
-    const ticket = isUuid(fromQuery) ? fromQuery : stored ? stored.ticketId : isUuid(painted) ? painted : null;
+    const ticket = stored ? stored.ticketId : isUuid(fromQuery) ? fromQuery : isUuid(painted) ? painted : null;
     if (!ticket) {
       join();
       return;

@@ -38,6 +38,7 @@ mod cluster;
 mod contract;
 mod dashboard;
 mod draw;
+mod edge;
 mod eta;
 mod gate;
 mod http;

@@ -436,3 +436,29 @@ async fn mid_second() {
         .as_millis() as u64;
     tokio::time::sleep(Duration::from_millis(1450 - ms % 1000)).await;
 }
+
+#[tokio::test]
+async fn a_link_with_another_ticket_does_not_take_the_place_this_browser_holds() {
+    let app = spawn_app().await;
+    let show = app.queued_show("link", 0).await;
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        visit_waiting_page(&client, &app, &show, "").await;
+        wait_for_state(&client, "waiting", SHORT).await;
+        let mine = stored_ticket(&client, &show).await.unwrap();
+        assert_eq!(shown_position(&client).await, Some(1));
+        // Someone else's place, handed round as a link.
+        let theirs = crate::support::ticket_id(&app.join_ok(&show).await);
+        visit_waiting_page(&client, &app, &show, &format!("?ticket={theirs}")).await;
+        wait_for_state(&client, "waiting", SHORT).await;
+        eventually("this browser's own place", SHORT, || async {
+            (shown_position(&client).await == Some(1)).then_some(())
+        })
+        .await;
+        assert_eq!(client.text_of("#ticket-id").await, Some(mine.clone()));
+        assert_eq!(stored_ticket(&client, &show).await, Some(mine));
+        let url = client.current_url().await.unwrap();
+        assert_eq!(url.query(), None, "the link's ticket left the address bar");
+    })
+    .await;
+}

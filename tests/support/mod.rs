@@ -12,6 +12,7 @@
 pub mod api;
 pub mod app;
 pub mod backend;
+pub mod nginx;
 pub mod process;
 pub mod redis;
 pub mod sse;

@@ -109,13 +109,15 @@ pub async fn wait(
     };
     // A garbled query is no reason to refuse the page: it is shown as if there were none.
     let query = query.map(|Query(q)| q).unwrap_or_default();
-    // An explicit `?ticket=` wins over the cookie: it is what the fan (or the no-script join)
-    // just asked for.
-    let ticket = query
-        .ticket
-        .as_deref()
-        .and_then(|t| Uuid::parse_str(t.trim()).ok())
-        .or_else(|| ticket_cookie(&headers));
+    // The browser's own cookie wins over `?ticket=`: a link carrying someone else's ticket
+    // must not replace the place this browser holds. Without a cookie (another device, or
+    // cookies off) the link's ticket is shown.
+    let ticket = ticket_cookie(&headers).or_else(|| {
+        query
+            .ticket
+            .as_deref()
+            .and_then(|t| Uuid::parse_str(t.trim()).ok())
+    });
     match render_wait(&state, &show, ticket).await {
         Ok(page) => html(StatusCode::OK, &page),
         Err(e) => error_page(e),

@@ -16,6 +16,7 @@ both_stores!(
     a_deleted_show_takes_its_state_and_its_tickets_with_it,
     the_ticket_cookie_is_the_servers_alone,
     one_key_holds_one_place,
+    metrics_name_no_show_before_it_is_announced,
 );
 
 async fn shows_exist_only_when_an_operator_makes_them(backend: Backend) {
@@ -250,5 +251,28 @@ async fn one_key_holds_one_place(backend: Backend) {
         .unwrap();
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
     assert_eq!(app.stats("k").await["joined"], 3);
+    app.stop().await;
+}
+
+async fn metrics_name_no_show_before_it_is_announced(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create("next-week").await;
+    app.open("tonight").await;
+    app.join_ok("tonight").await;
+    // A few watchdog passes (one a second) over both shows, and a tick of the open one.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut seen = 0;
+    loop {
+        let metrics = app.metrics().await;
+        assert!(!metrics.contains("next-week"), "{metrics}");
+        if metrics.contains("waiting_room_admissions_total{show=\"tonight\"}") {
+            seen += 1;
+            if seen == 3 {
+                break;
+            }
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{metrics}");
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+    }
     app.stop().await;
 }

@@ -1,0 +1,83 @@
+//! The project's own `deploy/nginx.conf` in a real nginx, in front of test servers: the
+//! upstream and the port are the only lines changed.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::free_port;
+
+/// A real nginx on a free port, killed when dropped.
+pub struct Nginx {
+    child: Child,
+    pub addr: SocketAddr,
+    dir: PathBuf,
+}
+
+impl Nginx {
+    /// `deploy/nginx.conf` with `app:8080` replaced by `upstreams` (`127.0.0.1:port` each).
+    pub async fn start(upstreams: &[SocketAddr]) -> Nginx {
+        let conf = std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/nginx.conf"),
+        )
+        .expect("deploy/nginx.conf");
+        let servers: String = upstreams
+            .iter()
+            .map(|a| format!("server {a};\n        "))
+            .collect();
+        let port = free_port();
+        let conf = conf
+            .replace("server app:8080;\n        ", &servers)
+            .replace("listen 8080;", &format!("listen 127.0.0.1:{port};"));
+        assert!(
+            conf.contains(&format!("127.0.0.1:{port}")),
+            "the listen line moved"
+        );
+        let dir = std::env::temp_dir().join(format!("wr-nginx-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(dir.join("logs")).unwrap();
+        let path = dir.join("nginx.conf");
+        std::fs::write(&path, conf).unwrap();
+        let prefix = dir.to_str().unwrap().to_owned();
+        let globals = format!(
+            "daemon off; master_process off; pid {prefix}/nginx.pid; \
+             error_log {prefix}/logs/error.log;"
+        );
+        let child = Command::new(nginx_binary())
+            .args(["-p", &prefix, "-c", path.to_str().unwrap(), "-g", &globals])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx starts (scripts/test.sh installs it)");
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                return Nginx { child, addr, dir };
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("nginx did not listen on {addr}");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+fn nginx_binary() -> String {
+    std::env::var("NGINX").unwrap_or_else(|_| {
+        ["/usr/sbin/nginx", "/usr/bin/nginx"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .unwrap_or("nginx")
+            .to_owned()
+    })
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
