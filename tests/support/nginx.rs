@@ -49,14 +49,19 @@ impl Nginx {
             .stderr(Stdio::null())
             .spawn()
             .expect("nginx starts (scripts/test.sh installs it)");
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        // Owned at once: a panic below still ends it (Drop).
+        let nginx = Nginx {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            dir,
+        };
         for _ in 0..200 {
-            if tokio::net::TcpStream::connect(addr).await.is_ok() {
-                return Nginx { child, addr, dir };
+            if tokio::net::TcpStream::connect(nginx.addr).await.is_ok() {
+                return nginx;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        panic!("nginx did not listen on {addr}");
+        panic!("nginx did not listen on {}", nginx.addr);
     }
 
     pub fn url(&self, path: &str) -> String {
