@@ -2,7 +2,8 @@
 -- (absent: none; from the ticket id or from a verified pass, alike), A.fingerprint = the
 -- request's (email|amount), A.order = the new order's id.
 -- A hold belongs to its show: the same request again (same admission, email, amount) answers
--- its order; anything else is a conflict. In every phase but closed (the gate lifted) the
+-- its order; anything else is a conflict. An admission that bought is spent: it buys no
+-- more and the ticket no longer answers as admitted. In every phase but closed (the gate lifted) the
 -- ticket must be a running admission of this epoch that has not bought yet: before the
 -- opening, while paused and once ended too. Buying spends it and frees its place for the next
 -- fan. With a stock, no order goes past it, and the last seat sold ends the on-sale. Returns
@@ -25,10 +26,16 @@ local now = now_ms()
 if gated then
   -- A pass names its admission; that admission must still run here too (not given back,
   -- released untaken or of another epoch), so a pass buys no more than its ticket id would.
+  if ticket ~= '' and redis.call('HEXISTS', SPENT, ticket) == 1 then
+    return {'conflict', 'admission'}
+  end
   if ticket == '' or not admitted(ticket, epoch) then return {'forbidden'} end
-  if redis.call('HSETNX', SPENT, ticket, A.hold) == 0 then return {'conflict', 'admission'} end
+  redis.call('HSET', SPENT, ticket, A.hold)
   ended(ticket, now)
   redis.call('ZREM', ADMISSIONS, ticket)
+  -- Spent: the ticket is admitted no more, and is handed no pass again.
+  redis.call('DEL', ADMITTED .. ticket)
+  redis.call('ZREM', SEEN, ticket)
 end
 redis.call('HSET', HOLDS, A.hold, A.order .. '|' .. fingerprint)
 if st > 0 and redis.call('HLEN', HOLDS) >= st then enter_phase('ended', epoch, 'sold out') end

@@ -51,15 +51,19 @@ impl MemoryStore {
             return Ok(OrderOutcome::Conflict("sold out"));
         }
         if gated {
+            if ticket.is_some_and(|t| s.spent.contains(&t)) {
+                return Ok(OrderOutcome::Conflict("admission"));
+            }
             let Some(ticket) = ticket.filter(|&t| s.admitted_now(t, now)) else {
                 return Ok(OrderOutcome::Forbidden);
             };
-            if !s.spent.insert(ticket) {
-                return Ok(OrderOutcome::Conflict("admission"));
-            }
-            // Done buying: the place goes to the next fan in line.
+            s.spent.insert(ticket);
+            // Done buying: the place goes to the next fan in line, and the admission is
+            // spent: the ticket answers as admitted no more (and gets no pass again).
             s.ended(ticket, now, &self.settings);
             s.buying.remove(&ticket);
+            s.admitted.remove(&ticket);
+            s.seen.remove(&ticket);
         }
         let created = Order::confirmed(order, now);
         s.holds

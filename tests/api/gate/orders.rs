@@ -57,6 +57,12 @@ async fn one_admission_places_one_order(backend: Backend) {
     let first = app.order("show-42", "hold-0101", Some(&fan)).await;
     assert_eq!(first.status(), StatusCode::CREATED);
     let first = json_of(first).await;
+    // Spent: the ticket is admitted no more and is handed no fresh pass.
+    let after = app.ticket("show-42", &fan).await;
+    assert_eq!(after.status(), StatusCode::NOT_FOUND);
+    let after = json_of(after).await;
+    assert_eq!(after["status"], "UNKNOWN", "{after}");
+    assert!(after.get("pass").is_none(), "{after}");
     for hold in ["hold-0102", "hold-0103"] {
         let more = app.order("show-42", hold, Some(&fan)).await;
         assert_eq!(more.status(), StatusCode::CONFLICT, "{hold}");

@@ -135,8 +135,15 @@ async fn a_buyer_cap_admits_only_into_free_places(backend: Backend) {
         OrderOutcome::Created(_)
     ));
     assert!(
-        s.is_admitted(&sh, t[0]).await.unwrap(),
-        "a buyer's admission stays valid for retries"
+        !s.is_admitted(&sh, t[0]).await.unwrap(),
+        "a buyer's admission is spent"
+    );
+    assert!(
+        matches!(
+            s.place_order(&bought, Some(t[0])).await.unwrap(),
+            OrderOutcome::Repeated(_)
+        ),
+        "its retries are answered by the hold"
     );
     s.leave(&sh, t[1]).await.unwrap();
     let stats = s.stats(&sh).await.unwrap();
