@@ -99,7 +99,15 @@ async fn fetch(args: &VerifyArgs) -> anyhow::Result<(Option<DrawView>, Vec<Audit
         }
         let page: AuditPage = response.json().await?;
         records.extend(page.records);
+        // A server can say anything: an audit is at most AUDIT_MAX_RECORDS long (plus a page
+        // while it grows), and every page must move on.
+        if records.len() > MAX_RECORDS {
+            anyhow::bail!("{audit_url}: more than {MAX_RECORDS} audit records");
+        }
         match page.next {
+            Some(next) if after.as_deref() == Some(next.as_str()) => {
+                anyhow::bail!("{audit_url}: the page after {next} is {next} again")
+            }
             Some(next) => after = Some(next),
             None => break,
         }
@@ -107,6 +115,8 @@ async fn fetch(args: &VerifyArgs) -> anyhow::Result<(Option<DrawView>, Vec<Audit
     Ok((draw, records))
 }
 
+/// The most audit records `verify` reads: what a show keeps, and a page more.
+const MAX_RECORDS: usize = waiting_room::store::AUDIT_MAX_RECORDS as usize + 1000;
 /// What held, for a person to read.
 fn report(show: &str, draw: Option<&DrawView>, v: &Verified) -> String {
     let mut out = format!("FAIR: {show}\n");

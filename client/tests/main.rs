@@ -7,6 +7,7 @@ mod support;
 
 mod fan;
 mod helpers;
+mod hostile;
 mod load;
 mod split;
 mod verify;

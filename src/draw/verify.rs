@@ -15,6 +15,9 @@ pub struct Verified {
     /// Ticks walked, and the arrivals they admitted.
     pub ticks: usize,
     pub admitted: u64,
+    /// Orders recorded, and how many of them came with an admission.
+    pub orders: u64,
+    pub orders_admitted: u64,
     /// What the audit says of the arrival asked about.
     pub arrival: Option<ArrivalReport>,
 }
@@ -43,6 +46,10 @@ impl fmt::Display for Violation {
 
 impl std::error::Error for Violation {}
 
+/// The most participants a draw may claim for `verify` to recompute its digest (a second
+/// or two of hashing).
+pub const MAX_PARTICIPANTS: u64 = 100_000_000;
+
 fn violation<T>(what: String) -> Result<T, Violation> {
     Err(Violation(what))
 }
@@ -50,7 +57,9 @@ fn violation<T>(what: String) -> Result<T, Violation> {
 /// Checks the draw (when the show had one) and the audit: the seed matches its commitment,
 /// the digest and key follow from what was revealed, the audit holds one draw of that many
 /// participants, every tick admits at most its rate, at most one tick a second, in queue
-/// order (drawn order for the pre-queue, arrival order after), nobody twice.
+/// order (drawn order for the pre-queue, arrival order after), nobody twice; every order came
+/// with an admission of this show (or while the gate was lifted), no admission bought twice,
+/// and never more orders than the stock in force.
 pub fn verify(
     draw: Option<&DrawView>,
     records: &[AuditRecord],
@@ -68,18 +77,63 @@ pub fn verify(
     let mut last_second: Option<u64> = None;
     let mut last_fence = 0u64;
     let mut found = None;
+    // What the orders are checked against: who was let in, who bought, the phase and stock.
+    let mut let_in = std::collections::HashSet::new();
+    let mut bought = std::collections::HashSet::new();
+    let mut lifted = false;
+    let mut stock: Option<u64> = None;
+    let (mut orders, mut orders_admitted) = (0u64, 0u64);
     for r in records {
         if Some(r.epoch) != epoch {
             return violation(format!("record {}: another epoch than the audit's", r.id));
         }
-        if r.fence < last_fence {
+        if !matches!(r.kind, AuditKind::Tick | AuditKind::Draw) {
+            // Orders, phases and stock carry no fencing token.
+        } else if r.fence < last_fence {
             return violation(format!(
                 "record {}: fencing token {} after {last_fence}",
                 r.id, r.fence
             ));
         }
-        last_fence = r.fence;
+        if matches!(r.kind, AuditKind::Tick | AuditKind::Draw) {
+            last_fence = r.fence;
+        }
         match r.kind {
+            AuditKind::Phase => lifted = r.phase == Some(crate::model::Phase::Closed),
+            AuditKind::Stock => stock = r.stock.filter(|&s| s > 0),
+            AuditKind::Order => {
+                orders += 1;
+                match r.arrival {
+                    Some(0) if lifted => {}
+                    Some(0) | None => {
+                        return violation(format!(
+                            "record {}: an order with no admission while the gate was shut",
+                            r.id
+                        ));
+                    }
+                    Some(a) if !let_in.contains(&a) => {
+                        return violation(format!(
+                            "record {}: an order by arrival {a}, who was never admitted",
+                            r.id
+                        ));
+                    }
+                    Some(a) => {
+                        if !bought.insert(a) {
+                            return violation(format!(
+                                "record {}: arrival {a}'s admission bought twice",
+                                r.id
+                            ));
+                        }
+                        orders_admitted += 1;
+                    }
+                }
+                if let Some(stock) = stock.filter(|&s| orders > s) {
+                    return violation(format!(
+                        "record {}: order {orders} of a stock of {stock}",
+                        r.id
+                    ));
+                }
+            }
             AuditKind::Draw => {
                 draws += 1;
                 let Some((d, p)) = draw.zip(permutation.as_ref()) else {
@@ -109,12 +163,22 @@ pub fn verify(
                     return violation(format!("record {}: a second tick in one second", r.id));
                 }
                 last_second = Some(second);
-                let count: u64 = r
-                    .admitted
-                    .iter()
-                    .map(|&[a, b]| (b + 1).saturating_sub(a))
-                    .sum();
+                // Ranges a hostile server wrote may overflow: checked, and the sum bounded by
+                // the rate, itself bounded, so the walk below is at most MAX_RATE a tick.
+                let mut count = 0u64;
+                for &[a, b] in &r.admitted {
+                    let Some(n) = b.checked_sub(a).and_then(|d| d.checked_add(1)) else {
+                        return violation(format!("record {}: a range {a}-{b}", r.id));
+                    };
+                    count = count.saturating_add(n);
+                }
                 let rate = u64::from(r.rate.unwrap_or(0));
+                if rate > u64::from(crate::store::MAX_RATE) {
+                    return violation(format!(
+                        "record {}: a rate of {rate}, above the most any show has",
+                        r.id
+                    ));
+                }
                 if count > rate {
                     return violation(format!(
                         "record {}: {count} admitted at a rate of {rate}",
@@ -136,6 +200,7 @@ pub fn verify(
                         }
                         last_key = key;
                         admitted += 1;
+                        let_in.insert(a);
                         if arrival == Some(a) {
                             found = Some((r.id.clone(), r.at_ms));
                         }
@@ -163,6 +228,8 @@ pub fn verify(
         participants: permutation.as_ref().map(Permutation::len),
         ticks,
         admitted,
+        orders,
+        orders_admitted,
         arrival: report,
     })
 }
@@ -186,6 +253,13 @@ fn check_draw(d: &DrawView) -> Result<Permutation, Violation> {
             d.commitment
         ));
     }
+    // The digest hashes every arrival: a hostile server claiming 2^50 would keep us busy
+    // for days. No queue holds more than this.
+    if n > MAX_PARTICIPANTS {
+        return violation(format!(
+            "the draw claims {n} participants, more than any pre-queue holds ({MAX_PARTICIPANTS})"
+        ));
+    }
     if participants_digest(n) != digest {
         return violation(format!("the participants digest is not that of 1 to {n}"));
     }
@@ -194,4 +268,104 @@ fn check_draw(d: &DrawView) -> Result<Permutation, Violation> {
         return violation("the draw key does not follow from seed, digest and beacon".into());
     }
     Permutation::new(key, n).ok_or_else(|| Violation("the draw key is not one".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Phase;
+
+    fn tick(id: &str, second: u64, rate: u32, admitted: &[[u64; 2]]) -> AuditRecord {
+        AuditRecord {
+            id: id.into(),
+            fence: 1,
+            rate: Some(rate),
+            admitted: admitted.to_vec(),
+            ..AuditRecord::new(AuditKind::Tick, second * 1000)
+        }
+    }
+
+    fn order(id: &str, arrival: u64) -> AuditRecord {
+        AuditRecord {
+            id: id.into(),
+            arrival: Some(arrival),
+            ..AuditRecord::new(AuditKind::Order, 0)
+        }
+    }
+
+    fn phase(id: &str, phase: Phase) -> AuditRecord {
+        AuditRecord {
+            id: id.into(),
+            phase: Some(phase),
+            ..AuditRecord::new(AuditKind::Phase, 0)
+        }
+    }
+
+    fn stock(id: &str, seats: u64) -> AuditRecord {
+        AuditRecord {
+            id: id.into(),
+            stock: Some(seats),
+            ..AuditRecord::new(AuditKind::Stock, 0)
+        }
+    }
+
+    fn refused(records: &[AuditRecord]) -> String {
+        verify(None, records, None).unwrap_err().0
+    }
+
+    #[test]
+    fn orders_come_with_an_admission_once_each_and_within_the_stock() {
+        let sale = [
+            stock("s", 2),
+            phase("p", Phase::Open),
+            tick("t1", 1, 2, &[[1, 2]]),
+            order("o1", 2),
+            order("o2", 1),
+        ];
+        let v = verify(None, &sale, None).unwrap();
+        assert_eq!((v.orders, v.orders_admitted, v.admitted), (2, 2, 2));
+        // Nobody admitted by that number.
+        let mut bad = sale.to_vec();
+        bad[3] = order("o1", 7);
+        assert!(refused(&bad).contains("arrival 7, who was never admitted"));
+        // One admission, two orders.
+        bad = sale.to_vec();
+        bad[4] = order("o2", 2);
+        assert!(refused(&bad).contains("bought twice"));
+        // No admission while the gate was shut.
+        bad = sale.to_vec();
+        bad[4] = order("o2", 0);
+        assert!(refused(&bad).contains("no admission while the gate was shut"));
+        // More orders than seats.
+        bad = sale.to_vec();
+        bad[0] = stock("s", 1);
+        assert!(refused(&bad).contains("order 2 of a stock of 1"));
+    }
+
+    #[test]
+    fn orders_without_an_admission_only_while_the_gate_is_lifted() {
+        let lifted = [phase("c", Phase::Closed), order("o1", 0), order("o2", 0)];
+        assert_eq!(verify(None, &lifted, None).unwrap().orders, 2);
+        let shut_again = [
+            phase("c", Phase::Closed),
+            phase("p", Phase::Paused),
+            order("o", 0),
+        ];
+        assert!(refused(&shut_again).contains("gate was shut"));
+    }
+
+    #[test]
+    fn a_hostile_audit_is_refused_without_walking_it() {
+        // A range to the end of u64 wraps in release builds, and would be walked forever.
+        let wraps = [tick("t", 1, 10, &[[1, u64::MAX]])];
+        assert!(
+            refused(&wraps).contains("admitted at a rate of 10"),
+            "{}",
+            refused(&wraps)
+        );
+        let reversed = [tick("t", 1, 10, &[[5, 2]])];
+        assert!(refused(&reversed).contains("a range 5-2"));
+        let huge_rate = [tick("t", 1, u32::MAX, &[[1, u64::MAX - 1]])];
+        assert!(refused(&huge_rate).contains("above the most any show has"));
+    }
 }

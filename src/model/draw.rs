@@ -85,6 +85,37 @@ pub struct AuditRecord {
     pub participants: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub participants_digest: Option<String>,
+    /// Orders: the buyer's arrival number, never more of the buyer (0: the order came with
+    /// no admission, while the gate was lifted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<u64>,
+    /// Phase changes: the phase the on-sale entered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<super::Phase>,
+    /// Stock changes: the seats for sale from then on (0: no stock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stock: Option<u64>,
+}
+
+impl AuditRecord {
+    /// A record of `kind` at `at_ms`, with nothing else said yet (the store gives its id
+    /// and epoch).
+    pub fn new(kind: AuditKind, at_ms: u64) -> AuditRecord {
+        AuditRecord {
+            id: String::new(),
+            kind,
+            at_ms,
+            fence: 0,
+            epoch: 0,
+            rate: None,
+            admitted: Vec::new(),
+            participants: None,
+            participants_digest: None,
+            arrival: None,
+            phase: None,
+            stock: None,
+        }
+    }
 }
 
 /// The kinds of audit record.
@@ -95,6 +126,12 @@ pub struct AuditRecord {
 pub enum AuditKind {
     Tick,
     Draw,
+    /// An order placed through the gate (by the buyer's arrival number).
+    Order,
+    /// The on-sale opened, paused, closed (the gate lifted) or ended.
+    Phase,
+    /// The operator set the seats for sale.
+    Stock,
 }
 
 /// Arrival numbers, in admission order, as inclusive ranges of consecutive numbers.

@@ -40,6 +40,14 @@ pub async fn prove(client: &Client, base: &Url, show: &ShowId) -> Result<Proof, 
     }
     let challenge: Challenge = serde_json::from_slice(&body)
         .map_err(|e| FollowError::Fatal(format!("challenge answered what I cannot read: {e}")))?;
+    // A hostile server could ask for 256 bits, which no machine finds: refuse at once.
+    if challenge.bits > waiting_room::pass::MAX_CHALLENGE_BITS {
+        return Err(FollowError::Fatal(format!(
+            "the server asks a proof of work of {} bits; no more than {} are ever asked",
+            challenge.bits,
+            waiting_room::pass::MAX_CHALLENGE_BITS
+        )));
+    }
     Ok(solve(challenge).await)
 }
 

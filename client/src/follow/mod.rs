@@ -152,6 +152,9 @@ pub async fn join(client: &Client, base: &Url, show: &ShowId) -> Result<Joined, 
     }
 }
 
+/// The longest `Retry-After` a join honours.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 /// What a join's answer says.
 async fn joined(response: reqwest::Response) -> Result<Joined, FollowError> {
     let status = response.status();
@@ -161,7 +164,9 @@ async fn joined(response: reqwest::Response) -> Result<Joined, FollowError> {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(1);
+            .unwrap_or(1)
+            // A server may ask for any wait; a fan waits a minute at most before asking again.
+            .min(MAX_RETRY_AFTER.as_secs());
         return Ok(Joined::TooMany(Duration::from_secs(wait)));
     }
     let body = response

@@ -76,8 +76,9 @@ local head_before = hd
 local n = 0
 -- The arrival numbers admitted, for the audit.
 local arrivals = {}
-local function let_in(ticket)
-  redis.call('SET', ADMITTED .. ticket, epoch, 'PX', TTL)
+local function let_in(ticket, arrival)
+  redis.call('SET', ADMITTED .. ticket, epoch .. '|' .. string.format('%d', tonumber(arrival)),
+    'PX', TTL)
   redis.call('ZADD', ADMISSIONS, now + TTL, ticket)
   n = n + 1
 end
@@ -91,7 +92,7 @@ if d and d.p then
     local t = redis.call('ZRANGEBYSCORE', Q, a, a)[1]
     if t then
       redis.call('ZREM', Q, t)
-      let_in(t)
+      let_in(t, a)
       arrivals[#arrivals + 1] = a
     end
   end
@@ -99,7 +100,7 @@ end
 if n < places then
   local popped = redis.call('ZPOPMIN', Q, places - n)
   for i = 1, #popped, 2 do
-    let_in(popped[i])
+    let_in(popped[i], popped[i + 1])
     hd = tonumber(popped[i + 1])
     arrivals[#arrivals + 1] = hd
   end

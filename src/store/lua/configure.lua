@@ -34,6 +34,7 @@ if A.stock == 0 then
 elseif A.stock then
   redis.call('HSET', META, 'stock', A.stock)
 end
+if A.stock then audit({'kind', 'stock', 'at_ms', now, 'epoch', epoch, 'stock', A.stock}) end
 if A.rate then redis.call('SET', RATE, A.rate) end
 if A.rate or A.change_at or A.stock then
   local ver = redis.call('INCR', VER)

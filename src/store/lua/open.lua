@@ -22,6 +22,7 @@ if d and not d.p then return {-409} end
 if not is_open() then
   redis.call('HSET', META, 'open', '1')
   redis.call('HDEL', META, 'phase', 'end_reason')
+  audit({'kind', 'phase', 'at_ms', now, 'epoch', epoch, 'phase', 'open'})
   -- Every waiting fan's queue starts moving: a new pace (and no "closed" any more).
   publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now)
 end

@@ -23,6 +23,8 @@ end
 local st = stock()
 if st > 0 and redis.call('HLEN', HOLDS) >= st then return {'conflict', 'sold out'} end
 local now = now_ms()
+-- The buyer's arrival number, for the public record (0: no admission, the gate lifted).
+local arrival = 0
 if gated then
   -- A pass names its admission; that admission must still run here too (not given back,
   -- released untaken or of another epoch), so a pass buys no more than its ticket id would.
@@ -30,6 +32,7 @@ if gated then
     return {'conflict', 'admission'}
   end
   if ticket == '' or not admitted(ticket, epoch) then return {'forbidden'} end
+  arrival = admitted_arrival(ticket)
   redis.call('HSET', SPENT, ticket, A.hold)
   ended(ticket, now)
   redis.call('ZREM', ADMISSIONS, ticket)
@@ -38,5 +41,6 @@ if gated then
   redis.call('ZREM', SEEN, ticket)
 end
 redis.call('HSET', HOLDS, A.hold, A.order .. '|' .. fingerprint)
+audit({'kind', 'order', 'at_ms', now, 'epoch', epoch, 'arrival', arrival})
 if st > 0 and redis.call('HLEN', HOLDS) >= st then enter_phase('ended', epoch, 'sold out') end
 return {'created', A.order}

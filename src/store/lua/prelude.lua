@@ -256,9 +256,16 @@ local function live_show()
   return m[1], nil
 end
 
--- Whether `ticket` holds an admission of this epoch that has not run out.
+-- Whether `ticket` holds an admission of this epoch that has not run out. The admission
+-- keeps `epoch|arrival` (the arrival number the audit names the buyer by).
 local function admitted(ticket, epoch)
-  return redis.call('GET', ADMITTED .. ticket) == epoch
+  local v = redis.call('GET', ADMITTED .. ticket)
+  return v == epoch or (v and string.match(v, '^(%d+)|') == epoch) or false
+end
+-- The arrival number `ticket` was admitted under (0 when unknown).
+local function admitted_arrival(ticket)
+  local v = redis.call('GET', ADMITTED .. ticket)
+  return tonumber(v and string.match(v, '|(%d+)$') or '0')
 end
 
 -- One message per change, published inside the script that made it: subscribers see the
@@ -285,7 +292,9 @@ local function enter_phase(name, epoch, why)
   if m[1] ~= '1' and m[2] == name and m[3] == why then return end
   redis.call('HSET', META, 'open', '0', 'phase', name)
   if why then redis.call('HSET', META, 'end_reason', why) else redis.call('HDEL', META, 'end_reason') end
-  publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now_ms())
+  local now = now_ms()
+  audit({'kind', 'phase', 'at_ms', now, 'epoch', epoch, 'phase', name})
+  publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now)
 end
 
 -- Creates the show's meta under `epoch` after wiping whatever state an earlier incarnation

@@ -150,15 +150,10 @@ impl Draws for MemoryStore {
         s.open = true;
         s.version += 1;
         s.record(AuditRecord {
-            id: String::new(),
-            kind: AuditKind::Draw,
-            at_ms: now,
             fence,
-            epoch: 0,
-            rate: None,
-            admitted: Vec::new(),
             participants: Some(n),
             participants_digest: Some(digest.to_owned()),
+            ..AuditRecord::new(AuditKind::Draw, now)
         });
         let event = s.event(show, EventKind::Draw, &self.settings, now);
         drop(inner);

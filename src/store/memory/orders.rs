@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::MemoryStore;
-use crate::model::{EndReason, NewOrder, Order, Phase};
+use crate::model::{AuditKind, AuditRecord, EndReason, NewOrder, Order, Phase};
 use crate::store::{OrderBook, OrderOutcome, Result, StoreError, order_fingerprint};
 
 #[async_trait]
@@ -50,6 +50,8 @@ impl MemoryStore {
         if s.stock_left() == Some(0) {
             return Ok(OrderOutcome::Conflict("sold out"));
         }
+        // The buyer's arrival number, for the public record (0: no admission, no gate).
+        let mut arrival = 0;
         if gated {
             if ticket.is_some_and(|t| s.spent.contains(&t)) {
                 return Ok(OrderOutcome::Conflict("admission"));
@@ -64,10 +66,15 @@ impl MemoryStore {
             s.buying.remove(&ticket);
             s.admitted.remove(&ticket);
             s.seen.remove(&ticket);
+            arrival = s.admitted_arrival.remove(&ticket).unwrap_or(0);
         }
         let created = Order::confirmed(order, now);
         s.holds
             .insert(order.hold_id.clone(), (created.id, fingerprint));
+        s.record(AuditRecord {
+            arrival: Some(arrival),
+            ..AuditRecord::new(AuditKind::Order, now)
+        });
         // The last seat sold ends the on-sale.
         let sold_out = if s.stock_left() == Some(0) {
             s.enter(

@@ -128,6 +128,7 @@ impl Queue for MemoryStore {
         }
         s.admitted.retain(|_, until| *until > now);
         let admitted = &s.admitted;
+        s.admitted_arrival.retain(|t, _| admitted.contains_key(t));
         s.buying.retain(|t| admitted.contains_key(t));
         s.seen.retain(|t, _| admitted.contains_key(t));
         let mut places = s.rate(&self.settings) as usize;
@@ -170,6 +171,7 @@ impl Queue for MemoryStore {
                 if let Some(ticket) = s.queue.remove(&arrival) {
                     s.seq_of.remove(&ticket);
                     s.admitted.insert(ticket, now + ttl_ms);
+                    s.admitted_arrival.insert(ticket, arrival);
                     s.buying.insert(ticket);
                     s.admitted_at(now);
                     arrivals.push(arrival);
@@ -183,6 +185,7 @@ impl Queue for MemoryStore {
             };
             s.seq_of.remove(&ticket);
             s.admitted.insert(ticket, now + ttl_ms);
+            s.admitted_arrival.insert(ticket, seq);
             s.buying.insert(ticket);
             s.admitted_at(now);
             s.head = seq;

@@ -44,6 +44,8 @@ pub(super) struct Show {
     pub(super) left: BTreeSet<u64>,
     /// Admitted ticket → when its admission runs out (ms).
     pub(super) admitted: HashMap<Uuid, u64>,
+    /// Admitted ticket → the arrival number it was admitted under (the audit's name for it).
+    pub(super) admitted_arrival: HashMap<Uuid, u64>,
     /// Admitted tickets that have not ordered yet: the active buyers (as `admissions` in Redis).
     pub(super) buying: HashSet<Uuid>,
     /// holdId → (order, fingerprint of the request that placed it).
@@ -115,6 +117,7 @@ impl Show {
             seq_of: HashMap::new(),
             left: BTreeSet::new(),
             admitted: HashMap::new(),
+            admitted_arrival: HashMap::new(),
             buying: HashSet::new(),
             holds: HashMap::new(),
             spent: HashSet::new(),
@@ -166,15 +169,10 @@ impl Show {
     /// A tick's audit record.
     pub(super) fn tick_record(at_ms: u64, fence: u64, rate: u32, arrivals: &[u64]) -> AuditRecord {
         AuditRecord {
-            id: String::new(),
-            kind: AuditKind::Tick,
-            at_ms,
             fence,
-            epoch: 0,
             rate: Some(rate),
             admitted: crate::store::to_ranges(arrivals),
-            participants: None,
-            participants_digest: None,
+            ..AuditRecord::new(AuditKind::Tick, at_ms)
         }
     }
 
@@ -241,6 +239,10 @@ impl Show {
         self.open = false;
         self.halted = Some(phase);
         self.end_reason = reason;
+        self.record(AuditRecord {
+            phase: Some(phase),
+            ..AuditRecord::new(AuditKind::Phase, now_ms)
+        });
         self.version += 1;
         Some(self.event(show, EventKind::Rate, settings, now_ms))
     }

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::MemoryStore;
 use super::show::Show;
-use crate::model::{EndReason, Phase, ShowId, ShowStats};
+use crate::model::{AuditKind, AuditRecord, EndReason, Phase, ShowId, ShowStats};
 use crate::store::{
     Configured, EventKind, Indexed, PaceControl, Pacing, Result, ShowEvent, ShowMeta, ShowSettings,
     Shows, not_running,
@@ -20,6 +20,10 @@ impl MemoryStore {
         s.open = true;
         s.halted = None;
         s.end_reason = None;
+        s.record(AuditRecord {
+            phase: Some(Phase::Open),
+            ..AuditRecord::new(AuditKind::Phase, self.now_ms())
+        });
         s.version += 1;
         Some(s.event(show, EventKind::Rate, &self.settings, self.now_ms()))
     }
@@ -76,6 +80,10 @@ impl Shows for MemoryStore {
         }
         if let Some(stock) = settings.stock {
             s.stock = (stock > 0).then_some(stock);
+            s.record(AuditRecord {
+                stock: Some(stock),
+                ..AuditRecord::new(AuditKind::Stock, now)
+            });
         }
         if let Some(rate) = settings.admit_per_second {
             s.rate = Some(rate);

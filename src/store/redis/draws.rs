@@ -230,12 +230,22 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
     let kind = match field("kind") {
         Some("tick") => AuditKind::Tick,
         Some("draw") => AuditKind::Draw,
+        Some("order") => AuditKind::Order,
+        Some("phase") => AuditKind::Phase,
+        Some("stock") => AuditKind::Stock,
         _ => return Err(bad()),
+    };
+    let phase = match field("phase") {
+        None => None,
+        Some(name) => Some(
+            serde_json::from_value(serde_json::Value::String(name.to_owned()))
+                .map_err(|_| bad())?,
+        ),
     };
     Ok(AuditRecord {
         kind,
         at_ms: number("at_ms").ok_or_else(bad)?,
-        fence: number("fence").ok_or_else(bad)?,
+        fence: number("fence").unwrap_or(0),
         epoch: number("epoch").ok_or_else(bad)?,
         rate: number("rate").map(|r| r as u32),
         admitted: match field("admitted") {
@@ -244,6 +254,9 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
         },
         participants: number("participants"),
         participants_digest: field("participants_digest").map(str::to_owned),
+        arrival: number("arrival"),
+        phase,
+        stock: number("stock"),
         id,
     })
 }

@@ -70,7 +70,7 @@ async fn drawn(api: &Api, show: &str, within: Duration) -> DrawView {
 }
 
 /// The whole audit, page by page (`limit` a page).
-async fn audit_of(api: &Api, show: &str, limit: usize) -> Vec<AuditRecord> {
+pub(crate) async fn audit_of(api: &Api, show: &str, limit: usize) -> Vec<AuditRecord> {
     let mut records = Vec::new();
     let mut after: Option<String> = None;
     loop {

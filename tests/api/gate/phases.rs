@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use waiting_room::model::AuditKind;
 use waiting_room::protocol::routes;
 
 use super::{admitted_fan, json_of};
@@ -321,5 +322,24 @@ async fn the_stock_bounds_admissions_and_its_last_seat_ends_the_on_sale(backend:
             .unwrap()
             .contains("sold out")
     );
+    // The public record: every order by the buyer's arrival number and nothing more, the
+    // stock, the phases; `verify` finds every order admitted and within the stock.
+    let records = crate::draw::audit_of(&app, "s", 100).await;
+    let text = serde_json::to_string(&records).unwrap();
+    for secret in fans
+        .iter()
+        .map(String::as_str)
+        .chain(["caio@example.com", "hold-"])
+    {
+        assert!(!text.contains(secret), "the audit names {secret}: {text}");
+    }
+    let bought: Vec<u64> = records
+        .iter()
+        .filter(|r| r.kind == AuditKind::Order)
+        .filter_map(|r| r.arrival)
+        .collect();
+    assert_eq!(bought, [1, 2, 4], "{text}");
+    let verified = waiting_room::draw::verify(None, &records, None).expect("a fair sale");
+    assert_eq!((verified.orders, verified.orders_admitted), (3, 3));
     app.stop().await;
 }
