@@ -203,12 +203,14 @@ impl Metrics {
         self.joins.get_or_create(&show_label(show)).inc();
     }
 
-    /// Whether the store lost `show`'s state. Only a lost show has a series: `/metrics` is
-    /// scraped by more than the operator, and must not name shows nobody announced (a show
+    /// Whether the store lost `show`'s state, for a show that is `open` (or lost): `/metrics`
+    /// is scraped by more than the operator, and must not name shows nobody announced (a show
     /// made for next week is listed by the watchdog long before it opens).
-    pub fn set_lost(&self, show: &ShowId, lost: bool) {
-        if lost {
-            self.show_lost.get_or_create(&show_label(show)).set(1);
+    pub fn set_lost(&self, show: &ShowId, lost: bool, open: bool) {
+        if lost || open {
+            self.show_lost
+                .get_or_create(&show_label(show))
+                .set(i64::from(lost));
         } else {
             self.show_lost.remove(&show_label(show));
         }

@@ -53,10 +53,14 @@ impl Watchdog {
         self.inner.known.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// An operator made or re-opened `show` here: it is known at `epoch`, and whole.
-    pub fn remember(&self, show: &ShowId, epoch: u64) {
+    /// An operator made (`open` false) or opened `show` here: it is known at `epoch`, and
+    /// whole.
+    pub fn remember(&self, show: &ShowId, epoch: u64, open: bool) {
         self.known().insert(show.clone(), (epoch, false));
-        self.inner.metrics.set_lost(show, false);
+        // A show only made is not named in the metrics; its next check says what it is.
+        if open {
+            self.inner.metrics.set_lost(show, false, true);
+        }
     }
 
     /// An operator deleted `show`.
@@ -111,7 +115,7 @@ impl Watchdog {
             self.inner.hub.resync(show);
         }
         self.known().insert(show.clone(), (meta.epoch, meta.lost));
-        self.inner.metrics.set_lost(show, meta.lost);
+        self.inner.metrics.set_lost(show, meta.lost, meta.open);
     }
 
     /// Checks every [`CHECK_EVERY`] until `shutdown`.

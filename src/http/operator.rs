@@ -32,7 +32,7 @@ pub async fn open(
     if opened.recovered {
         tracing::warn!(%show, "a lost show re-opened from nothing");
     }
-    state.watchdog.remember(&show, opened.epoch);
+    state.watchdog.remember(&show, opened.epoch, true);
     tracing::info!(%show, "on-sale opened");
     Ok(StatusCode::NO_CONTENT)
 }
@@ -387,7 +387,7 @@ async fn configure(
     let settings = config.settings()?;
     let schedule = config.schedule()?;
     let configured = state.store.configure(show, settings.clone()).await?;
-    state.watchdog.remember(show, configured.epoch);
+    state.watchdog.remember(show, configured.epoch, false);
     if config.schedules() {
         state.store.schedule(show, schedule.clone()).await?;
         if let Some(at) = config.opens_at.as_deref() {
