@@ -58,11 +58,12 @@ fn waiting(t: &TicketView) -> String {
     let range = t.eta_min_seconds.zip(t.eta_max_seconds);
     let wait = t.eta_seconds.map(|s| wait_words(s, range));
     let parts = match t.paused {
-        // Nothing moves until an operator opens or resumes it: no wait is promised.
+        // Before the opening the wait counts from it, not from now.
         Some(Paused::Pending) => [
-            Some("not open yet: admission starts when it opens".to_owned()),
-            None,
+            Some("not open yet".to_owned()),
+            wait.map(|w| format!("{w} once it opens")),
         ],
+        // Nobody knows when a pause ends: no wait is promised.
         Some(Paused::Paused) => [
             Some("paused by the organiser: every place is kept".to_owned()),
             None,
@@ -167,12 +168,16 @@ mod tests {
             "position 95 · about 20–30 minutes · paused: every place at the checkout is taken"
         );
         assert_eq!(
-            waiting(json!({"position": 31, "etaSeconds": 2, "paused": "closed"})),
+            waiting(json!({"position": 31, "etaSeconds": 2, "paused": "pending"})),
             "position 31 · not open yet · less than a minute once it opens"
         );
         assert_eq!(
-            waiting(json!({"position": 3, "paused": "closed"})),
+            waiting(json!({"position": 3, "paused": "pending"})),
             "position 3 · not open yet"
+        );
+        assert_eq!(
+            waiting(json!({"position": 3, "paused": "paused", "stockLeft": 1200})),
+            "position 3 · paused by the organiser: every place is kept · 1,200 seats left"
         );
         assert_eq!(waiting(json!({})), "in the queue");
     }

@@ -140,7 +140,7 @@ mod tests {
         // Paused: the count ends; nothing is known from it.
         let paused: TicketView = serde_json::from_value(serde_json::json!({
             "ticketId": Uuid::nil(), "status": "WAITING", "position": 490, "etaSeconds": 49,
-            "paused": "closed", "arrival": 9,
+            "paused": "paused", "arrival": 9,
         }))
         .unwrap();
         assert_eq!(page.heard(&paused, 1_001_500), Learned::default());
