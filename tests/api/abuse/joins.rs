@@ -9,6 +9,30 @@ use super::spawn;
 use crate::support::app::{TestApp, spawn_app_with};
 use crate::support::backend::Backend;
 
+/// Posts to `url` as another site's page would make a browser send it: each is 403 with no
+/// cookie; their bodies.
+async fn refused_from_other_sites(app: &TestApp, url: &str) -> Vec<String> {
+    let mut bodies = Vec::new();
+    for (header, value) in [
+        ("sec-fetch-site", "cross-site"),
+        ("sec-fetch-site", "same-site"),
+        ("origin", "https://evil.example"),
+        ("origin", "null"),
+    ] {
+        let r = app
+            .client
+            .post(url)
+            .header(header, value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{header}: {value}");
+        assert!(r.headers().get("set-cookie").is_none());
+        bodies.push(r.text().await.unwrap());
+    }
+    bodies
+}
+
 #[tokio::test]
 async fn the_join_form_refuses_posts_from_other_sites() {
     let app = spawn(Config::for_tests()).await;
@@ -17,21 +41,7 @@ async fn the_join_form_refuses_posts_from_other_sites() {
     let url = app.url(&routes::show(routes::WAIT_JOIN, "csrf"));
     let ours = app.base();
 
-    for (header, value) in [
-        ("sec-fetch-site", "cross-site"),
-        ("sec-fetch-site", "same-site"),
-        ("origin", "http://evil.example"),
-        ("origin", "null"),
-    ] {
-        let r = client
-            .post(&url)
-            .header(header, value)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{header}: {value}");
-        assert!(r.headers().get("set-cookie").is_none());
-        let page = r.text().await.unwrap();
+    for page in refused_from_other_sites(&app, &url).await {
         assert!(page.contains("another website"), "{page}");
     }
     let stats = app.stats("csrf").await;
@@ -65,21 +75,8 @@ async fn the_json_join_refuses_posts_from_other_sites() {
     app.open("csrf-json").await;
     let client = &app.client;
     let url = app.url(&routes::show(routes::JOIN, "csrf-json"));
-    for (header, value) in [
-        ("sec-fetch-site", "cross-site"),
-        ("sec-fetch-site", "same-site"),
-        ("origin", "https://evil.example"),
-        ("origin", "null"),
-    ] {
-        let r = client
-            .post(&url)
-            .header(header, value)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{header}: {value}");
-        assert!(r.headers().get("set-cookie").is_none());
-        let body: serde_json::Value = r.json().await.unwrap();
+    for body in refused_from_other_sites(&app, &url).await {
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert!(
             body["message"]
                 .as_str()
