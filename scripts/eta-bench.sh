@@ -17,6 +17,11 @@
 #   scripts/eta-bench.sh cap-steady [embedded|redis]  as `cap`, but 150 fans join at 5 a
 #                                                 second: most are told their ETA once the
 #                                                 pace has history
+#   scripts/eta-bench.sh cap-window [embedded|redis]  150 fans join at 5 a second, rate 10,
+#                                                 at most 10 active buyers, 60 s admissions
+#                                                 released after a 10 s arrival window when
+#                                                 untaken; one in three buys at once, the
+#                                                 others abandon: late joiners under a cap
 #   scripts/eta-bench.sh summary CASE             the summary of CASE's last run again
 #
 # Loopback only, every run bounded in fans and time; it ends only the processes it started,
@@ -175,6 +180,12 @@ cap-steady)
   operator PUT /orders/waiting-room/eta-cap-steady '{"admitPerSecond":10,"maxActiveBuyers":10}'
   watch_pace eta-cap-steady
   load --show eta-cap-steady --fans 150 --join-rate 5 --open --buy 0.34 --abandon 0.66 --duration 180s
+  ;;
+cap-window)
+  start_server ADMISSION_TTL=60s ARRIVAL_WINDOW=10s
+  operator PUT /orders/waiting-room/eta-cap-window '{"admitPerSecond":10,"maxActiveBuyers":10}'
+  watch_pace eta-cap-window
+  load --show eta-cap-window --fans 150 --join-rate 5 --open --buy 0.34 --abandon 0.66 --duration 240s
   ;;
 halved)
   start_server

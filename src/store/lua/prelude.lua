@@ -58,22 +58,30 @@ local function stock_left()
   return math.max(st - redis.call('HLEN', HOLDS), 0)
 end
 
+-- The longest an admission nobody takes up holds its place (ms): the arrival window, when
+-- it is shorter than the TTL and a cap makes it release places; else the TTL.
+local function longest_untaken_hold()
+  local window = tonumber(redis.call('HGET', META, 'window') or A.default_window_ms)
+  if cap() > 0 and window > 0 and window < TTL then return window end
+  return TTL
+end
+
 -- How long an admission holds its place behind the gate (seconds), and a variance for the
 -- range. Counted as time held over admissions ended: the ended ones' holds plus the ages of
 -- those still running (a buyer who is quick is measured at once, one who takes the whole TTL
 -- only when it runs out; counting only ended holds would be biased short until then), with the
--- prior — a hold anywhere from nothing to the whole TTL, mean TTL/2 — weighing as one turnover
--- of the cap. FLOW keeps: done_n/done_sum (ended, their holds), run_n/run_sum (running, the sum
+-- prior — a hold anywhere from nothing to the longest an untaken admission holds (the arrival
+-- window, or the whole TTL), mean half of it — weighing as one turnover of the cap. FLOW keeps: done_n/done_sum (ended, their holds), run_n/run_sum (running, the sum
 -- of their admission times), all in seconds.
 local function hold()
   local f = redis.call('HMGET', FLOW, 'done_n', 'done_sum', 'run_n', 'run_sum')
   local dn, ds = tonumber(f[1]) or 0, tonumber(f[2]) or 0
   local rn, rs = tonumber(f[3]) or 0, tonumber(f[4]) or 0
-  local ttl = TTL / 1000
+  local longest = longest_untaken_hold() / 1000
   local k = math.max(cap(), 1)
   local running = math.max(rn * now_ms() / 1000 - rs, 0)
-  local mean = (k * ttl / 2 + ds + running) / (k + dn)
-  return mean, ttl * ttl / 12 * k / (k + dn)
+  local mean = (k * longest / 2 + ds + running) / (k + dn)
+  return mean, longest * longest / 12 * k / (k + dn)
 end
 
 -- `times` admissions made at `at` ms (they run from now).

@@ -251,12 +251,21 @@ impl Show {
     /// (ended holds and the ages of running admissions) over admissions ended, with the prior
     /// (mean TTL/2) weighing as one turnover of the cap.
     fn hold(&self, settings: &StoreSettings, now_ms: u64) -> (f64, f64) {
-        let ttl = settings.admission_ttl.as_secs_f64();
+        // The prior's longest hold: an untaken admission goes after the arrival window, when
+        // a cap makes that release places and it is shorter than the TTL.
+        let window = self.window.unwrap_or(settings.arrival_window);
+        let longest =
+            if self.cap(settings) > 0 && !window.is_zero() && window < settings.admission_ttl {
+                window
+            } else {
+                settings.admission_ttl
+            }
+            .as_secs_f64();
         let k = f64::from(self.cap(settings).max(1));
         let running = (self.run_n as f64 * now_ms as f64 / 1000.0 - self.run_sum).max(0.0);
         let done = self.done_n as f64;
-        let mean = (k * ttl / 2.0 + self.done_sum + running) / (k + done);
-        (mean, ttl * ttl / 12.0 * k / (k + done))
+        let mean = (k * longest / 2.0 + self.done_sum + running) / (k + done);
+        (mean, longest * longest / 12.0 * k / (k + done))
     }
 
     /// An admission was made at `at_ms`.

@@ -86,6 +86,8 @@ struct ScriptArgs {
     channel: String,
     sharded: bool,
     default_cap: u32,
+    /// The arrival window of a show without its own (ms; 0: none).
+    default_window_ms: u64,
     /// The most records a show's audit keeps.
     audit_max: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -291,6 +293,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             },
             sharded: self.sharded.is_some(),
             default_cap: self.settings.max_active_buyers,
+            default_window_ms: self.settings.arrival_window.as_millis() as u64,
             audit_max: super::AUDIT_MAX_RECORDS,
             ..own
         };

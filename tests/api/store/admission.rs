@@ -15,6 +15,7 @@ all_stores!(
     a_rate_of_its_own_changes_admissions_and_eta,
     a_buyer_cap_admits_only_into_free_places,
     signs_of_life_are_kept_only_where_a_window_can_release,
+    before_any_hold_ends_the_pace_assumes_untaken_admissions_go_after_the_window,
 );
 
 async fn admission_takes_the_rate_in_arrival_order_once_a_second(backend: Backend) {
@@ -193,4 +194,32 @@ async fn signs_of_life_are_kept_only_where_a_window_can_release(backend: Backend
         Touched::Over,
         "given back"
     );
+}
+
+/// With a cap and no admission ended yet, the pace is cap over the prior's mean hold (plus
+/// half a tick): half the longest an admission nobody takes up can hold, which is the arrival
+/// window when it is shorter than the TTL (late joiners were told waits 2–3× too long when the
+/// prior took the whole TTL: BENCHMARKS, ETA accuracy, e).
+async fn before_any_hold_ends_the_pace_assumes_untaken_admissions_go_after_the_window(
+    backend: Backend,
+) {
+    let (s, _redis) = store(backend, settings(10, Duration::from_secs(60))).await;
+    let pace_with = |window: u64| {
+        let s = s.clone();
+        async move {
+            let sh = show(&format!("prior-{window}"));
+            let settings = ShowSettings {
+                max_active_buyers: Some(10),
+                arrival_window: Some(Duration::from_secs(window)),
+                ..Default::default()
+            };
+            s.configure(&sh, settings).await.unwrap();
+            let joined = s.join(&sh).await.unwrap();
+            s.status(&sh, joined.ticket).await.unwrap().pace.flow_milli
+        }
+    };
+    // A 10 s window: 10 places over (5 + 0.5) s.
+    assert_eq!(pace_with(10).await, 1818);
+    // No window (0): the whole 60 s TTL, 10 over (30 + 0.5) s.
+    assert_eq!(pace_with(0).await, 328);
 }
