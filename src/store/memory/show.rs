@@ -249,7 +249,8 @@ impl Show {
 
     /// The mean hold and a variance for the range, as `hold()` in `prelude.lua`: time held
     /// (ended holds and the ages of running admissions) over admissions ended, with the prior
-    /// (mean TTL/2) weighing as one turnover of the cap.
+    /// (half the longest an untaken admission holds: the arrival window, or the TTL) weighing
+    /// as one turnover of the cap.
     fn hold(&self, settings: &StoreSettings, now_ms: u64) -> (f64, f64) {
         // The prior's longest hold: an untaken admission goes after the arrival window, when
         // a cap makes that release places and it is shorter than the TTL.
