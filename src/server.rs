@@ -3,6 +3,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -30,6 +32,8 @@ pub struct Application {
     limits: ConnectionLimits,
     instance: String,
     demo: bool,
+    /// The pass key shared through the store (`kid:base64secret`), put back now and then.
+    shared_key: Option<String>,
 }
 
 impl Application {
@@ -86,15 +90,34 @@ impl Application {
         };
         let metrics = Arc::new(Metrics::default());
         let hub = Hub::new(store.clone(), metrics.clone());
+        let mut shared_key = None;
         let passes = Arc::new(match configured_keys {
             Some(keys) => keys,
             None => {
-                tracing::warn!(
-                    "PASS_KEYS not set: admission passes and join challenges are signed with a \
-                     random key of this instance only; several instances behind one balancer \
-                     need the same PASS_KEYS"
-                );
-                Keyring::generate()
+                // Ours is kept only if the store keeps none yet; every instance signs with the
+                // one kept.
+                match store.share_pass_key(&Keyring::new_shared_key()).await? {
+                    // Whichever instance came first made the key every other one reads.
+                    Some(kept) => {
+                        let keys: Keyring = kept.parse().map_err(|e| {
+                            anyhow::anyhow!("the pass key kept in the store is not one: {e}")
+                        })?;
+                        tracing::info!(
+                            "PASS_KEYS not set: passes and join challenges are signed with the \
+                             key every instance on this store shares"
+                        );
+                        shared_key = Some(kept);
+                        keys
+                    }
+                    None => {
+                        tracing::warn!(
+                            "PASS_KEYS not set: admission passes and join challenges are signed \
+                             with a random key of this instance only (the embedded store shares \
+                             nothing); edges checking passes need PASS_KEYS"
+                        );
+                        Keyring::generate()
+                    }
+                }
             }
         });
         tracing::info!(kids = ?passes.kids(), "admission pass keys (the first signs)");
@@ -136,6 +159,7 @@ impl Application {
             limits,
             instance,
             demo: config.demo,
+            shared_key,
         })
     }
 
@@ -173,6 +197,9 @@ impl Application {
         if self.demo {
             tasks.spawn(demo::run(state.store.clone(), stop.clone()));
         }
+        if let Some(key) = self.shared_key {
+            tasks.spawn(keep_pass_key(state.store.clone(), key, stop.clone()));
+        }
         tracing::info!(addr = %self.listener.local_addr()?, "waiting room listening");
         let signal = async {
             shutdown.cancelled().await;
@@ -184,6 +211,35 @@ impl Application {
         tasks.close();
         tasks.wait().await;
         Ok(())
+    }
+}
+
+/// How often the shared pass key is put back into a store that may have forgotten it.
+const PASS_KEY_EVERY: Duration = Duration::from_secs(10);
+
+/// Puts the shared pass key back whenever the store forgot it (a restart without
+/// persistence), so that instances started later sign with the same key; says so loudly if
+/// the store holds another one (this instance's passes are then refused elsewhere until it
+/// restarts).
+async fn keep_pass_key(store: Arc<dyn QueueStore>, key: String, stop: CancellationToken) {
+    let mut warned = false;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(PASS_KEY_EVERY) => {}
+            () = stop.cancelled() => return,
+        }
+        match store.share_pass_key(&key).await {
+            Ok(Some(kept)) if kept != key => {
+                if !std::mem::replace(&mut warned, true) {
+                    tracing::error!(
+                        "the store holds another pass key than this instance signs with: its \
+                         passes and challenges are refused by the others; restart it"
+                    );
+                }
+            }
+            Ok(_) => warned = false,
+            Err(e) => tracing::debug!(error = %e, "could not check the shared pass key"),
+        }
     }
 }
 

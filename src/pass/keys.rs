@@ -138,6 +138,17 @@ impl Keyring {
         }
     }
 
+    /// A random 32-byte key with a random id (`r` and 8 hex digits), as `PASS_KEYS` spells
+    /// one (`kid:base64secret`), to be shared through the store. A secret: never logged.
+    pub fn new_shared_key() -> String {
+        let secret: [u8; 32] = rand::random();
+        format!(
+            "r{:08x}:{}",
+            rand::random::<u32>(),
+            URL_SAFE_NO_PAD.encode(secret)
+        )
+    }
+
     /// Whether the keys were drawn at start rather than configured.
     pub fn generated(&self) -> bool {
         self.generated

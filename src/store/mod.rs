@@ -14,6 +14,7 @@
 //! - [`Draws`] (`draws.rs`): scheduled openings, the pre-queue's draw, the audit of ticks.
 //! - [`JoinLimits`] (`limits.rs`): joins a second per client, shared by every instance.
 //! - [`OrderBook`] (`orders.rs`): orders placed through the gate.
+//! - [`SharedKeys`] (`keys.rs`): the pass key instances share when none is configured.
 //! - [`Health`]: whether the store answers.
 //!
 //! The backends live in `memory/` and `redis/` (its scripts in `lua/`), one file per concern
@@ -40,6 +41,7 @@
 
 mod draws;
 mod feed;
+mod keys;
 mod lease;
 mod limits;
 mod memory;
@@ -60,6 +62,7 @@ pub use self::draws::{
     Schedule, parse_ranges, ranges_text, to_ranges,
 };
 pub use self::feed::{EventKind, Feed, ShowEvent, ShowSnapshot, pace_of};
+pub use self::keys::SharedKeys;
 pub use self::lease::AdmitterLease;
 pub use self::limits::JoinLimits;
 pub use self::memory::MemoryStore;
@@ -75,7 +78,17 @@ pub use self::shows::{
 /// The whole store: every concern at once. Nothing to implement: any type with all the parts
 /// is one. Callers hold `Arc<dyn QueueStore>` and call any part's methods on it.
 pub trait QueueStore:
-    Shows + Pacing + Queue + Feed + Draws + AdmitterLease + JoinLimits + OrderBook + Health + 'static
+    Shows
+    + Pacing
+    + Queue
+    + Feed
+    + Draws
+    + AdmitterLease
+    + JoinLimits
+    + OrderBook
+    + SharedKeys
+    + Health
+    + 'static
 {
 }
 
@@ -88,6 +101,7 @@ impl<T> QueueStore for T where
         + AdmitterLease
         + JoinLimits
         + OrderBook
+        + SharedKeys
         + Health
         + 'static
 {

@@ -94,3 +94,11 @@ impl Health for MemoryStore {
         Ok(())
     }
 }
+
+#[async_trait::async_trait]
+impl crate::store::SharedKeys for MemoryStore {
+    /// One process, one instance: nothing to share.
+    async fn share_pass_key(&self, _ours: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
+}

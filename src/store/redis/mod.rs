@@ -419,6 +419,24 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     }
 }
 
+/// The pass key instances share when `PASS_KEYS` is unset (one key, outside every show's slot).
+const PASS_KEY: &str = "wr:passkey";
+
+#[async_trait]
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> super::SharedKeys for RedisStore<C> {
+    async fn share_pass_key(&self, ours: &str) -> Result<Option<String>> {
+        let mut conn = self.conn.clone();
+        let _: Option<String> = redis::cmd("SET")
+            .arg(PASS_KEY)
+            .arg(ours)
+            .arg("NX")
+            .query_async(&mut conn)
+            .await?;
+        let kept: Option<String> = redis::AsyncCommands::get(&mut conn, PASS_KEY).await?;
+        Ok(Some(kept.unwrap_or_else(|| ours.to_owned())))
+    }
+}
+
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Health for RedisStore<C> {
     async fn ping(&self) -> Result<()> {

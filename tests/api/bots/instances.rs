@@ -1,5 +1,6 @@
-//! Two real server processes on one real Redis, sharing `PASS_KEYS`: one place per
-//! Idempotency-Key, one join per challenge, and passes, whichever instance a request reaches.
+//! Two real server processes on one real Redis, sharing `PASS_KEYS` or, without it, the key
+//! the first of them kept in Redis: one place per Idempotency-Key, one join per challenge,
+//! and passes, whichever instance a request reaches.
 
 use std::time::Duration;
 
@@ -20,6 +21,66 @@ async fn keys_challenges_and_passes_hold_across_instances() {
     let env = [("PASS_KEYS", keys.as_str())];
     let a = ServerProcess::start(&redis.url(), 1, &env).await;
     let b = ServerProcess::start(&redis.url(), 1, &env).await;
+    one_place_one_join_one_pass_across(&a, &b).await;
+}
+
+#[tokio::test]
+async fn without_pass_keys_instances_on_one_redis_share_a_key_and_put_it_back() {
+    let redis = RedisServer::start().await;
+    let a = ServerProcess::start(&redis.url(), 1, &[]).await;
+    let b = ServerProcess::start(&redis.url(), 1, &[]).await;
+    one_place_one_join_one_pass_across(&a, &b).await;
+    // The store forgets the key (a restart without persistence): it is put back, the same,
+    // so an instance started later signs as these two do.
+    let mut conn = redis.conn().await;
+    let kept: String = ::redis::cmd("GET")
+        .arg("wr:passkey")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: i64 = ::redis::cmd("DEL")
+        .arg("wr:passkey")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now: Option<String> = ::redis::cmd("GET")
+            .arg("wr:passkey")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if let Some(now) = now {
+            assert_eq!(now, kept, "the same key is put back");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the pass key was never put back"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let c = ServerProcess::start(&redis.url(), 1, &[]).await;
+    a.open("later").await;
+    let fan = ticket_id(&a.join_ok("later").await);
+    let t = a.wait_admitted("later", &fan, Duration::from_secs(4)).await;
+    let checked = c
+        .client
+        .get(c.url(&routes::show(routes::PASS_CHECK, "later")))
+        .header(ADMISSION_HEADER, t["pass"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        checked.status(),
+        StatusCode::NO_CONTENT,
+        "the later instance agrees"
+    );
+}
+
+/// One place per Idempotency-Key, one join per challenge and a pass that opens both gates,
+/// whichever of `a` and `b` each request reaches.
+async fn one_place_one_join_one_pass_across(a: &ServerProcess, b: &ServerProcess) {
     a.create("x").await;
     let join = |api: &ServerProcess, key: &'static str| {
         api.client
@@ -28,10 +89,10 @@ async fn keys_challenges_and_passes_hold_across_instances() {
             .send()
     };
     // One key, two instances: one ticket, the second answer says it is the same.
-    let first = join(&a, "fan-1").await.unwrap();
+    let first = join(a, "fan-1").await.unwrap();
     assert_eq!(first.status(), StatusCode::ACCEPTED);
     let first = ticket_id(&first.json().await.unwrap());
-    let again = join(&b, "fan-1").await.unwrap();
+    let again = join(b, "fan-1").await.unwrap();
     assert_eq!(again.status(), StatusCode::OK);
     assert_eq!(again.headers()["idempotent-replayed"], "true");
     assert_eq!(ticket_id(&again.json().await.unwrap()), first);
@@ -57,8 +118,8 @@ async fn keys_challenges_and_passes_hold_across_instances() {
             .header(JOIN_PROOF_HEADER, proof.clone())
             .send()
     };
-    assert_eq!(proven(&b).await.unwrap().status(), StatusCode::ACCEPTED);
-    assert_eq!(proven(&a).await.unwrap().status(), StatusCode::CONFLICT);
+    assert_eq!(proven(b).await.unwrap().status(), StatusCode::ACCEPTED);
+    assert_eq!(proven(a).await.unwrap().status(), StatusCode::CONFLICT);
 
     // A pass handed out by one instance opens the other's gate.
     a.open("x").await;
