@@ -91,6 +91,11 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub reserve_connections: u32,
 
+    /// Without `PASS_KEYS`, instances on one Redis share a pass key kept there, and make a
+    /// new one this often (`24h`); a superseded key still verifies while what it signed lives.
+    #[arg(long, env = "PASS_KEY_ROTATION", default_value = "24h", value_parser = parse_rotation)]
+    pub pass_key_rotation: Duration,
+
     /// Most connections one client address may hold (IPv6: per /64), so that no single
     /// client fills the server; beyond them its connections are turned away with 503. Unset:
     /// half of `MAX_CONNECTIONS`; 0 turns it off (behind a proxy every connection comes from
@@ -119,6 +124,14 @@ pub struct Config {
     /// Open a show `demo` with simulated fans already queued and a slow rate.
     #[arg(long, env = "DEMO")]
     pub demo: bool,
+}
+
+fn parse_rotation(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d < Duration::from_secs(1) {
+        return Err("must be at least 1s".into());
+    }
+    Ok(d)
 }
 
 fn parse_header_timeout(s: &str) -> Result<Duration, String> {
@@ -166,6 +179,7 @@ impl Config {
             max_connections: 18_000,
             reserve_connections: 64,
             max_connections_per_client: Some(0),
+            pass_key_rotation: Duration::from_secs(24 * 3600),
             // Tests open many streams from 127.0.0.1; the ones about the limit set it.
             max_streams_per_client: 0,
             push_front: crate::hub::DEFAULT_PUSH_FRONT,

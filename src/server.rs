@@ -16,8 +16,8 @@ use crate::http::listener::{self, ConnectionLimits};
 use crate::http::{AppState, StreamLimits};
 use crate::hub::Hub;
 use crate::metrics::Metrics;
-use crate::pass::Keyring;
-use crate::store::{MemoryStore, QueueStore, RedisStore, StoreSettings};
+use crate::pass::{CHALLENGE_TTL_SECONDS, Keyring};
+use crate::store::{KeySchedule, MemoryStore, QueueStore, RedisStore, StoreSettings};
 use crate::watchdog::Watchdog;
 use crate::{admitter, demo};
 
@@ -32,8 +32,9 @@ pub struct Application {
     limits: ConnectionLimits,
     instance: String,
     demo: bool,
-    /// The pass key shared through the store (`kid:base64secret`), put back now and then.
-    shared_key: Option<String>,
+    /// The pass keys shared through the store (as `PASS_KEYS` spells them, the signing one
+    /// first) and their rotation, read again now and then.
+    shared_key: Option<(String, KeySchedule)>,
 }
 
 impl Application {
@@ -96,7 +97,9 @@ impl Application {
             None => {
                 // Ours is kept only if the store keeps none yet; every instance signs with the
                 // one kept.
-                match store.share_pass_key(&Keyring::new_shared_key()).await? {
+                let schedule = key_schedule(&config);
+                let (ours, fresh) = (Keyring::new_shared_key(), Keyring::new_shared_key());
+                match store.pass_keys(&ours, &fresh, schedule).await? {
                     // Whichever instance came first made the key every other one reads.
                     Some(kept) => {
                         let keys: Keyring = kept.parse().map_err(|e| {
@@ -106,7 +109,7 @@ impl Application {
                             "PASS_KEYS not set: passes and join challenges are signed with the \
                              key every instance on this store shares"
                         );
-                        shared_key = Some(kept);
+                        shared_key = Some((kept, schedule));
                         keys
                     }
                     None => {
@@ -197,8 +200,14 @@ impl Application {
         if self.demo {
             tasks.spawn(demo::run(state.store.clone(), stop.clone()));
         }
-        if let Some(key) = self.shared_key {
-            tasks.spawn(keep_pass_key(state.store.clone(), key, stop.clone()));
+        if let Some((keys, schedule)) = self.shared_key {
+            tasks.spawn(follow_pass_keys(
+                state.store.clone(),
+                state.passes.clone(),
+                keys,
+                schedule,
+                stop.clone(),
+            ));
         }
         tracing::info!(addr = %self.listener.local_addr()?, "waiting room listening");
         let signal = async {
@@ -214,31 +223,54 @@ impl Application {
     }
 }
 
-/// How often the shared pass key is put back into a store that may have forgotten it.
-const PASS_KEY_EVERY: Duration = Duration::from_secs(10);
+/// How often instances read the shared pass keys: every 10 s, or a quarter of the rotation
+/// period when that is shorter. A new key signs only after three of these.
+fn key_schedule(config: &Config) -> KeySchedule {
+    let every = config.pass_key_rotation;
+    let read = (every / 4).min(Duration::from_secs(10));
+    KeySchedule {
+        rotate_every: every,
+        // The longest a pass (the admission) or a challenge lives, and a minute more.
+        keep_for: config
+            .admission_ttl
+            .max(Duration::from_secs(CHALLENGE_TTL_SECONDS))
+            + Duration::from_secs(60),
+        settle: read * 3,
+    }
+}
 
-/// Puts the shared pass key back whenever the store forgot it (a restart without
-/// persistence), so that instances started later sign with the same key; says so loudly if
-/// the store holds another one (this instance's passes are then refused elsewhere until it
-/// restarts).
-async fn keep_pass_key(store: Arc<dyn QueueStore>, key: String, stop: CancellationToken) {
-    let mut warned = false;
+/// Reads the shared pass keys every `settle / 3`: rotates them when due (whichever instance
+/// asks first adds the new key), puts this instance's key back should the store have
+/// forgotten them all (a restart without persistence), and puts what the store holds in
+/// force here.
+async fn follow_pass_keys(
+    store: Arc<dyn QueueStore>,
+    passes: Arc<Keyring>,
+    mut keys: String,
+    schedule: KeySchedule,
+    stop: CancellationToken,
+) {
     loop {
         tokio::select! {
-            () = tokio::time::sleep(PASS_KEY_EVERY) => {}
+            () = tokio::time::sleep(schedule.settle / 3) => {}
             () = stop.cancelled() => return,
         }
-        match store.share_pass_key(&key).await {
-            Ok(Some(kept)) if kept != key => {
-                if !std::mem::replace(&mut warned, true) {
-                    tracing::error!(
-                        "the store holds another pass key than this instance signs with: its \
-                         passes and challenges are refused by the others; restart it"
-                    );
+        let ours = keys.split(',').next().unwrap_or_default().to_owned();
+        match store
+            .pass_keys(&ours, &Keyring::new_shared_key(), schedule)
+            .await
+        {
+            Ok(Some(kept)) => match kept.parse::<Keyring>() {
+                Ok(ring) => {
+                    if passes.replace(ring) {
+                        tracing::info!(kids = ?passes.kids(), "pass keys rotated (the first signs)");
+                    }
+                    keys = kept;
                 }
-            }
-            Ok(_) => warned = false,
-            Err(e) => tracing::debug!(error = %e, "could not check the shared pass key"),
+                Err(e) => tracing::error!(error = %e, "the shared pass keys are not keys"),
+            },
+            Ok(None) => return,
+            Err(e) => tracing::debug!(error = %e, "could not read the shared pass keys"),
         }
     }
 }

@@ -91,12 +91,13 @@ impl Keyring {
     /// A fresh challenge for `show`, running until `exp` (Unix seconds).
     pub fn mint_challenge_until(&self, show: &ShowId, exp: u64) -> String {
         let rand: [u8; 16] = rand::random();
-        let kid = self.signing().kid();
+        let key = self.signing();
+        let kid = key.kid();
         let message = format!(
             "{PREFIX}.{kid}.{show}.{exp}.{}",
             URL_SAFE_NO_PAD.encode(rand)
         );
-        let mac = self.sign(message.as_bytes());
+        let mac = Keyring::sign_with(&key, message.as_bytes());
         format!("{message}.{mac}")
     }
 

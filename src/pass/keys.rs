@@ -40,12 +40,22 @@ impl fmt::Debug for PassKey {
     }
 }
 
-/// Every key in force, the signing one first.
-#[derive(Clone, Debug)]
+/// Every key in force, the signing one first. Shared keys rotate: [`Keyring::replace`] puts
+/// the store's newer set in force while passes and challenges are being signed and checked.
+#[derive(Debug)]
 pub struct Keyring {
-    keys: Vec<PassKey>,
+    keys: std::sync::RwLock<std::sync::Arc<Vec<PassKey>>>,
     /// The keys were drawn at start, not configured: other instances cannot verify them.
     generated: bool,
+}
+
+impl Clone for Keyring {
+    fn clone(&self) -> Self {
+        Keyring {
+            keys: std::sync::RwLock::new(self.current()),
+            generated: self.generated,
+        }
+    }
 }
 
 /// Why `PASS_KEYS` was refused.
@@ -108,10 +118,7 @@ impl FromStr for Keyring {
         if keys.is_empty() {
             return Err(KeyringError::Empty);
         }
-        Ok(Keyring {
-            keys,
-            generated: false,
-        })
+        Ok(Keyring::of(keys, false))
     }
 }
 
@@ -129,13 +136,38 @@ impl Keyring {
     /// passes verify on this instance only.
     pub fn generate() -> Keyring {
         let secret: [u8; 32] = rand::random();
+        let key = PassKey {
+            kid: "local".into(),
+            secret: secret.to_vec(),
+        };
+        Keyring::of(vec![key], true)
+    }
+
+    fn of(keys: Vec<PassKey>, generated: bool) -> Keyring {
         Keyring {
-            keys: vec![PassKey {
-                kid: "local".into(),
-                secret: secret.to_vec(),
-            }],
-            generated: true,
+            keys: std::sync::RwLock::new(std::sync::Arc::new(keys)),
+            generated,
         }
+    }
+
+    /// The keys in force now.
+    fn current(&self) -> std::sync::Arc<Vec<PassKey>> {
+        self.keys
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Puts `other`'s keys in force (a rotation of the shared key); true when they differ.
+    pub fn replace(&self, other: Keyring) -> bool {
+        let new = other.current();
+        let mut keys = self
+            .keys
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let changed = keys.iter().map(|k| &k.kid).ne(new.iter().map(|k| &k.kid));
+        *keys = new;
+        changed
     }
 
     /// A random 32-byte key with a random id (`r` and 8 hex digits), as `PASS_KEYS` spells
@@ -154,19 +186,20 @@ impl Keyring {
         self.generated
     }
 
-    /// The key that signs.
-    pub fn signing(&self) -> &PassKey {
-        &self.keys[0]
+    /// The key that signs now.
+    pub fn signing(&self) -> PassKey {
+        self.current()[0].clone()
     }
 
     /// The key ids in force, the signing one first.
-    pub fn kids(&self) -> Vec<&str> {
-        self.keys.iter().map(|k| k.kid.as_str()).collect()
+    pub fn kids(&self) -> Vec<String> {
+        self.current().iter().map(|k| k.kid.clone()).collect()
     }
 
-    /// `message` signed with the signing key: base64url (no padding) of its HMAC-SHA256.
-    pub(crate) fn sign(&self, message: &[u8]) -> String {
-        let mut mac = self.signing().mac();
+    /// `message` signed with `key`: base64url (no padding) of its HMAC-SHA256. The caller
+    /// names the same key in the message, so a rotation in between cannot mismatch them.
+    pub(crate) fn sign_with(key: &PassKey, message: &[u8]) -> String {
+        let mut mac = key.mac();
         mac.update(message);
         URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
     }
@@ -174,7 +207,8 @@ impl Keyring {
     /// Whether `tag` (base64url, no padding) is the MAC of `message` under the key `kid`;
     /// `None` when no key has that id. The comparison takes constant time.
     pub(crate) fn verify(&self, kid: &str, message: &[u8], tag: &str) -> Option<bool> {
-        let key = self.keys.iter().find(|k| k.kid == kid)?;
+        let keys = self.current();
+        let key = keys.iter().find(|k| k.kid == kid)?;
         let Ok(tag) = URL_SAFE_NO_PAD.decode(tag) else {
             return Some(false);
         };
@@ -225,7 +259,7 @@ mod tests {
         let ring: Keyring = format!("new:{SECRET},old:{}", STANDARD.encode([7u8; 32]))
             .parse()
             .unwrap();
-        let tag = ring.sign(b"hello");
+        let tag = Keyring::sign_with(&ring.signing(), b"hello");
         assert_eq!(ring.verify("new", b"hello", &tag), Some(true));
         assert_eq!(ring.verify("new", b"hellO", &tag), Some(false));
         assert_eq!(ring.verify("old", b"hello", &tag), Some(false));

@@ -54,9 +54,10 @@ impl Keyring {
     /// A pass for `ticket` of `show`, good until `expires_at` (Unix seconds), signed with
     /// the signing key.
     pub fn sign_pass(&self, show: &ShowId, ticket: Uuid, expires_at: u64) -> String {
-        let kid = self.signing().kid();
+        let key = self.signing();
+        let kid = key.kid();
         let message = format!("{PASS_PREFIX}{kid}:{show}:{ticket}:{expires_at}");
-        let mac = self.sign(message.as_bytes());
+        let mac = Keyring::sign_with(&key, message.as_bytes());
         format!("{message}:{mac}")
     }
 

@@ -62,7 +62,7 @@ pub use self::draws::{
     Schedule, parse_ranges, ranges_text, to_ranges,
 };
 pub use self::feed::{EventKind, Feed, ShowEvent, ShowSnapshot, pace_of};
-pub use self::keys::SharedKeys;
+pub use self::keys::{KeySchedule, SharedKeys};
 pub use self::lease::AdmitterLease;
 pub use self::limits::JoinLimits;
 pub use self::memory::MemoryStore;

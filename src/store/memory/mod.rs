@@ -98,7 +98,12 @@ impl Health for MemoryStore {
 #[async_trait::async_trait]
 impl crate::store::SharedKeys for MemoryStore {
     /// One process, one instance: nothing to share.
-    async fn share_pass_key(&self, _ours: &str) -> Result<Option<String>> {
+    async fn pass_keys(
+        &self,
+        _ours: &str,
+        _fresh: &str,
+        _schedule: crate::store::KeySchedule,
+    ) -> Result<Option<String>> {
         Ok(None)
     }
 }

@@ -419,21 +419,38 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     }
 }
 
-/// The pass key instances share when `PASS_KEYS` is unset (one key, outside every show's slot).
-const PASS_KEY: &str = "wr:passkey";
+/// The pass keys instances share when `PASS_KEYS` is unset (one key, outside every show's
+/// slot): a sorted set of `kid:base64secret` by when each was made.
+pub const PASS_KEYS: &str = "wr:passkeys";
+
+static SHARE_KEYS: std::sync::LazyLock<Script> =
+    std::sync::LazyLock::new(|| Script::new(include_str!("../lua/pass_keys.lua")));
 
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> super::SharedKeys for RedisStore<C> {
-    async fn share_pass_key(&self, ours: &str) -> Result<Option<String>> {
+    async fn pass_keys(
+        &self,
+        ours: &str,
+        fresh: &str,
+        schedule: super::KeySchedule,
+    ) -> Result<Option<String>> {
+        let ms = |d: Duration| d.as_millis() as u64;
         let mut conn = self.conn.clone();
-        let _: Option<String> = redis::cmd("SET")
-            .arg(PASS_KEY)
+        let keys: Vec<String> = SHARE_KEYS
+            .key(PASS_KEYS)
             .arg(ours)
-            .arg("NX")
-            .query_async(&mut conn)
+            .arg(fresh)
+            .arg(ms(schedule.rotate_every))
+            .arg(ms(schedule.keep_for))
+            .arg(ms(schedule.settle))
+            .invoke_async(&mut conn)
             .await?;
-        let kept: Option<String> = redis::AsyncCommands::get(&mut conn, PASS_KEY).await?;
-        Ok(Some(kept.unwrap_or_else(|| ours.to_owned())))
+        if keys.is_empty() {
+            return Err(StoreError::Protocol(
+                "the shared pass keys came back empty".into(),
+            ));
+        }
+        Ok(Some(keys.join(",")))
     }
 }
 

@@ -33,24 +33,17 @@ async fn without_pass_keys_instances_on_one_redis_share_a_key_and_put_it_back() 
     // The store forgets the key (a restart without persistence): it is put back, the same,
     // so an instance started later signs as these two do.
     let mut conn = redis.conn().await;
-    let kept: String = ::redis::cmd("GET")
-        .arg("wr:passkey")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let kept = shared_keys(&mut conn).await;
+    assert_eq!(kept.len(), 1, "one key, no rotation due");
     let _: i64 = ::redis::cmd("DEL")
-        .arg("wr:passkey")
+        .arg("wr:passkeys")
         .query_async(&mut conn)
         .await
         .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let now: Option<String> = ::redis::cmd("GET")
-            .arg("wr:passkey")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        if let Some(now) = now {
+        let now = shared_keys(&mut conn).await;
+        if !now.is_empty() {
             assert_eq!(now, kept, "the same key is put back");
             break;
         }
@@ -76,6 +69,17 @@ async fn without_pass_keys_instances_on_one_redis_share_a_key_and_put_it_back() 
         StatusCode::NO_CONTENT,
         "the later instance agrees"
     );
+}
+
+/// The shared pass keys Redis holds.
+async fn shared_keys(conn: &mut ::redis::aio::MultiplexedConnection) -> Vec<String> {
+    ::redis::cmd("ZRANGE")
+        .arg("wr:passkeys")
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await
+        .unwrap()
 }
 
 /// One place per Idempotency-Key, one join per challenge and a pass that opens both gates,
@@ -137,4 +141,53 @@ async fn one_place_one_join_one_pass_across(a: &ServerProcess, b: &ServerProcess
         a.order("x", "hold-1", Some(pass)).await.status(),
         StatusCode::CREATED
     );
+}
+
+/// The kid a pass names (`v1:<kid>:…`).
+fn kid_of(pass: &str) -> String {
+    pass.split(':').nth(1).unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_shared_key_rotates_and_the_old_one_verifies_while_its_passes_live() {
+    let redis = RedisServer::start().await;
+    let env = [("PASS_KEY_ROTATION", "2s")];
+    let a = ServerProcess::start(&redis.url(), 5, &env).await;
+    let b = ServerProcess::start(&redis.url(), 5, &env).await;
+    a.open("rot").await;
+    let check = |api: &ServerProcess, pass: String| {
+        api.client
+            .get(api.url(&routes::show(routes::PASS_CHECK, "rot")))
+            .header(ADMISSION_HEADER, pass)
+            .send()
+    };
+    let admitted_pass = || async {
+        let fan = ticket_id(&a.join_ok("rot").await);
+        let t = a.wait_admitted("rot", &fan, Duration::from_secs(4)).await;
+        t["pass"].as_str().unwrap().to_owned()
+    };
+    let first = admitted_pass().await;
+    // A new key signs once every instance has had time to read it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let later = loop {
+        let p = admitted_pass().await;
+        if kid_of(&p) != kid_of(&first) {
+            break p;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the key never rotated"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    for api in [&a, &b] {
+        assert_eq!(
+            check(api, first.clone()).await.unwrap().status(),
+            StatusCode::NO_CONTENT
+        );
+        assert_eq!(
+            check(api, later.clone()).await.unwrap().status(),
+            StatusCode::NO_CONTENT
+        );
+    }
 }
