@@ -44,16 +44,19 @@ local function is_open() return redis.call('HGET', META, 'open') == '1' end
 -- the admitter serves it; meta `phase` names paused, closed and ended.
 local PHASE_CODE = {paused = 2, closed = 3, ended = 4}
 local PHASE_NAME = {[0] = 'pending', 'open', 'paused', 'closed', 'ended'}
-local function phase()
-  local m = redis.call('HMGET', META, 'open', 'phase')
-  if m[1] == '1' then return 1 end
-  return PHASE_CODE[m[2] or ''] or 0
+-- The phase and the seats for sale (meta `stock`; 0: none set), in one read.
+local function sale()
+  local m = redis.call('HMGET', META, 'open', 'phase', 'stock')
+  local ph = (m[1] == '1') and 1 or (PHASE_CODE[m[2] or ''] or 0)
+  return ph, tonumber(m[3] or '0')
 end
--- Seats for sale (meta `stock`; 0: none set), and those left once orders took theirs
--- (-1: no stock).
-local function stock() return tonumber(redis.call('HGET', META, 'stock') or '0') end
-local function stock_left()
-  local st = stock()
+local function phase() return (sale()) end
+local function stock()
+  local _, st = sale()
+  return st
+end
+-- The seats left once orders took theirs (-1: no stock).
+local function seats_left(st)
   if st == 0 then return -1 end
   return math.max(st - redis.call('HLEN', HOLDS), 0)
 end
@@ -133,9 +136,10 @@ end
 local function pace_reply()
   local mean, var, full = pace()
   local change = announced_change() or {-1, 0}
+  local ph, st = sale()
   return {rate(), math.floor(mean * 1000 + 0.5), math.floor(math.sqrt(var) * 1000 + 0.5),
-    phase(), full and 1 or 0, change[1], change[2],
-    tonumber(redis.call('GET', TICK) or '-1'), stock_left()}
+    ph, full and 1 or 0, change[1], change[2],
+    tonumber(redis.call('GET', TICK) or '-1'), seats_left(st)}
 end
 -- Appends the pace to a reply.
 local function with_pace(reply)

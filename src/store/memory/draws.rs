@@ -147,7 +147,7 @@ impl Draws for MemoryStore {
             .iter()
             .map(|&a| if a <= n { p.place(a) } else { a })
             .collect();
-        s.open = true;
+        s.phase = crate::model::Phase::Open;
         s.version += 1;
         s.record(AuditRecord {
             fence,
@@ -204,7 +204,7 @@ fn check_schedule(show: &ShowId, s: &Show, schedule: &Schedule) -> Result<()> {
     let refused = if schedule.opens_at_ms.is_some() {
         if closed {
             Some(Refused::Closed)
-        } else if d.is_none() && s.open {
+        } else if d.is_none() && s.is_open() {
             Some(Refused::Open)
         } else if d.is_none() && s.seq > 0 {
             Some(Refused::Joined)

@@ -97,7 +97,7 @@ impl Queue for MemoryStore {
         let now = self.now_ms();
         let ttl_ms = self.settings.admission_ttl.as_millis() as u64;
         let mut inner = self.lock();
-        let Some(s) = inner.shows.get_mut(show).filter(|s| s.open) else {
+        let Some(s) = inner.shows.get_mut(show).filter(|s| s.is_open()) else {
             return Ok(AdmitOutcome::NotServed);
         };
         if fence < s.fence {

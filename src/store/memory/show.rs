@@ -16,11 +16,8 @@ use crate::store::{
 /// One show an operator made. This store never loses state, so a show is never lost here.
 pub(super) struct Show {
     pub(super) epoch: u64,
-    /// The admitter serves it.
-    pub(super) open: bool,
-    /// While not open: paused, closed or ended (as meta `phase` in Redis); `None`: not
-    /// opened yet.
-    pub(super) halted: Option<Phase>,
+    /// Where the on-sale stands; the admitter serves it while `Open`.
+    pub(super) phase: Phase,
     /// Why it ended, when the operator said.
     pub(super) end_reason: Option<EndReason>,
     /// Seats for sale.
@@ -102,8 +99,7 @@ impl Show {
     pub(super) fn new() -> Show {
         Show {
             epoch: new_epoch(),
-            open: false,
-            halted: None,
+            phase: Phase::Pending,
             end_reason: None,
             stock: None,
             seq: 0,
@@ -210,11 +206,12 @@ impl Show {
 
     /// Where the on-sale stands, as `phase()` in `prelude.lua`.
     pub(super) fn on_sale(&self) -> Phase {
-        if self.open {
-            Phase::Open
-        } else {
-            self.halted.unwrap_or(Phase::Pending)
-        }
+        self.phase
+    }
+
+    /// The admitter serves it.
+    pub(super) fn is_open(&self) -> bool {
+        self.phase == Phase::Open
     }
 
     /// Seats still for sale, with a stock.
@@ -233,11 +230,10 @@ impl Show {
         settings: &StoreSettings,
         now_ms: u64,
     ) -> Option<ShowEvent> {
-        if !self.open && self.halted == Some(phase) && self.end_reason == reason {
+        if self.phase == phase && self.end_reason == reason {
             return None;
         }
-        self.open = false;
-        self.halted = Some(phase);
+        self.phase = phase;
         self.end_reason = reason;
         self.record(AuditRecord {
             phase: Some(phase),
@@ -298,7 +294,7 @@ impl Show {
     pub(super) fn meta(&self) -> ShowMeta {
         ShowMeta {
             epoch: self.epoch,
-            open: self.open,
+            open: self.is_open(),
             lost: false,
         }
     }
@@ -385,7 +381,7 @@ impl Show {
             rate: pace.rate,
             flow_milli: pace.flow_milli,
             spread_milli: pace.spread_milli,
-            open: self.open,
+            open: self.is_open(),
             phase: pace.phase,
             reason: pace.reason,
             stock_left: pace.stock_left,

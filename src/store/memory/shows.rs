@@ -14,11 +14,10 @@ impl MemoryStore {
     /// Opens `s` (resuming it from a pause, a close or its end); the event to publish when
     /// that changed its pace.
     fn set_open(&self, show: &ShowId, s: &mut Show) -> Option<ShowEvent> {
-        if s.open {
+        if s.is_open() {
             return None;
         }
-        s.open = true;
-        s.halted = None;
+        s.phase = Phase::Open;
         s.end_reason = None;
         s.record(AuditRecord {
             phase: Some(Phase::Open),
@@ -171,7 +170,7 @@ impl Shows for MemoryStore {
         let mut shows: Vec<_> = inner
             .shows
             .iter()
-            .filter(|(_, s)| s.open)
+            .filter(|(_, s)| s.is_open())
             .map(|(id, _)| id.clone())
             .collect();
         shows.sort();
@@ -200,7 +199,7 @@ impl Shows for MemoryStore {
             released_untaken: s.released,
             effective_admit_per_second: s.rate(&self.settings),
             show_id: show.to_string(),
-            open: s.open,
+            open: s.is_open(),
             phase: pace.phase,
             reason: pace.reason,
             stock: s.stock,
