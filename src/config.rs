@@ -124,6 +124,20 @@ pub struct Config {
     /// Open a show `demo` with simulated fans already queued and a slow rate.
     #[arg(long, env = "DEMO")]
     pub demo: bool,
+
+    /// Gateway mode: the shop's origin (`http://shop:8000`, http only). Every request that
+    /// is not the waiting room's own (and `/`) goes on to it.
+    #[arg(long, env = "UPSTREAM_URL")]
+    pub upstream_url: Option<String>,
+
+    /// With `UPSTREAM_URL`: path prefixes only an admitted fan of that show reaches
+    /// (`/checkout=show-42,/api/buy=show-42`); anyone else is sent to queue (303).
+    #[arg(long, env = "PROTECT", requires = "upstream_url")]
+    pub protect: Option<String>,
+
+    /// How long the origin may take to answer a request's head (504 beyond it).
+    #[arg(long, env = "UPSTREAM_TIMEOUT", default_value = "30s", value_parser = parse_ttl)]
+    pub upstream_timeout: Duration,
 }
 
 fn parse_rotation(s: &str) -> Result<Duration, String> {
@@ -185,6 +199,9 @@ impl Config {
             push_front: crate::hub::DEFAULT_PUSH_FRONT,
             public_url: None,
             demo: false,
+            upstream_url: None,
+            protect: None,
+            upstream_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -26,6 +26,34 @@ pub struct Metrics {
     admitter_errors: Counter,
     store_up: Gauge,
     store_errors: Family<Labels, Counter>,
+    pass_checks: Family<Labels, Counter>,
+    redemptions: Family<Labels, Counter>,
+    gateway: Family<Labels, Counter>,
+}
+
+/// What `GET …/pass` answered.
+#[derive(Clone, Copy, Debug)]
+pub enum PassCheck {
+    /// A running, unspent admission (204).
+    Valid,
+    /// Refused (403): no valid pass, or its admission spent, released or of another epoch.
+    Refused,
+    /// The signature and expiry held but the store could not be asked whether the admission
+    /// is unspent (204 all the same).
+    Unverified,
+}
+
+impl PassCheck {
+    const ALL: [PassCheck; 3] = [PassCheck::Valid, PassCheck::Refused, PassCheck::Unverified];
+
+    fn label(self) -> Labels {
+        let name = match self {
+            PassCheck::Valid => "valid",
+            PassCheck::Refused => "refused",
+            PassCheck::Unverified => "unverified",
+        };
+        vec![("outcome", name.to_owned())]
+    }
 }
 
 /// The transports a fan can follow a ticket over.
@@ -152,12 +180,36 @@ impl Default for Metrics {
             "Store calls that failed, by the part of this instance that made them",
             store_errors.clone(),
         );
+        let pass_checks = Family::<Labels, Counter>::default();
+        registry.register(
+            "pass_checks",
+            "Answers of GET .../pass (an edge's auth_request): valid, refused, or unverified (the store was unreachable; the signature alone let it through)",
+            pass_checks.clone(),
+        );
+        let redemptions = Family::<Labels, Counter>::default();
+        registry.register(
+            "redemptions",
+            "Admissions spent by a checkout outside (POST .../redeem), per show",
+            redemptions.clone(),
+        );
+        let gateway = Family::<Labels, Counter>::default();
+        registry.register(
+            "gateway_requests",
+            "Gateway mode: requests sent on to the origin (proxied), sent to queue (queued), or failed to reach it (unreachable)",
+            gateway.clone(),
+        );
         // Every series from the start at 0: a rate over a series that appears only with the
         // first error shows nothing until then, and misses that first error.
         for caller in StoreCaller::ALL {
             let _ = store_errors.get_or_create(&caller.label());
         }
+        for outcome in PassCheck::ALL {
+            let _ = pass_checks.get_or_create(&outcome.label());
+        }
         Metrics {
+            gateway,
+            pass_checks,
+            redemptions,
             store_up,
             store_errors,
             show_lost,
@@ -196,6 +248,28 @@ impl Metrics {
     /// This instance's admitter let `count` fans of `show` in.
     pub fn admitted(&self, show: &ShowId, count: u64) {
         self.admitted.get_or_create(&show_label(show)).inc_by(count);
+    }
+
+    /// `GET …/pass` answered `outcome`.
+    pub fn pass_check(&self, outcome: PassCheck) {
+        self.pass_checks.get_or_create(&outcome.label()).inc();
+    }
+
+    /// A checkout outside redeemed an admission of `show` through this instance.
+    pub fn redeemed(&self, show: &ShowId) {
+        self.redemptions.get_or_create(&show_label(show)).inc();
+    }
+
+    /// A gateway request came to `outcome`.
+    pub fn gateway(&self, outcome: crate::http::GatewayOutcome) {
+        let name = match outcome {
+            crate::http::GatewayOutcome::Proxied => "proxied",
+            crate::http::GatewayOutcome::Queued => "queued",
+            crate::http::GatewayOutcome::Unreachable => "unreachable",
+        };
+        self.gateway
+            .get_or_create(&vec![("outcome", name.to_owned())])
+            .inc();
     }
 
     /// This instance handed out a ticket for `show`.

@@ -31,9 +31,13 @@ pub mod routes {
     pub const AUDIT: &str = "/orders/waiting-room/{show_id}/audit";
     /// `POST`: a join challenge (proof of work) for the show.
     pub const CHALLENGE: &str = "/orders/waiting-room/{show_id}/challenge";
-    /// `GET`: 204 when `X-Admission-Ticket` carries a valid pass of the show, else 403;
-    /// checked without the store (an edge's `auth_request`).
+    /// `GET`: 204 when `X-Admission-Ticket` carries a valid pass of the show whose
+    /// admission runs unspent, else 403 (an edge's `auth_request`).
     pub const PASS_CHECK: &str = "/orders/waiting-room/{show_id}/pass";
+    /// `POST`: a checkout outside spends the admission in `X-Admission-Ticket`, once.
+    pub const REDEEM: &str = "/orders/waiting-room/{show_id}/redeem";
+    /// The public keys that verify admission passes (a JSON Web Key Set).
+    pub const JWKS: &str = "/.well-known/jwks.json";
     /// A ticket: `GET` (poll), `DELETE` (leave).
     pub const TICKET: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}";
     pub const EVENTS: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}/events";
@@ -47,6 +51,8 @@ pub mod routes {
     pub const INDEX: &str = "/";
     pub const WAIT_PAGE: &str = "/wait/{show_id}";
     pub const WAIT_JOIN: &str = "/wait/{show_id}/join";
+    /// `POST` with the pass in `X-Admission-Ticket`: the `wr_pass` cookie gateway mode reads.
+    pub const WAIT_PASS: &str = "/wait/{show_id}/pass";
     pub const ADMIN: &str = "/admin";
     pub const ADMIN_STATS_EVENTS: &str = "/admin/stats/events";
     pub const STATIC: &str = "/static";
@@ -65,6 +71,8 @@ pub mod routes {
         (AUDIT, &["GET"]),
         (CHALLENGE, &["POST"]),
         (PASS_CHECK, &["GET"]),
+        (REDEEM, &["POST"]),
+        (JWKS, &["GET"]),
         (TICKET, &["GET", "DELETE"]),
         (EVENTS, &["GET"]),
         (WS, &["GET"]),
@@ -77,6 +85,7 @@ pub mod routes {
         (INDEX, &["GET"]),
         (WAIT_PAGE, &["GET"]),
         (WAIT_JOIN, &["POST"]),
+        (WAIT_PASS, &["POST"]),
         (ADMIN, &["GET"]),
         (ADMIN_STATS_EVENTS, &["GET"]),
     ];
@@ -102,6 +111,21 @@ pub mod routes {
 
 /// The header that carries an admission to the gate.
 pub const ADMISSION_HEADER: &str = "X-Admission-Ticket";
+
+/// The header an origin behind gateway mode answers with to end the fan's pass (value
+/// `revoke`, once its purchase is done, say); never passed on to the fan.
+pub const COMMAND_HEADER: &str = "x-waiting-room-command";
+
+/// The cookie that carries an admitted fan's pass to the paths gateway mode guards.
+pub const PASS_COOKIE: &str = "wr_pass";
+
+/// How long an edge may keep `GET /.well-known/jwks.json` (its `Cache-Control: max-age`): a
+/// shared key is published at least this long before it signs.
+pub const JWKS_MAX_AGE_SECONDS: u64 = 300;
+
+/// The header `GET …/pass` adds when the store could not be asked whether the admission is
+/// unspent (value `signature`: the signature and expiry alone let it through).
+pub const CHECKED_HEADER: &str = "x-admission-checked";
 
 /// The header a join carries its proof of work in: `<challenge>:<nonce>`.
 pub const JOIN_PROOF_HEADER: &str = "X-Join-Proof";

@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::listener::{self, ConnectionLimits};
-use crate::http::{AppState, StreamLimits};
+use crate::http::{AppState, Gateway, StreamLimits};
 use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::pass::{CHALLENGE_TTL_SECONDS, Keyring};
@@ -129,6 +129,18 @@ impl Application {
         let listener = TcpListener::bind(config.bind)
             .await
             .with_context(|| format!("cannot listen on {}", config.bind))?;
+        let gateway = match &config.upstream_url {
+            Some(url) => {
+                let g = Gateway::new(
+                    url,
+                    config.protect.as_deref().unwrap_or(""),
+                    config.upstream_timeout,
+                )?;
+                tracing::info!(upstream = %url, "gateway mode: other requests go on to the origin");
+                Some(Arc::new(g))
+            }
+            None => None,
+        };
         let state = AppState {
             watchdog: Watchdog::new(store.clone(), hub.clone(), metrics.clone()),
             hub,
@@ -142,6 +154,7 @@ impl Application {
             token_guesses: Default::default(),
             public_origin: config.public_url.clone(),
             passes,
+            gateway,
         };
         let limits = ConnectionLimits {
             header_timeout: config.header_timeout,
@@ -235,11 +248,16 @@ fn key_schedule(config: &Config) -> KeySchedule {
             .admission_ttl
             .max(Duration::from_secs(CHALLENGE_TTL_SECONDS))
             + Duration::from_secs(60),
-        settle: read * 3,
+        // Every instance has read a new key three times, and an edge caching the JWKS as
+        // long as it may has fetched it, before the key signs (a rotation every few seconds,
+        // as tests run it, shortens the second).
+        settle: read * 3
+            + Duration::from_secs(crate::protocol::JWKS_MAX_AGE_SECONDS).min(every / 8),
+        read_every: read,
     }
 }
 
-/// Reads the shared pass keys every `settle / 3`: rotates them when due (whichever instance
+/// Reads the shared pass keys every `read_every`: rotates them when due (whichever instance
 /// asks first adds the new key), puts this instance's key back should the store have
 /// forgotten them all (a restart without persistence), and puts what the store holds in
 /// force here.
@@ -252,7 +270,7 @@ async fn follow_pass_keys(
 ) {
     loop {
         tokio::select! {
-            () = tokio::time::sleep(schedule.settle / 3) => {}
+            () = tokio::time::sleep(schedule.read_every) => {}
             () = stop.cancelled() => return,
         }
         let ours = keys.split(',').next().unwrap_or_default().to_owned();

@@ -268,6 +268,7 @@
     deadline = Date.now() + (view.expiresInSeconds || 0) * 1000;
     // The signed pass, when the server sent one, is what the checkout presents.
     if (record && view.pass) { record.pass = view.pass; save(); }
+    if (view.pass && root.dataset.return) { goBack(view.pass); return; }
     startCountdown();
     if (!wasAdmitted) {
       document.title = `It's your turn · ${show}`;
@@ -275,6 +276,25 @@
       if (!els.holdId.value) els.holdId.value = `hold-${Math.random().toString(36).slice(2, 8)}`;
       els.email.focus({ preventScroll: true });
     }
+  }
+
+  // Gateway mode: the fan was sent here from a guarded path of the shop. Its pass becomes the
+  // cookie the gateway reads (HttpOnly: only the server can set it), then the fan goes back.
+  let goingBack = false;
+  async function goBack(pass) {
+    if (goingBack) return;
+    goingBack = true;
+    announce('It\'s your turn. Taking you back to the shop…', true);
+    try {
+      const r = await fetch(root.dataset.routeKeepPass.replace('{show_id}', encodeURIComponent(show)), {
+        method: 'POST',
+        headers: { [root.dataset.admissionHeader]: pass },
+        credentials: 'same-origin',
+      });
+      if (r.ok) { location.assign(root.dataset.return); return; }
+    } catch (e) { /* shown below: the order form stays */ }
+    goingBack = false;
+    startCountdown();
   }
 
   function startCountdown() {

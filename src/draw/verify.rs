@@ -58,7 +58,8 @@ fn violation<T>(what: String) -> Result<T, Violation> {
 /// the digest and key follow from what was revealed, the audit holds one draw of that many
 /// participants, every tick admits at most its rate, at most one tick a second, in queue
 /// order (drawn order for the pre-queue, arrival order after), nobody twice; every order came
-/// with an admission of this show (or while the gate was lifted), no admission bought twice,
+/// with an admission of this show (or while the gate was lifted), no admission spent twice
+/// (by orders or redemptions),
 /// and never more orders than the stock in force.
 pub fn verify(
     draw: Option<&DrawView>,
@@ -134,6 +135,22 @@ pub fn verify(
                     ));
                 }
             }
+            AuditKind::Redeem => match r.arrival {
+                Some(a) if a > 0 && let_in.contains(&a) => {
+                    if !bought.insert(a) {
+                        return violation(format!(
+                            "record {}: arrival {a}'s admission spent twice",
+                            r.id
+                        ));
+                    }
+                }
+                _ => {
+                    return violation(format!(
+                        "record {}: a redemption of an admission never given",
+                        r.id
+                    ));
+                }
+            },
             AuditKind::Draw => {
                 draws += 1;
                 let Some((d, p)) = draw.zip(permutation.as_ref()) else {
@@ -340,6 +357,31 @@ mod tests {
         bad = sale.to_vec();
         bad[0] = stock("s", 1);
         assert!(refused(&bad).contains("order 2 of a stock of 1"));
+    }
+
+    #[test]
+    fn a_redemption_spends_an_admission_given_once() {
+        let redeem = |id: &str, arrival| AuditRecord {
+            id: id.into(),
+            arrival: Some(arrival),
+            ..AuditRecord::new(AuditKind::Redeem, 0)
+        };
+        let sale = [
+            phase("p", Phase::Open),
+            tick("t1", 1, 2, &[[1, 2]]),
+            redeem("r1", 1),
+            order("o2", 2),
+        ];
+        assert_eq!(verify(None, &sale, None).unwrap().orders, 1);
+        let mut bad = sale.to_vec();
+        bad[3] = order("o2", 1);
+        assert!(refused(&bad).contains("bought twice"));
+        bad = sale.to_vec();
+        bad[3] = redeem("r2", 1);
+        assert!(refused(&bad).contains("spent twice"));
+        bad = sale.to_vec();
+        bad[2] = redeem("r1", 9);
+        assert!(refused(&bad).contains("never given"));
     }
 
     #[test]

@@ -30,9 +30,13 @@ pub async fn join(
     let (joined, replayed) = state.join(client.ip(), &headers, &show).await?;
     let mut view = joined.status.state.view(joined.ticket, &joined.status.pace);
     // A replayed key may answer a ticket admitted since.
-    state
-        .passes
-        .attach(&mut view, &show, joined.status.state, wall_ms());
+    state.passes.attach(
+        &mut view,
+        &show,
+        joined.status.epoch,
+        joined.status.state,
+        wall_ms(),
+    );
     // The waiting page's first paint shows this ticket's place after a reload.
     let cookie = set_ticket_cookie(&state, &show, Some(joined.ticket));
     // The same Idempotency-Key again: the same ticket, said so (200, not a new 202).
@@ -64,7 +68,7 @@ pub async fn status(
     let mut view = status.state.view(id, &status.pace);
     state
         .passes
-        .attach(&mut view, &show, status.state, wall_ms());
+        .attach(&mut view, &show, status.epoch, status.state, wall_ms());
     let code = if view.status == TicketStatus::Unknown {
         StatusCode::NOT_FOUND
     } else {

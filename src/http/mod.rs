@@ -3,6 +3,7 @@
 mod admin;
 mod draw;
 mod fan;
+mod gateway;
 mod handover;
 mod health;
 mod limits;
@@ -38,6 +39,7 @@ use crate::protocol::{ErrorBody, JOIN_PROOF_HEADER, routes};
 use crate::store::{Joined, QueueStore};
 use crate::watchdog::Watchdog;
 
+pub use gateway::{Gateway, GatewayError, GatewayOutcome};
 pub use limits::{StreamGuard, StreamLimits, TokenGuesses};
 pub use origin::Origin;
 
@@ -68,12 +70,19 @@ pub struct AppState {
     pub passes: Arc<Keyring>,
     /// Wrong operator tokens per client address block: guessing is slowed to a crawl.
     pub token_guesses: TokenGuesses,
+    /// Gateway mode (`UPSTREAM_URL`): the origin every other request goes on to.
+    pub gateway: Option<Arc<Gateway>>,
 }
 
 impl AppState {
+    /// Whether fans reach this server over https (`PUBLIC_URL`): cookies are `Secure`.
+    pub(crate) fn public_https(&self) -> bool {
+        self.public_origin.as_ref().is_some_and(Origin::is_https)
+    }
+
     /// The client's address: the peer, or what our trusted proxies say it was. Entries left
     /// of the ones our proxies wrote are the client's own words and are never trusted.
-    fn client_ip(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+    pub(crate) fn client_ip(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
         if self.trusted_proxy_hops == 0 {
             return peer;
         }
@@ -192,7 +201,8 @@ pub fn router(state: AppState) -> Router {
     // The gate's signature check runs before the handler; a plain ticket id (or none) goes
     // on to the store's check, as the seed's clients send it.
     let gate = RequireAdmission::new(state.passes.clone());
-    Router::new()
+    let gateway = state.gateway.is_some();
+    let router = Router::new()
         .route(routes::SHOW, put(operator::create).delete(operator::delete))
         .route(routes::OPEN, post(operator::open))
         .route(routes::PAUSE, post(operator::pause))
@@ -208,6 +218,8 @@ pub fn router(state: AppState) -> Router {
             routes::PASS_CHECK,
             get(orders::check_pass).layer(gate.clone()),
         )
+        .route(routes::REDEEM, post(orders::redeem))
+        .route(routes::JWKS, get(orders::jwks))
         .route(routes::TICKET, get(fan::status).delete(fan::leave))
         .route(routes::EVENTS, get(sse::events))
         .route(routes::WS, get(ws::upgrade))
@@ -220,13 +232,22 @@ pub fn router(state: AppState) -> Router {
         .route(routes::READYZ, get(health::readyz))
         .route(routes::METRICS, get(health::metrics))
         .route(routes::OPENAPI, get(openapi::document))
-        .route(routes::INDEX, get(page::index))
         .route(routes::WAIT_PAGE, get(page::wait))
         .route(routes::WAIT_JOIN, post(page::join))
+        .route(routes::WAIT_PASS, post(page::keep_pass))
         .route(routes::ADMIN, get(admin::console))
         .route(routes::ADMIN_STATS_EVENTS, get(admin::stats_events))
-        .nest_service(routes::STATIC, page::static_files())
-        .fallback(not_found)
+        .nest_service(routes::STATIC, page::static_files());
+    // In gateway mode the shop's own home page is the origin's, and every path the waiting
+    // room does not serve goes there.
+    let router = if gateway {
+        router.fallback(gateway::proxy)
+    } else {
+        router
+            .route(routes::INDEX, get(page::index))
+            .fallback(not_found)
+    };
+    router
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(TraceLayer::new_for_http())
@@ -384,6 +405,7 @@ mod tests {
             token_guesses: TokenGuesses::default(),
             public_origin: None,
             passes: Arc::new(Keyring::generate()),
+            gateway: None,
         }
     }
 

@@ -3,15 +3,17 @@
 use axum::Extension;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{AppJson, AppPath, AppState};
+use crate::clock::wall_ms;
 use crate::error::AppError;
-use crate::model::{Order, OrderRequest};
-use crate::pass::{Admission, PassError};
-use crate::protocol::routes;
-use crate::store::OrderOutcome;
+use crate::metrics::PassCheck;
+use crate::model::{Order, OrderRequest, Redemption};
+use crate::pass::{Admission, PassError, looks_like_pass};
+use crate::protocol::{CHECKED_HEADER, JWKS_MAX_AGE_SECONDS, routes};
+use crate::store::{OrderOutcome, Redeemed, StoreError};
 
 pub use crate::protocol::ADMISSION_HEADER;
 
@@ -63,7 +65,9 @@ pub async fn place(
         OrderOutcome::Repeated(order) => Ok((StatusCode::OK, Json(order)).into_response()),
         // Neither message shows anything of the other order.
         OrderOutcome::Conflict("admission") => Err(AppError::Conflict(
-            "this admission has already placed its order; one admission buys once".into(),
+            "this admission was already spent (an order placed with it, or redeemed); one \
+             admission buys once"
+                .into(),
         )),
         OrderOutcome::Conflict("sold out") => Err(AppError::Conflict(format!(
             "{show} is sold out: every seat of its stock has an order"
@@ -95,19 +99,117 @@ pub async fn get(
         .ok_or_else(not_found)
 }
 
-/// `GET …/{showId}/pass`: 204 when `X-Admission-Ticket` carries a valid, running pass of
-/// this show, 403 otherwise. The [`RequireAdmission`](crate::pass::RequireAdmission) layer
-/// checks the signature and expiry; nothing asks the store, so an edge (nginx
-/// `auth_request`) can ask it on every request, and it answers while the store is down.
+/// `GET …/{showId}/pass`: 204 when `X-Admission-Ticket` carries a valid pass of this show
+/// whose admission still runs unspent, 403 otherwise. The
+/// [`RequireAdmission`](crate::pass::RequireAdmission) layer checks the signature and expiry;
+/// then one store read says whether the admission was spent (an order, a redemption),
+/// released, or belongs to a show made anew. While the store cannot answer, the signature
+/// alone decides (204, with `X-Admission-Checked: signature`, counted by the
+/// `pass_checks{outcome="unverified"}` metric): an edge (nginx `auth_request`) keeps letting
+/// admitted fans through, and a spent pass that slips by is refused by the checkout's own
+/// redemption, which does need the store.
 pub async fn check_pass(
+    State(state): State<AppState>,
     AppPath(show): AppPath<String>,
     Extension(admission): Extension<Admission>,
-) -> Result<StatusCode, AppError> {
+) -> Result<Response, AppError> {
     let show = super::show_id(&show)?;
+    let refused = |why: String| {
+        state.metrics.pass_check(PassCheck::Refused);
+        Err(AppError::Forbidden(why))
+    };
     if admission.show != show {
-        return Err(AppError::Forbidden(
-            PassError::OtherShow(admission.show.to_string()).to_string(),
-        ));
+        return refused(PassError::OtherShow(admission.show.to_string()).to_string());
     }
-    Ok(StatusCode::NO_CONTENT)
+    match state.store.is_admitted(&show, admission.ticket).await {
+        Ok(true) => {
+            state.metrics.pass_check(PassCheck::Valid);
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+        Ok(false) | Err(StoreError::NoSuchShow(_)) => refused(SPENT.into()),
+        Err(e) => {
+            tracing::warn!(%show, error = %e, "pass checked by its signature alone: the store did not answer");
+            state.metrics.pass_check(PassCheck::Unverified);
+            Ok((
+                StatusCode::NO_CONTENT,
+                [(HeaderName::from_static(CHECKED_HEADER), "signature")],
+            )
+                .into_response())
+        }
+    }
+}
+
+/// Why an admission a valid pass names no longer lets anyone through.
+const SPENT: &str = "this admission no longer runs: it was spent (an order or a redemption), \
+                     released, or the show was made anew; join the queue again";
+
+/// `POST …/{showId}/redeem`: a checkout outside spends the admission `X-Admission-Ticket`
+/// names (a pass, or the ticket id): 200 with the admission the first time, on any instance;
+/// 409 every time after (and for an admission that ordered through `POST /orders`); 403 for
+/// no running admission of this show; 400 without the header.
+#[tracing::instrument(skip_all, fields(show = %show))]
+pub async fn redeem(
+    State(state): State<AppState>,
+    AppPath(show): AppPath<String>,
+    headers: HeaderMap,
+) -> Result<Json<Redemption>, AppError> {
+    let show = super::show_id(&show)?;
+    let value = headers
+        .get(ADMISSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .unwrap_or("");
+    let ticket = if looks_like_pass(value) {
+        let admission = state
+            .passes
+            .verify_pass(value, wall_ms() / 1000)
+            .map_err(|e| AppError::Forbidden(e.to_string()))?;
+        if admission.show != show {
+            return Err(AppError::Forbidden(
+                PassError::OtherShow(admission.show.to_string()).to_string(),
+            ));
+        }
+        admission.ticket
+    } else {
+        uuid::Uuid::parse_str(value).map_err(|_| {
+            AppError::BadRequest(format!(
+                "{ADMISSION_HEADER} must carry the admission pass or the ticket id"
+            ))
+        })?
+    };
+    match state.store.redeem(&show, ticket).await? {
+        Redeemed::Now { arrival, .. } => {
+            state.metrics.redeemed(&show);
+            tracing::info!(%ticket, arrival, "admission redeemed");
+            Ok(Json(Redemption {
+                show_id: show.to_string(),
+                ticket_id: ticket,
+                arrival,
+            }))
+        }
+        Redeemed::Before => Err(AppError::Conflict(
+            "this admission was already spent (redeemed, or an order placed with it); one \
+             admission buys once"
+                .into(),
+        )),
+        Redeemed::NotAdmitted => Err(AppError::Forbidden(format!(
+            "no running admission of {show} for this ticket: join {} first",
+            routes::show(routes::JOIN, show.as_str())
+        ))),
+    }
+}
+
+/// `GET /.well-known/jwks.json`: the public keys in force that verify admission passes, the
+/// signing one first. A shared key is published before it signs (see `PASS_KEY_ROTATION`),
+/// so an edge caching this document as long as `Cache-Control` says never meets a pass it
+/// cannot verify.
+pub async fn jwks(State(state): State<AppState>) -> Response {
+    (
+        [(
+            header::CACHE_CONTROL,
+            format!("public, max-age={JWKS_MAX_AGE_SECONDS}"),
+        )],
+        Json(state.passes.jwks()),
+    )
+        .into_response()
 }

@@ -131,6 +131,7 @@ mod tests {
             .view(ticket, &crate::model::Pace::at_rate(1)),
             version: position,
             expires_at: None,
+            epoch: 1,
         }
     }
 

@@ -28,6 +28,8 @@ pub struct Update {
     /// When the admission runs out, to the millisecond (the JSON rounds to seconds, and
     /// `expired` must not come before the gate starts refusing).
     pub expires_at: Option<tokio::time::Instant>,
+    /// The show's incarnation the state belongs to (an admission's pass names it).
+    pub epoch: u64,
 }
 
 impl Update {
@@ -51,7 +53,14 @@ impl Update {
             view,
             version,
             expires_at,
+            epoch: 0,
         }
+    }
+
+    /// The update, of the show's incarnation `epoch`.
+    pub(super) fn of_epoch(mut self, epoch: u64) -> Update {
+        self.epoch = epoch;
+        self
     }
 }
 
@@ -102,6 +111,7 @@ pub(super) async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
                 view: TicketState::Unknown.view(f.current.view.ticket_id, &Pace::default()),
                 version: f.current.version,
                 expires_at: None,
+                epoch: f.current.epoch,
             };
             Some((f.current.clone(), f))
         }

@@ -198,7 +198,8 @@ impl Hub {
                                 TicketState::Unknown
                             };
                             let update =
-                                Update::new(fan.ticket, state, &status.pace, status.version);
+                                Update::new(fan.ticket, state, &status.pace, status.version)
+                                    .of_epoch(status.epoch);
                             let _ = fan.tx.send(update);
                             return;
                         }
@@ -321,7 +322,8 @@ impl Hub {
         shutdown: CancellationToken,
     ) -> Result<impl Stream<Item = Update> + Send + 'static> {
         let status = self.inner.store.status(show, ticket).await?;
-        let first = Update::new(ticket, status.state, &status.pace, status.version);
+        let first =
+            Update::new(ticket, status.state, &status.pace, status.version).of_epoch(status.epoch);
         let (rx, guard) = match status {
             Status {
                 state: TicketState::Waiting { .. } | TicketState::PreQueue { .. },
@@ -357,7 +359,7 @@ impl Hub {
                     let state = TicketState::Admitted {
                         expires_in_ms: left.as_millis() as u64,
                     };
-                    keys.attach(&mut update.view, &show, state, wall_ms());
+                    keys.attach(&mut update.view, &show, update.epoch, state, wall_ms());
                 }
                 update
             })

@@ -191,7 +191,7 @@ impl ShowFans {
                 }
             };
             fan.from_version = m.version;
-            let update = Update::new(fan.ticket, state, &m.pace, m.version);
+            let update = Update::new(fan.ticket, state, &m.pace, m.version).of_epoch(m.epoch);
             // Told it no longer waits (unknown, or the on-sale closed or ended): let go.
             let waits = update.event == EventName::Waiting;
             if !waits {

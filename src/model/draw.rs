@@ -85,7 +85,7 @@ pub struct AuditRecord {
     pub participants: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub participants_digest: Option<String>,
-    /// Orders: the buyer's arrival number, never more of the buyer (0: the order came with
+    /// Orders and redemptions: the buyer's arrival number, never more of the buyer (0: the order came with
     /// no admission, while the gate was lifted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival: Option<u64>,
@@ -132,6 +132,8 @@ pub enum AuditKind {
     Phase,
     /// The operator set the seats for sale.
     Stock,
+    /// An admission spent by a checkout outside (`POST …/redeem`), by its arrival number.
+    Redeem,
 }
 
 /// Arrival numbers, in admission order, as inclusive ranges of consecutive numbers.

@@ -73,6 +73,16 @@ fn plausible_email(s: &str) -> bool {
         && !domain.ends_with('.')
 }
 
+/// An admission a checkout outside spent (`POST …/redeem`): whose, and its place in line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Redemption {
+    pub show_id: String,
+    pub ticket_id: Uuid,
+    /// The fan's arrival number (as the public audit names it).
+    pub arrival: u64,
+}
+
 /// A placed order, as stored and as answered.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -1,5 +1,9 @@
 //! The keyring of signed passes and join challenges: `PASS_KEYS`, the first key signs, every
 //! key verifies, so keys rotate without a cut.
+//!
+//! Each key is a secret of at least 32 bytes. Join challenges are MACed with it (HMAC-SHA256:
+//! only instances check them); admission passes are JWTs signed with an Ed25519 key derived
+//! from it, so an edge holds only the public half (`GET /.well-known/jwks.json`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -14,17 +18,68 @@ type HmacSha256 = Hmac<Sha256>;
 /// The shortest secret a key may have: HMAC-SHA256's own block of security.
 pub const MIN_SECRET_BYTES: usize = 32;
 
-/// One key: its id (named in every pass it signs) and its secret.
+/// What the Ed25519 key derived from a secret is derived under: changing it changes every
+/// public key.
+const ED25519_DERIVATION: &[u8] = b"waiting-room admission pass signing key (Ed25519) v1";
+
+/// One key: its id (named in every pass it signs), its secret, and the Ed25519 key pair
+/// derived from the secret that signs passes.
 #[derive(Clone)]
 pub struct PassKey {
     kid: String,
     secret: Vec<u8>,
+    signer: std::sync::Arc<SigningPair>,
+}
+
+/// The Ed25519 pair a secret derives, as the JWT crate takes it, and the public key as a JWK
+/// spells it (`x`: base64url of its 32 bytes).
+pub(crate) struct SigningPair {
+    pub(crate) encoding: jsonwebtoken::EncodingKey,
+    pub(crate) decoding: jsonwebtoken::DecodingKey,
+    pub(crate) x: String,
+}
+
+impl SigningPair {
+    /// The pair `secret` derives: its seed is HMAC-SHA256(secret, [`ED25519_DERIVATION`]), so
+    /// every instance holding the secret signs with the same key and nothing more is shared.
+    fn derive(secret: &[u8]) -> SigningPair {
+        use ed25519_dalek::pkcs8::EncodePrivateKey;
+        let mut mac =
+            <HmacSha256 as KeyInit>::new_from_slice(secret).expect("HMAC takes any key length");
+        mac.update(ED25519_DERIVATION);
+        let seed: [u8; 32] = mac.finalize().into_bytes().into();
+        let signing = ed25519_dalek::SigningKey::from_bytes(&seed);
+        let der = signing
+            .to_pkcs8_der()
+            .expect("an Ed25519 key always encodes as PKCS#8");
+        let x = URL_SAFE_NO_PAD.encode(signing.verifying_key().to_bytes());
+        SigningPair {
+            encoding: jsonwebtoken::EncodingKey::from_ed_der(der.as_bytes()),
+            decoding: jsonwebtoken::DecodingKey::from_ed_components(&x)
+                .expect("a public key of 32 bytes in base64url"),
+            x,
+        }
+    }
 }
 
 impl PassKey {
     /// The key's id: 1 to 32 characters of `A-Z a-z 0-9 _ -`.
     pub fn kid(&self) -> &str {
         &self.kid
+    }
+
+    /// The Ed25519 pair that signs this key's passes.
+    pub(crate) fn signer(&self) -> &SigningPair {
+        &self.signer
+    }
+
+    fn new(kid: String, secret: Vec<u8>) -> PassKey {
+        let signer = std::sync::Arc::new(SigningPair::derive(&secret));
+        PassKey {
+            kid,
+            secret,
+            signer,
+        }
     }
 
     fn mac(&self) -> HmacSha256 {
@@ -110,10 +165,7 @@ impl FromStr for Keyring {
             if keys.iter().any(|k| k.kid == kid) {
                 return Err(KeyringError::Duplicate(kid.to_owned()));
             }
-            keys.push(PassKey {
-                kid: kid.to_owned(),
-                secret,
-            });
+            keys.push(PassKey::new(kid.to_owned(), secret));
         }
         if keys.is_empty() {
             return Err(KeyringError::Empty);
@@ -136,11 +188,7 @@ impl Keyring {
     /// passes verify on this instance only.
     pub fn generate() -> Keyring {
         let secret: [u8; 32] = rand::random();
-        let key = PassKey {
-            kid: "local".into(),
-            secret: secret.to_vec(),
-        };
-        Keyring::of(vec![key], true)
+        Keyring::of(vec![PassKey::new("local".into(), secret.to_vec())], true)
     }
 
     fn of(keys: Vec<PassKey>, generated: bool) -> Keyring {
@@ -194,6 +242,31 @@ impl Keyring {
     /// The key ids in force, the signing one first.
     pub fn kids(&self) -> Vec<String> {
         self.current().iter().map(|k| k.kid.clone()).collect()
+    }
+
+    /// The public keys in force as a JSON Web Key Set (RFC 7517), the signing one first: what
+    /// `GET /.well-known/jwks.json` serves and an edge verifies passes with.
+    pub fn jwks(&self) -> serde_json::Value {
+        let keys: Vec<serde_json::Value> = self
+            .current()
+            .iter()
+            .map(|k| {
+                serde_json::json!({
+                    "kty": "OKP",
+                    "crv": "Ed25519",
+                    "x": k.signer.x,
+                    "kid": k.kid,
+                    "use": "sig",
+                    "alg": "EdDSA",
+                })
+            })
+            .collect();
+        serde_json::json!({ "keys": keys })
+    }
+
+    /// The key `kid`, if it is in force.
+    pub(crate) fn key(&self, kid: &str) -> Option<PassKey> {
+        self.current().iter().find(|k| k.kid == kid).cloned()
     }
 
     /// `message` signed with `key`: base64url (no padding) of its HMAC-SHA256. The caller

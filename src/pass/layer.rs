@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use futures::future::{Either, Ready, ready};
 use tower::{Layer, Service};
 
-use super::{Admission, Keyring, PASS_PREFIX};
+use super::{Admission, Keyring, looks_like_pass};
 use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::model::ShowId;
@@ -63,12 +63,12 @@ impl RequireAdmission {
     /// What the layer decides for `header`: the admission, nothing to check, or a refusal.
     fn check(&self, header: Option<&str>) -> Result<Option<Admission>, AppError> {
         let value = header.map(str::trim).unwrap_or("");
-        if !value.starts_with(PASS_PREFIX) {
+        if !looks_like_pass(value) {
             if self.ticket_ids {
                 return Ok(None);
             }
             return Err(AppError::Forbidden(format!(
-                "{ADMISSION_HEADER} must carry an admission pass (v1:…): join the queue first"
+                "{ADMISSION_HEADER} must carry an admission pass: join the queue first"
             )));
         }
         let admission = self

@@ -19,4 +19,4 @@ pub use self::challenge::{
 };
 pub use self::keys::{Keyring, KeyringError, PassKey};
 pub use self::layer::RequireAdmission;
-pub use self::token::{Admission, PASS_PREFIX, PassError};
+pub use self::token::{Admission, PASS_ISSUER, PASS_PREFIX, PassError, looks_like_pass};

@@ -15,8 +15,11 @@ pub struct KeySchedule {
     pub rotate_every: Duration,
     /// A superseded key still verifies this long (the longest a pass or challenge lives).
     pub keep_for: Duration,
-    /// How often every instance reads the keys: a new key signs only once this old.
+    /// A new key signs only once this old: every instance has read it, and every edge has
+    /// fetched the JWKS that publishes it.
     pub settle: Duration,
+    /// How often every instance reads the keys.
+    pub read_every: Duration,
 }
 
 /// Where instances on one store agree on their pass keys.

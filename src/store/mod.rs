@@ -66,7 +66,7 @@ pub use self::keys::{KeySchedule, SharedKeys};
 pub use self::lease::AdmitterLease;
 pub use self::limits::JoinLimits;
 pub use self::memory::MemoryStore;
-pub use self::orders::{OrderBook, OrderOutcome, order_fingerprint};
+pub use self::orders::{OrderBook, OrderOutcome, Redeemed, order_fingerprint};
 pub use self::position::position;
 pub use self::queue::{AdmitOutcome, Joined, Queue, Status, Touched};
 pub use self::redis::{PubSub, RedisStore};

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::Result;
-use crate::model::{NewOrder, Order};
+use crate::model::{NewOrder, Order, ShowId};
 
 /// Orders, and the gate they pass on the way in.
 #[async_trait]
@@ -19,6 +19,21 @@ pub trait OrderBook: Send + Sync {
     async fn place_order_with_pass(&self, order: &NewOrder, ticket: Uuid) -> Result<OrderOutcome>;
     /// An order by id.
     async fn get_order(&self, id: Uuid) -> Result<Option<Order>>;
+    /// Spends the admission of `ticket` for a checkout outside, once: it must be a running
+    /// admission of the show's current epoch that neither ordered nor was redeemed. Spent,
+    /// it places no order, is handed no pass and its place goes to the next fan.
+    async fn redeem(&self, show: &ShowId, ticket: Uuid) -> Result<Redeemed>;
+}
+
+/// What a redemption did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Redeemed {
+    /// Spent now: the admission's arrival number and the show's epoch.
+    Now { arrival: u64, epoch: u64 },
+    /// Spent before, by an order or a redemption.
+    Before,
+    /// No running admission of this show's epoch.
+    NotAdmitted,
 }
 
 /// What the store did with an order.

@@ -80,6 +80,15 @@ impl Api {
         self.as_operator(Method::POST, &path).send().await.unwrap()
     }
 
+    /// `DELETE` the show, as its operator.
+    pub async fn delete_show(&self, show: &str) -> Response {
+        let path = routes::show(routes::SHOW, show);
+        self.as_operator(Method::DELETE, &path)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// Creates a show with the server's default settings, closed: fans may join and wait.
     /// The show must be new.
     pub async fn create(&self, show: &str) {
@@ -199,6 +208,27 @@ impl Api {
             req = req.header(ADMISSION_HEADER, t);
         }
         req.send().await.unwrap()
+    }
+
+    /// `POST …/redeem` with `admission` (a pass or a ticket id) in `X-Admission-Ticket`.
+    pub async fn redeem(&self, show: &str, admission: Option<&str>) -> Response {
+        let mut req = self
+            .client
+            .post(self.url(&routes::show(routes::REDEEM, show)));
+        if let Some(a) = admission {
+            req = req.header(ADMISSION_HEADER, a);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// `GET …/pass` with `pass` in `X-Admission-Ticket`.
+    pub async fn check_pass(&self, show: &str, pass: &str) -> Response {
+        self.client
+            .get(self.url(&routes::show(routes::PASS_CHECK, show)))
+            .header(ADMISSION_HEADER, pass)
+            .send()
+            .await
+            .unwrap()
     }
 
     /// Polls until the ticket is admitted, or panics after `within`.

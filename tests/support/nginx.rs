@@ -18,10 +18,26 @@ pub struct Nginx {
 impl Nginx {
     /// `deploy/nginx.conf` with `app:8080` replaced by `upstreams` (`127.0.0.1:port` each).
     pub async fn start(upstreams: &[SocketAddr]) -> Nginx {
-        let conf = std::fs::read_to_string(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/nginx.conf"),
+        Nginx::start_file("nginx.conf", upstreams, &[]).await
+    }
+
+    /// `deploy/{file}` with `app:8080` replaced by `upstreams` and each `(from, to)` of
+    /// `also` replaced.
+    pub async fn start_file(
+        file: &str,
+        upstreams: &[SocketAddr],
+        also: &[(&str, String)],
+    ) -> Nginx {
+        let mut conf = std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("deploy")
+                .join(file),
         )
-        .expect("deploy/nginx.conf");
+        .expect("a file of deploy/");
+        for (from, to) in also {
+            assert!(conf.contains(from), "{from} is not in deploy/{file}");
+            conf = conf.replace(from, to);
+        }
         let servers: String = upstreams
             .iter()
             .map(|a| format!("server {a};\n        "))

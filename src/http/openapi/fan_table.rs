@@ -85,18 +85,64 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
         (PASS_CHECK, "GET") => Op::new(
             "checkPass",
             Orders,
-            "Whether `X-Admission-Ticket` holds a valid, running pass of this show, checked \
-             without the store (an edge's `auth_request`)",
+            "Whether `X-Admission-Ticket` holds a valid pass of this show whose admission \
+             runs unspent (an edge's `auth_request`). While the store cannot be asked, the \
+             signature and expiry alone decide, and the answer says so in \
+             `X-Admission-Checked: signature`",
             &[
-                (204, Empty, "A valid pass of this show"),
+                (
+                    204,
+                    Empty,
+                    "A valid pass of a running, unspent admission of this show",
+                ),
                 (
                     403,
                     ERROR,
-                    "No pass, or forged, expired, of another show or of an unknown key",
+                    "No pass, or forged, expired, of another show or of an unknown key; or \
+                     its admission spent, released, or of a show made anew",
                 ),
             ],
         )
         .with(&[Extra::AdmissionTicket]),
+        (REDEEM, "POST") => Op::new(
+            "redeem",
+            Orders,
+            "A checkout outside spends the admission `X-Admission-Ticket` names (its pass or \
+             the ticket id), once, on any instance: spent, it places no order and gets no \
+             pass again",
+            &[
+                (
+                    200,
+                    Json("Redemption"),
+                    "Spent now: whose admission, and its arrival",
+                ),
+                (
+                    400,
+                    ERROR,
+                    "No X-Admission-Ticket, or neither a pass nor a ticket id",
+                ),
+                (
+                    403,
+                    ERROR,
+                    "A bad pass, or no running admission of this show for the ticket",
+                ),
+                NO_SHOW,
+                (
+                    409,
+                    ERROR,
+                    "Spent before: redeemed, or an order placed with it",
+                ),
+                LOST,
+            ],
+        )
+        .with(&[Extra::AdmissionTicket]),
+        (JWKS, "GET") => Op::new(
+            "jwks",
+            Orders,
+            "The public keys (JWK Set, Ed25519) that verify admission passes (JWTs, EdDSA), \
+             the signing one first; a new key is published before it signs",
+            &[(200, Document, "The key set")],
+        ),
         (TICKET, "GET") => Op::new(
             "ticket",
             Fan,

@@ -8,7 +8,7 @@ use utoipa::openapi::schema::{
 use utoipa::openapi::{Ref, RefOr, Schema};
 
 use crate::http::operator::{EndRequest, ShowConfig};
-use crate::model::{AuditPage, DrawView, Order, OrderRequest, ShowStats, TicketStatus};
+use crate::model::{AuditPage, DrawView, Order, OrderRequest, Redemption, ShowStats, TicketStatus};
 use crate::protocol::{Challenge, ErrorBody, EventName, Frame, TicketView};
 
 /// The alphabet of a show id, as [`crate::model::ShowId`] checks it.
@@ -55,6 +55,7 @@ pub fn schemas() -> Vec<(String, RefOr<Schema>)> {
     add::<EndRequest>(&mut all);
     add::<OrderRequest>(&mut all);
     add::<Order>(&mut all);
+    add::<Redemption>(&mut all);
     add::<DrawView>(&mut all);
     add::<AuditPage>(&mut all);
     add::<Challenge>(&mut all);

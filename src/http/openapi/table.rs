@@ -306,6 +306,18 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
             ],
         )
         .cookie(),
+        (WAIT_PASS, "POST") => Op::new(
+            "waitKeepPass",
+            Pages,
+            "The waiting page keeps its admitted fan's pass as the `wr_pass` cookie (HttpOnly) \
+             that gateway mode reads on the paths it guards",
+            &[
+                (204, Empty, "Kept, for as long as the pass lives"),
+                (400, ERROR, "A bad showId"),
+                (403, ERROR, "No running admission of this show in that pass"),
+            ],
+        )
+        .with(&[Extra::AdmissionTicket]),
         (ADMIN, "GET") => Op::new(
             "console",
             Pages,

@@ -12,7 +12,7 @@
 mod wait;
 
 pub(crate) use self::wait::set_ticket_cookie;
-pub use self::wait::{join, wait};
+pub use self::wait::{join, keep_pass, wait};
 
 use std::path::PathBuf;
 use std::sync::LazyLock;

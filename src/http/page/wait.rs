@@ -34,6 +34,7 @@ pub(crate) struct PageRoutes {
     idempotency_header: &'static str,
     challenge: &'static str,
     proof_header: &'static str,
+    keep_pass: &'static str,
 }
 
 impl PageRoutes {
@@ -49,6 +50,7 @@ impl PageRoutes {
             idempotency_header: crate::http::IDEMPOTENCY_KEY,
             challenge: routes::CHALLENGE,
             proof_header: crate::protocol::JOIN_PROOF_HEADER,
+            keep_pass: routes::WAIT_PASS,
         }
     }
 }
@@ -86,6 +88,9 @@ struct WaitPage {
     arrival: u64,
     draw_url: String,
     refresh_seconds: u32,
+    /// The path of this site an admitted fan is sent back to (`?return=`, where a gateway
+    /// or an edge sent it to queue), checked to be one; "" for none.
+    return_to: String,
 }
 
 /// The query of the waiting page.
@@ -93,6 +98,9 @@ struct WaitPage {
 pub struct WaitQuery {
     /// A ticket to show, for a fan without cookies or a link that carries it.
     ticket: Option<String>,
+    /// Where the fan was going when a gateway or an edge sent it to queue.
+    #[serde(rename = "return")]
+    return_to: Option<String>,
 }
 
 /// `GET /wait/{showId}`: the waiting page, showing the ticket's current state at first
@@ -119,7 +127,14 @@ pub async fn wait(
             .and_then(|t| Uuid::parse_str(t.trim()).ok())
     });
     match render_wait(&state, &show, ticket).await {
-        Ok(page) => html(StatusCode::OK, &page),
+        Ok(mut page) => {
+            // Only a path of this site (a gateway or an edge guards it).
+            page.return_to = query
+                .return_to
+                .filter(|r| crate::http::gateway::same_site_path(r))
+                .unwrap_or_default();
+            html(StatusCode::OK, &page)
+        }
         Err(e) => error_page(e),
     }
 }
@@ -160,6 +175,7 @@ async fn render_wait(
         arrival: 0,
         draw_url: routes::show(routes::DRAW, show.as_str()),
         refresh_seconds: NOSCRIPT_REFRESH_SECONDS,
+        return_to: String::new(),
     };
     let Some(ticket) = ticket else {
         return Ok(page);
@@ -247,6 +263,45 @@ pub async fn join(
         }
         Err(e) => error_page(e),
     }
+}
+
+/// `POST /wait/{showId}/pass` with an admitted fan's pass in `X-Admission-Ticket`: 204 and
+/// the `wr_pass` cookie (HttpOnly, SameSite=Lax, Secure under https) that gateway mode reads
+/// on the paths it guards, for as long as the pass lives. The page's script calls it once its
+/// fan is admitted; a page of another site cannot (the header needs a CORS preflight, which
+/// is never granted). 403 for a pass that does not let anyone in.
+pub async fn keep_pass(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    show: Result<Path<String>, PathRejection>,
+) -> Result<Response, AppError> {
+    let show = match show {
+        Ok(Path(s)) => crate::http::show_id(&s)?,
+        Err(e) => return Err(AppError::BadRequest(e.body_text())),
+    };
+    let pass = headers
+        .get(ADMISSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .unwrap_or("");
+    let admission = crate::http::gateway::admitted(&state, pass)
+        .await
+        .filter(|a| a.show == show)
+        .ok_or_else(|| {
+            AppError::Forbidden("no running admission of this show in that pass".into())
+        })?;
+    let left = admission
+        .expires_at
+        .saturating_sub(crate::clock::wall_ms() / 1000);
+    let cookie = crate::http::gateway::pass_cookie(&state, Some((pass, left)));
+    Ok((
+        StatusCode::NO_CONTENT,
+        [
+            (header::SET_COOKIE, cookie),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+    )
+        .into_response())
 }
 
 /// Why the join form without JavaScript cannot join a show that asks a proof of work.

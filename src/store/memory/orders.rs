@@ -4,8 +4,8 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::MemoryStore;
-use crate::model::{AuditKind, AuditRecord, EndReason, NewOrder, Order, Phase};
-use crate::store::{OrderBook, OrderOutcome, Result, StoreError, order_fingerprint};
+use crate::model::{AuditKind, AuditRecord, EndReason, NewOrder, Order, Phase, ShowId};
+use crate::store::{OrderBook, OrderOutcome, Redeemed, Result, StoreError, order_fingerprint};
 
 #[async_trait]
 impl OrderBook for MemoryStore {
@@ -19,6 +19,28 @@ impl OrderBook for MemoryStore {
 
     async fn get_order(&self, id: Uuid) -> Result<Option<Order>> {
         Ok(self.lock().orders.get(&id).cloned())
+    }
+
+    /// As `redeem.lua`.
+    async fn redeem(&self, show: &ShowId, ticket: Uuid) -> Result<Redeemed> {
+        let now = self.now_ms();
+        let mut inner = self.lock();
+        let s = inner.show(show)?;
+        if s.spent.contains(&ticket) {
+            return Ok(Redeemed::Before);
+        }
+        if !s.admitted_now(ticket, now) {
+            return Ok(Redeemed::NotAdmitted);
+        }
+        let arrival = s.spend(ticket, now, &self.settings);
+        s.record(AuditRecord {
+            arrival: Some(arrival),
+            ..AuditRecord::new(AuditKind::Redeem, now)
+        });
+        Ok(Redeemed::Now {
+            arrival,
+            epoch: s.epoch,
+        })
     }
 }
 
@@ -59,14 +81,7 @@ impl MemoryStore {
             let Some(ticket) = ticket.filter(|&t| s.admitted_now(t, now)) else {
                 return Ok(OrderOutcome::Forbidden);
             };
-            s.spent.insert(ticket);
-            // Done buying: the place goes to the next fan in line, and the admission is
-            // spent: the ticket answers as admitted no more (and gets no pass again).
-            s.ended(ticket, now, &self.settings);
-            s.buying.remove(&ticket);
-            s.admitted.remove(&ticket);
-            s.seen.remove(&ticket);
-            arrival = s.admitted_arrival.remove(&ticket).unwrap_or(0);
+            arrival = s.spend(ticket, now, &self.settings);
         }
         let created = Order::confirmed(order, now);
         s.holds

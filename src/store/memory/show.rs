@@ -300,6 +300,18 @@ impl Show {
     }
 
     /// Whether `ticket` holds an admission that has not run out.
+    /// Spends the admission of `ticket` (an order or a redemption): done buying, its place
+    /// goes to the next fan in line, and the ticket answers as admitted no more (and gets no
+    /// pass again). Its arrival number (0 when unknown).
+    pub(super) fn spend(&mut self, ticket: Uuid, now_ms: u64, settings: &StoreSettings) -> u64 {
+        self.spent.insert(ticket);
+        self.ended(ticket, now_ms, settings);
+        self.buying.remove(&ticket);
+        self.admitted.remove(&ticket);
+        self.seen.remove(&ticket);
+        self.admitted_arrival.remove(&ticket).unwrap_or(0)
+    }
+
     pub(super) fn admitted_now(&self, ticket: Uuid, now_ms: u64) -> bool {
         self.admitted
             .get(&ticket)

@@ -233,6 +233,7 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
         Some("order") => AuditKind::Order,
         Some("phase") => AuditKind::Phase,
         Some("stock") => AuditKind::Stock,
+        Some("redeem") => AuditKind::Redeem,
         _ => return Err(bad()),
     };
     let phase = match field("phase") {

@@ -9,10 +9,13 @@ use redis::{AsyncCommands, Script};
 use uuid::Uuid;
 
 use super::{RedisStore, ScriptArgs, show_script};
-use crate::model::{NewOrder, Order};
-use crate::store::{OrderBook, OrderOutcome, Result, StoreError, order_fingerprint, wall_ms};
+use crate::model::{NewOrder, Order, ShowId};
+use crate::store::{
+    OrderBook, OrderOutcome, Redeemed, Result, StoreError, order_fingerprint, wall_ms,
+};
 
 static ORDER: LazyLock<Script> = show_script!("order.lua");
+static REDEEM: LazyLock<Script> = show_script!("redeem.lua");
 
 /// An order's key, outside every show's slot: `GET /orders/{id}` knows no show.
 fn order_key(id: Uuid) -> String {
@@ -34,6 +37,25 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> OrderBook for RedisStore
         let json: Option<String> = conn.get(order_key(id)).await?;
         json.map(|j| serde_json::from_str(&j).map_err(|e| StoreError::Protocol(e.to_string())))
             .transpose()
+    }
+
+    async fn redeem(&self, show: &ShowId, ticket: Uuid) -> Result<Redeemed> {
+        let args = ScriptArgs {
+            ticket: Some(ticket.to_string()),
+            ..Default::default()
+        };
+        let r: Vec<String> = self.run(&REDEEM, show, args).await?;
+        match r.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            ["redeemed", arrival, epoch] => match (arrival.parse(), epoch.parse()) {
+                (Ok(arrival), Ok(epoch)) => Ok(Redeemed::Now { arrival, epoch }),
+                _ => Err(StoreError::Protocol(format!("redeem: {r:?}"))),
+            },
+            ["spent"] => Ok(Redeemed::Before),
+            ["forbidden"] => Ok(Redeemed::NotAdmitted),
+            ["-404"] => Err(StoreError::NoSuchShow(show.clone())),
+            ["-503"] => Err(StoreError::ShowLost(show.clone())),
+            _ => Err(StoreError::Protocol(format!("redeem: {r:?}"))),
+        }
     }
 }
 

@@ -141,11 +141,30 @@ async fn one_place_one_join_one_pass_across(a: &ServerProcess, b: &ServerProcess
         a.order("x", "hold-1", Some(pass)).await.status(),
         StatusCode::CREATED
     );
+
+    // An admission redeemed through one instance is spent on every other.
+    a.configure("x", json!({"joinChallengeBits": 0})).await;
+    let fan = ticket_id(&a.join_ok("x").await);
+    let t = a.wait_admitted("x", &fan, Duration::from_secs(4)).await;
+    let pass = t["pass"].as_str().unwrap();
+    assert_eq!(b.redeem("x", Some(pass)).await.status(), StatusCode::OK);
+    assert_eq!(
+        a.redeem("x", Some(pass)).await.status(),
+        StatusCode::CONFLICT
+    );
+    assert_eq!(
+        b.redeem("x", Some(&fan)).await.status(),
+        StatusCode::CONFLICT
+    );
+    assert_eq!(
+        a.check_pass("x", pass).await.status(),
+        StatusCode::FORBIDDEN
+    );
 }
 
-/// The kid a pass names (`v1:<kid>:…`).
+/// The kid a pass names (in its JWT header).
 fn kid_of(pass: &str) -> String {
-    pass.split(':').nth(1).unwrap().to_owned()
+    jsonwebtoken::decode_header(pass).unwrap().kid.unwrap()
 }
 
 #[tokio::test]
@@ -181,6 +200,18 @@ async fn the_shared_key_rotates_and_the_old_one_verifies_while_its_passes_live()
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     for api in [&a, &b] {
+        // Both keys are published to edges, each as one public key.
+        let jwks: serde_json::Value = api.get(routes::JWKS).await.json().await.unwrap();
+        let kids: Vec<&str> = jwks["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap())
+            .collect();
+        assert!(
+            kids.contains(&&*kid_of(&first)) && kids.contains(&&*kid_of(&later)),
+            "{jwks}"
+        );
         assert_eq!(
             check(api, first.clone()).await.unwrap().status(),
             StatusCode::NO_CONTENT
