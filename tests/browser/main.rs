@@ -11,6 +11,7 @@ mod support;
 mod challenge;
 mod console;
 mod fair_start;
+mod gateway;
 mod helpers;
 mod pages;
 mod phases;
