@@ -9,13 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::clock::Clock;
 use crate::draw;
 use crate::metrics::{Metrics, StoreCaller};
 use crate::model::ShowId;
-use crate::pace;
 use crate::store::{AdmitOutcome, Closing, QueueStore, Result};
+use crate::throttle;
 
 /// How long a lease lasts without renewal. The leader renews every half second, so a dead
 /// leader is replaced within this plus half a second.
@@ -134,6 +135,8 @@ pub async fn run(
     let mut token: Option<u64> = None;
     // The highest fence a show refused us with; every next token is above it.
     let mut floor = 0;
+    // The checkouts' health checks run beside the ticks; the admitter waits for them to end.
+    let checks = TaskTracker::new();
     loop {
         // Wake at .05 and .55 of each wall-clock second: admissions land early in a second of
         // the store's clock, far from its edges, so scheduling jitter never skips a second.
@@ -175,7 +178,7 @@ pub async fn run(
                 continue;
             }
         };
-        tokio::spawn(pace::follow_checkouts(store.clone(), shows.clone()));
+        checks.spawn(throttle::follow_checkouts(store.clone(), shows.clone()));
         let report = admit_shows(store.as_ref(), &shows, fence).await;
         for (show, count) in &report.admitted {
             metrics.admitted(show, *count);
@@ -199,6 +202,8 @@ pub async fn run(
         }
     }
     metrics.set_leader(false);
+    checks.close();
+    checks.wait().await;
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::ShowId;
-use crate::store::{QueueStore, ShowSettings};
+use crate::store::{Queue, ShowSettings, Shows};
 
 /// The demo show's id.
 pub const DEMO_SHOW: &str = "demo";
@@ -18,7 +18,7 @@ pub const DEMO_RATE: u32 = 25;
 
 /// Opens the demo show, queues the simulated fans, then keeps a trickle of newcomers joining
 /// behind them until `shutdown`.
-pub async fn run(store: Arc<dyn QueueStore>, shutdown: CancellationToken) {
+pub async fn run<S: Shows + Queue + ?Sized>(store: Arc<S>, shutdown: CancellationToken) {
     let show: ShowId = DEMO_SHOW.parse().expect("a valid literal show id");
     let setup = async {
         let settings = ShowSettings {

@@ -8,7 +8,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::protocol::ErrorBody;
+use crate::protocol::{ErrorBody, JOIN_PROOF_HEADER};
 use crate::store::StoreError;
 
 /// How long a client refused a stream is told to wait before asking again.
@@ -25,7 +25,7 @@ pub enum AppError {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
-    /// A ticket nobody holds; answered with the seed's `{"ticketId":…,"status":"UNKNOWN"}`.
+    /// A ticket nobody holds; answered with the original's `{"ticketId":…,"status":"UNKNOWN"}`.
     #[error("unknown ticket {0}")]
     UnknownTicket(String),
     #[error("too many joins from this client; try again in {} s", .0.as_millis().div_ceil(1000).max(1))]
@@ -61,11 +61,16 @@ impl From<StoreError> for AppError {
             StoreError::ShowLost(_) => AppError::Unavailable(e.to_string()),
             StoreError::Conflict(m) => AppError::Conflict(m),
             StoreError::Ended(_) => AppError::Gone(e.to_string()),
-            StoreError::ProofRequired(_) => {
-                AppError::Rejected(StatusCode::PRECONDITION_REQUIRED, e.to_string())
-            }
-            StoreError::ProofTooWeak(_) => AppError::Forbidden(e.to_string()),
-            StoreError::ProofSpent => AppError::Conflict(e.to_string()),
+            // The store knows proofs, not headers: the HTTP answer names the header.
+            StoreError::ProofRequired(bits) => AppError::Rejected(
+                StatusCode::PRECONDITION_REQUIRED,
+                format!(
+                    "this show asks a proof of work ({bits} bits): POST its challenge route, \
+                     solve it, and join with {JOIN_PROOF_HEADER}: <challenge>:<nonce>"
+                ),
+            ),
+            StoreError::ProofTooWeak(_) => AppError::Forbidden(format!("{JOIN_PROOF_HEADER}: {e}")),
+            StoreError::ProofSpent => AppError::Conflict(format!("{JOIN_PROOF_HEADER}: {e}")),
             other => AppError::Store(other),
         }
     }
@@ -95,7 +100,7 @@ impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status_code();
         if let AppError::UnknownTicket(ticket) = &self {
-            // The seed's answer, echoing the id as it was sent.
+            // The original's answer, echoing the id as it was sent.
             return (
                 status,
                 Json(json!({"ticketId": ticket, "status": "UNKNOWN"})),

@@ -4,6 +4,9 @@
 //! rate the system behind can take; every fan is pushed an honest position and ETA over SSE
 //! or a WebSocket; `POST /orders` is gated on an admitted ticket.
 //!
+//! "The original" in these docs is the Java/Spring lab project this one grew from (its HTTP
+//! contract and Redis model are kept); "seed" means only the secret of a fair start's draw.
+//!
 //! The map of the crate:
 //!
 //! - [`clock`]: the one clock the admitter, hub and console read, pausable in tests.
@@ -18,7 +21,8 @@
 //!   [`RequireAdmission`](pass::RequireAdmission) layer, and join challenges (proof of work).
 //! - [`admitter`]: the once-a-second admission loop behind a fenced lease, one per cluster.
 //! - [`watchdog`]: notices a show whose state the store lost, and keeps its gate shut.
-//! - [`pace`]: a show's rate in force following the health of its checkout.
+//! - [`throttle`]: a show's rate in force following the health of its checkout (the
+//!   measured flow an ETA uses is [`model::Pace`]).
 //! - [`hub`]: per-instance fan-out from the store's events to every local connection, with no
 //!   store call per fan.
 //! - [`http`]: the HTTP faces (fan, operator, orders, SSE, WebSocket, health, metrics, the
@@ -35,17 +39,17 @@
 pub mod admitter;
 pub mod clock;
 pub mod config;
-pub mod demo;
+mod demo;
 pub mod draw;
 pub mod error;
 pub mod http;
 pub mod hub;
 pub mod metrics;
 pub mod model;
-pub mod pace;
 pub mod pass;
 pub mod protocol;
 pub mod server;
 pub mod store;
-pub mod watchdog;
+mod throttle;
+mod watchdog;
 pub mod words;

@@ -18,7 +18,7 @@ pub mod routes {
     pub const OPEN: &str = "/orders/waiting-room/{show_id}/open";
     /// `POST`: admission stops, every place is kept, the gate stays shut (`open` resumes).
     pub const PAUSE: &str = "/orders/waiting-room/{show_id}/pause";
-    /// `POST`: the seed's close: no admissions and no gate; waiting fans are sent on.
+    /// `POST`: the original's close: no admissions and no gate; waiting fans are sent on.
     pub const CLOSE: &str = "/orders/waiting-room/{show_id}/close";
     /// `POST` `{"reason"}` (optional): the on-sale is over; joins are 410, the gate shut.
     pub const END: &str = "/orders/waiting-room/{show_id}/end";
@@ -127,6 +127,13 @@ pub const JWKS_MAX_AGE_SECONDS: u64 = 300;
 /// unspent (value `signature`: the signature and expiry alone let it through).
 pub const CHECKED_HEADER: &str = "x-admission-checked";
 
+/// The header that makes a join idempotent: the same key, the same ticket.
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+/// The header a join's answer says whether its `Idempotency-Key` was seen before in
+/// (`true`: the same ticket again, 200).
+pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+
 /// The header a join carries its proof of work in: `<challenge>:<nonce>`.
 pub const JOIN_PROOF_HEADER: &str = "X-Join-Proof";
 
@@ -213,7 +220,7 @@ pub struct Frame {
     pub view: TicketView,
 }
 
-/// Every error's JSON body (the seed's `{"ticketId","status":"UNKNOWN"}` aside).
+/// Every error's JSON body (the original's `{"ticketId","status":"UNKNOWN"}` aside).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// The HTTP status, again.

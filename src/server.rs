@@ -12,9 +12,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::http::listener::{self, ConnectionLimits};
+use crate::http::serve::listener::{self, ConnectionLimits};
 use crate::http::{AppState, Gateway, StreamLimits};
-use crate::hub::Hub;
+use crate::hub::{Hub, HubParts};
 use crate::metrics::Metrics;
 use crate::pass::{CHALLENGE_TTL_SECONDS, Keyring};
 use crate::store::{KeySchedule, MemoryStore, QueueStore, RedisStore, StoreSettings};
@@ -90,7 +90,6 @@ impl Application {
             }
         };
         let metrics = Arc::new(Metrics::default());
-        let hub = Hub::new(store.clone(), metrics.clone());
         let mut shared_key = None;
         let passes = Arc::new(match configured_keys {
             Some(keys) => keys,
@@ -124,8 +123,19 @@ impl Application {
             }
         });
         tracing::info!(kids = ?passes.kids(), "admission pass keys (the first signs)");
-        hub.sign_passes(passes.clone());
-        hub.push_front(config.push_front);
+        // Every task of the server is tracked here and ends with this token.
+        let tasks = TaskTracker::new();
+        let shutdown = CancellationToken::new();
+        let hub = Hub::new(
+            store.clone(),
+            metrics.clone(),
+            HubParts {
+                passes: passes.clone(),
+                push_front: config.push_front,
+                tasks: tasks.clone(),
+                shutdown: shutdown.clone(),
+            },
+        );
         let listener = TcpListener::bind(config.bind)
             .await
             .with_context(|| format!("cannot listen on {}", config.bind))?;
@@ -149,7 +159,8 @@ impl Application {
             admin_token,
             join_rate_limit: config.join_rate_limit,
             trusted_proxy_hops: config.trusted_proxy_hops,
-            shutdown: CancellationToken::new(),
+            shutdown,
+            tasks,
             streams: StreamLimits::new(config.max_streams_per_client),
             token_guesses: Default::default(),
             public_origin: config.public_url.clone(),
@@ -195,9 +206,9 @@ impl Application {
     /// over), ends every stream and waits for the tasks.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let state = self.state;
-        let tasks = TaskTracker::new();
+        let tasks = state.tasks.clone();
         let stop = state.shutdown.clone();
-        tasks.spawn(state.hub.clone().run(stop.clone()));
+        tasks.spawn(state.hub.clone().run());
         // Learn the shows before serving, so a store that already forgot one is noticed.
         if let Err(e) = state.watchdog.check().await {
             tracing::warn!(error = %e, "first show check failed");

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::hub::Hub;
 use crate::metrics::{Metrics, StoreCaller};
 use crate::model::ShowId;
-use crate::store::{Indexed, QueueStore, ShowMeta};
+use crate::store::{Indexed, ShowMeta, Shows};
 
 /// How often every known show is checked.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -30,7 +30,7 @@ pub struct Watchdog {
 }
 
 struct Inner {
-    store: Arc<dyn QueueStore>,
+    store: Arc<dyn Shows>,
     hub: Hub,
     metrics: Arc<Metrics>,
     /// Show → the epoch last seen, and whether it was lost.
@@ -38,7 +38,7 @@ struct Inner {
 }
 
 impl Watchdog {
-    pub fn new(store: Arc<dyn QueueStore>, hub: Hub, metrics: Arc<Metrics>) -> Self {
+    pub fn new(store: Arc<dyn Shows>, hub: Hub, metrics: Arc<Metrics>) -> Self {
         Watchdog {
             inner: Arc::new(Inner {
                 store,

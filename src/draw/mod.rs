@@ -5,7 +5,7 @@
 //! steer:
 //!
 //! 1. When the operator schedules the show, the server draws a secret **seed** (64 hex
-//!    digits) and publishes its **commitment**: SHA-256 of the seed's text.
+//!    digits) and publishes its **commitment**: SHA-256 of the original's text.
 //! 2. At the opening the pre-queue closes with `n` fans. The **participants digest** is
 //!    SHA-256 of the arrival numbers 1 to n, one per line (`seq 1 n | sha256sum`).
 //! 3. If the operator named a public randomness **beacon** in advance (a future drand round,

@@ -7,14 +7,14 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::origin::check_join_post;
 use super::page::set_ticket_cookie;
+use super::serve::origin::check_join_post;
 use super::{AppPath, AppState, show_id, ticket_path};
 use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::model::TicketStatus;
 use crate::pass::CHALLENGE_TTL_SECONDS;
-use crate::protocol::Challenge;
+use crate::protocol::{Challenge, IDEMPOTENT_REPLAYED};
 
 /// `POST …/{showId}/join`: 202 with a fresh ticket. Joining a show that is not open yet is
 /// allowed: the fan waits until it opens.
@@ -50,7 +50,7 @@ pub async fn join(
         [
             (header::SET_COOKIE, cookie),
             (
-                HeaderName::from_static("idempotent-replayed"),
+                HeaderName::from_static(IDEMPOTENT_REPLAYED),
                 replay.to_owned(),
             ),
         ],

@@ -205,11 +205,16 @@ pub async fn proxy(
     {
         // Both sides switch once this answer is out: then bytes flow as they come, both ways.
         let origin_side = hyper::upgrade::on(&mut res);
-        tokio::spawn(async move {
+        let stop = state.shutdown.clone();
+        state.tasks.spawn(async move {
             match tokio::try_join!(client_side, origin_side) {
                 Ok((fan, origin)) => {
                     let (mut fan, mut origin) = (TokioIo::new(fan), TokioIo::new(origin));
-                    let _ = tokio::io::copy_bidirectional(&mut fan, &mut origin).await;
+                    // Until either side closes, or the server shuts down.
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut fan, &mut origin) => {}
+                        () = stop.cancelled() => {}
+                    }
                 }
                 Err(e) => tracing::debug!(error = %e, "an upgrade through the gateway failed"),
             }

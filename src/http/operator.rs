@@ -37,7 +37,7 @@ pub async fn open(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `POST …/{showId}/close`: 204; the seed's close: no more admissions and no gate, and
+/// `POST …/{showId}/close`: 204; the original's close: no more admissions and no gate, and
 /// fans still queued are sent on. 404 for a show nobody made.
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub async fn close(
@@ -187,7 +187,7 @@ impl ShowConfig {
         if let Some(url) = self.checkout_health_url.as_deref()
             && !url.is_empty()
         {
-            crate::pace::health_uri(url)
+            crate::throttle::health_uri(url)
                 .map_err(|e| AppError::BadRequest(format!("checkoutHealthUrl: {e}")))?;
         }
         if self

@@ -10,7 +10,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
-use super::handover::HandOver;
+use super::serve::handover::HandOver;
 use super::{AppPath, AppState, ticket_path};
 use crate::error::AppError;
 use crate::hub::Update;

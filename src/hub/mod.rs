@@ -24,12 +24,13 @@ mod show;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 pub use self::cadence::{DEFAULT_PUSH_FRONT, MAX_PUSH_EVERY};
@@ -59,23 +60,42 @@ struct Inner {
     metrics: Arc<Metrics>,
     shows: Mutex<HashMap<ShowId, ShowFans>>,
     next_id: AtomicU64,
-    /// Signs the pass of every admission pushed (none until [`Hub::sign_passes`]).
-    passes: OnceLock<Arc<Keyring>>,
+    /// Signs the pass of every admission pushed.
+    passes: Arc<Keyring>,
     /// `PUSH_FRONT`: fans this far ahead are pushed every tick, those behind less often.
-    front: AtomicU64,
+    front: u64,
+    /// Where the hub's background work (snapshots, confirmations, folded leaves) runs, so
+    /// that shutdown waits for it; and the token that ends it.
+    tasks: TaskTracker,
+    shutdown: CancellationToken,
+}
+
+/// What a hub needs beside its store and metrics.
+pub struct HubParts {
+    /// Signs the pass of every admission the hub pushes.
+    pub passes: Arc<Keyring>,
+    /// `PUSH_FRONT`: fans this far ahead are pushed every tick ([`DEFAULT_PUSH_FRONT`]; 0:
+    /// every fan every tick).
+    pub push_front: u64,
+    /// Tracks the hub's background tasks; the server waits for them on shutdown.
+    pub tasks: TaskTracker,
+    /// Ends [`Hub::run`] and every retry of the hub's.
+    pub shutdown: CancellationToken,
 }
 
 impl Hub {
-    /// A hub over `store`; call [`Hub::run`] to feed it.
-    pub fn new(store: Arc<dyn QueueStore>, metrics: Arc<Metrics>) -> Self {
+    /// A hub over `store`, complete; call [`Hub::run`] to feed it.
+    pub fn new(store: Arc<dyn QueueStore>, metrics: Arc<Metrics>, parts: HubParts) -> Self {
         Hub {
             inner: Arc::new(Inner {
                 store,
                 metrics,
                 shows: Mutex::new(HashMap::new()),
                 next_id: AtomicU64::new(1),
-                passes: OnceLock::new(),
-                front: AtomicU64::new(DEFAULT_PUSH_FRONT),
+                passes: parts.passes,
+                front: parts.push_front,
+                tasks: parts.tasks,
+                shutdown: parts.shutdown,
             }),
         }
     }
@@ -85,9 +105,11 @@ impl Hub {
         self.inner.shows.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Feeds the hub from the store's events until `shutdown`, resubscribing with backoff
-    /// whenever the subscription drops, and resynchronising every followed show each time.
-    pub async fn run(self, shutdown: CancellationToken) {
+    /// Feeds the hub from the store's events until its shutdown token is cancelled,
+    /// resubscribing with backoff whenever the subscription drops, and resynchronising every
+    /// followed show each time.
+    pub async fn run(self) {
+        let shutdown = self.inner.shutdown.clone();
         let mut backoff = Duration::from_millis(100);
         loop {
             let subscribed = tokio::select! {
@@ -164,8 +186,11 @@ impl Hub {
     /// arrived meanwhile.
     fn spawn_folded_recompute(&self, name: ShowId) {
         let hub = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(LEAVE_FOLD).await;
+        self.inner.tasks.spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(LEAVE_FOLD) => {}
+                () = hub.inner.shutdown.cancelled() => return,
+            }
             let mut shows = hub.shows();
             let Some(show) = shows.get_mut(&name) else {
                 return;
@@ -187,7 +212,8 @@ impl Hub {
         for fan in admitted {
             let store = self.inner.store.clone();
             let show = show.clone();
-            tokio::spawn(async move {
+            let shutdown = self.inner.shutdown.clone();
+            self.inner.tasks.spawn(async move {
                 let mut backoff = Duration::from_millis(50);
                 for _ in 0..4 {
                     match store.status(&show, fan.ticket).await {
@@ -207,7 +233,10 @@ impl Hub {
                             tracing::debug!(%show, error = %e, "cannot confirm an admission yet")
                         }
                     }
-                    tokio::time::sleep(backoff).await;
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff) => {}
+                        () = shutdown.cancelled() => return,
+                    }
                     backoff *= 2;
                 }
             });
@@ -242,7 +271,7 @@ impl Hub {
 
     fn spawn_load(&self, show: ShowId) {
         let hub = self.clone();
-        tokio::spawn(async move {
+        self.inner.tasks.spawn(async move {
             let mut backoff = Duration::from_millis(50);
             loop {
                 match hub.inner.store.snapshot(&show).await {
@@ -252,7 +281,10 @@ impl Hub {
                         tracing::warn!(%show, error = %e, "snapshot failed; retrying");
                     }
                 }
-                tokio::time::sleep(backoff).await;
+                tokio::select! {
+                    () = tokio::time::sleep(backoff) => {}
+                    () = hub.inner.shutdown.cancelled() => return,
+                }
                 backoff = (backoff * 2).min(Duration::from_secs(2));
                 if !hub.shows().contains_key(&show) {
                     return;
@@ -296,19 +328,8 @@ impl Hub {
         self.confirm(name, admitted);
     }
 
-    /// Fans at or ahead of `front` are pushed every tick, those behind on the push cadence
-    /// (`PUSH_FRONT`; 0 pushes every fan every tick).
-    pub fn push_front(&self, front: u64) {
-        self.inner.front.store(front, Ordering::Relaxed);
-    }
-
     fn front(&self) -> u64 {
-        self.inner.front.load(Ordering::Relaxed)
-    }
-
-    /// Every admission this hub pushes from now on carries a pass signed with `keys`.
-    pub fn sign_passes(&self, keys: Arc<Keyring>) {
-        let _ = self.inner.passes.set(keys);
+        self.inner.front
     }
 
     /// Starts following a ticket: one store call now, none per fan afterwards.
@@ -349,12 +370,12 @@ impl Hub {
             _guard: guard,
             first: true,
         };
-        let passes = self.inner.passes.get().cloned();
+        let keys = self.inner.passes.clone();
         let show = show.clone();
         Ok(futures::stream::unfold(follow, next_update)
             .map(move |mut update| {
                 // The admitted view gets its pass on the way out, signed per fan.
-                if let (Some(keys), Some(at)) = (&passes, update.expires_at) {
+                if let Some(at) = update.expires_at {
                     let left = at.saturating_duration_since(tokio::time::Instant::now());
                     let state = TicketState::Admitted {
                         expires_in_ms: left.as_millis() as u64,

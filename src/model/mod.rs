@@ -191,7 +191,7 @@ pub enum TicketStatus {
     Ended,
 }
 
-/// The seed's ticket JSON, null fields omitted.
+/// The original's ticket JSON, null fields omitted.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TicketView {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// The store measures the places each admission tick offers (the rate, or fewer when a cap
 /// on active buyers binds: then places free up only as fast as buyers order, give up or run
 /// out) and smooths them over recent ticks; before there is history it starts from the
-/// configured rate, so at a plain rate the ETA is the seed's `ceil(position / rate)`.
+/// configured rate, so at a plain rate the ETA is the original's `ceil(position / rate)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pace {
     /// The configured admissions a second.
@@ -44,7 +44,7 @@ pub enum Phase {
     Open,
     /// The operator stopped admission for a while: every place is kept, the gate stays shut.
     Paused,
-    /// The seed's `close`: no on-sale running, no gate. Waiting fans are sent on.
+    /// The original's `close`: no on-sale running, no gate. Waiting fans are sent on.
     Closed,
     /// Over (sold out, or ended by the operator): joins are refused, the gate stays shut;
     /// fans admitted before may finish within their admission.
@@ -193,7 +193,7 @@ impl Paused {
 }
 
 impl Pace {
-    /// A plain rate with no history: the seed's ETA.
+    /// A plain rate with no history: the original's ETA.
     pub fn at_rate(rate: u32) -> Pace {
         Pace {
             rate,

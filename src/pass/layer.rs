@@ -54,7 +54,7 @@ impl RequireAdmission {
 
     /// Also lets through requests with no admission header or with a plain ticket id, for a
     /// handler that checks those with the store itself (`POST /orders`: a closed show has no
-    /// gate, and the seed's clients send the ticket id). A pass must still be valid.
+    /// gate, and the original's clients send the ticket id). A pass must still be valid.
     pub fn or_ticket_ids(mut self) -> Self {
         self.ticket_ids = true;
         self

@@ -20,7 +20,7 @@
 //! The backends live in `memory/` and `redis/` (its scripts in `lua/`), one file per concern
 //! again; both pass the same conformance suite (`tests/api/store/`).
 //!
-//! The model is the seed's: per show a sorted set scored by an arrival counter, admission
+//! The model is the original's: per show a sorted set scored by an arrival counter, admission
 //! marks with a TTL, a set of open shows. On top of it each show keeps a little more, so that
 //! the hub can work out every fan's position without asking:
 //!
@@ -137,16 +137,15 @@ pub enum StoreError {
     #[error("{0}")]
     Conflict(String),
     /// The show asks a proof of work of `0` bits and the join brought none.
-    #[error(
-        "this show asks a proof of work ({0} bits): POST its challenge route, solve it, and \
-         join with X-Join-Proof: <challenge>:<nonce>"
-    )]
+    #[error("this show asks a proof of work of {0} bits and the join brought none")]
     ProofRequired(u32),
     /// The proof has fewer zero bits than the show asks.
-    #[error("X-Join-Proof: SHA-256 of challenge:nonce must start with {0} zero bits")]
+    #[error(
+        "the proof of work is too weak: SHA-256 of challenge:nonce must start with {0} zero bits"
+    )]
     ProofTooWeak(u32),
     /// The challenge was spent on a join already.
-    #[error("X-Join-Proof: that challenge was used already; ask for a new one")]
+    #[error("that join challenge was used already; ask for a new one")]
     ProofSpent,
 }
 

@@ -16,7 +16,7 @@ pub trait Shows: Send + Sync {
     /// Creates the show if needed and opens its on-sale: the admitter serves it and the gate
     /// closes. A lost show starts again from nothing, under a new epoch.
     async fn open(&self, show: &ShowId) -> Result<Configured>;
-    /// Lifts the gate (the seed's close): no admissions, orders need no admission, fans still
+    /// Lifts the gate (the original's close): no admissions, orders need no admission, fans still
     /// queued are told the waiting room stepped aside (their places kept for a re-open).
     async fn close(&self, show: &ShowId) -> Result<()>;
     /// Pauses an on-sale that runs: no admissions, the gate stays shut, every place is
@@ -51,7 +51,7 @@ pub trait Shows: Send + Sync {
     async fn challenge_bits(&self, show: &ShowId) -> Result<u32>;
 }
 
-/// The rate in force of a show whose pace follows its checkout (see `crate::pace`).
+/// The rate in force of a show whose pace follows its checkout (see `crate::throttle`).
 #[async_trait]
 pub trait Pacing: Send + Sync {
     /// Whether and how the show's pace follows its checkout.

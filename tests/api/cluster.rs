@@ -170,3 +170,75 @@ async fn three_instances_admit_n_per_second_and_survive_the_leader_dying() {
     all.extend(&handed);
     assert_at_most_n_per_second(&all);
 }
+
+/// A leader frozen past its lease (SIGSTOP, as a long GC pause or a stalled VM would) and
+/// then woken (SIGCONT) must not admit with its stale fencing token: the other instance took
+/// over, and the public audit, fences and all, still verifies.
+#[tokio::test]
+async fn a_frozen_leader_woken_past_its_lease_is_fenced_off() {
+    let redis = RedisServer::start().await;
+    let a = ServerProcess::start(&redis.url(), RATE as u32, &[]).await;
+    let b = ServerProcess::start(&redis.url(), RATE as u32, &[]).await;
+    a.create("fenced").await;
+    a.join_many("fenced", 200).await;
+    a.open("fenced").await;
+    let servers = [&a, &b];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let leader = loop {
+        let found = leaders(&servers).await;
+        if found.len() == 1 {
+            break found[0];
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no single leader: {found:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let (frozen, other) = (servers[leader], servers[1 - leader]);
+    let pid = frozen.child.id().to_string();
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig}");
+    };
+    signal("-STOP");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !other.leads().await {
+        assert!(tokio::time::Instant::now() < deadline, "nobody took over");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The new leader admits for a while; then the old one wakes, still thinking it leads.
+    let before = other.stats("fenced").await["queueLength"].as_u64().unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    signal("-CONT");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = other.stats("fenced").await["queueLength"].as_u64().unwrap();
+    assert!(after < before, "admission went on: {before} → {after}");
+    assert_eq!(leaders(&servers).await.len(), 1, "one leader again");
+    // Every tick in the record: at most one a second, fences never going back, nobody twice.
+    let mut records = Vec::new();
+    let mut after_id: Option<String> = None;
+    loop {
+        let mut path = "/orders/waiting-room/fenced/audit?limit=1000".to_owned();
+        if let Some(id) = &after_id {
+            path.push_str(&format!("&after={id}"));
+        }
+        let page: waiting_room::model::AuditPage = other.get(&path).await.json().await.unwrap();
+        records.extend(page.records);
+        match page.next {
+            Some(next) => after_id = Some(next),
+            None => break,
+        }
+    }
+    let verified = waiting_room::draw::verify(None, &records, None).expect("the audit verifies");
+    assert_eq!(verified.admitted, 200 - after);
+    let fences: Vec<u64> = records.iter().map(|r| r.fence).filter(|&f| f > 0).collect();
+    assert!(
+        fences.first() < fences.last(),
+        "the fence moved on with the new leader: {fences:?}"
+    );
+}

@@ -7,9 +7,11 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use uuid::Uuid;
-use waiting_room::hub::{Hub, Update};
+use waiting_room::hub::{DEFAULT_PUSH_FRONT, Hub, HubParts, Update};
 use waiting_room::metrics::Metrics;
+use waiting_room::pass::Keyring;
 use waiting_room::store::{MemoryStore, Queue, QueueStore, ShowSettings, Shows};
 
 use crate::support::backend::settings;
@@ -37,9 +39,18 @@ struct Follower {
 async fn pushed_states_equal_polled_states_through_random_changes() {
     let store = Arc::new(MemoryStore::new(settings(3, Duration::from_secs(3600))));
     let dyn_store: Arc<dyn QueueStore> = store.clone();
-    let hub = Hub::new(dyn_store.clone(), Arc::new(Metrics::default()));
     let shutdown = CancellationToken::new();
-    tokio::spawn(hub.clone().run(shutdown.clone()));
+    let hub = Hub::new(
+        dyn_store.clone(),
+        Arc::new(Metrics::default()),
+        HubParts {
+            passes: Arc::new(Keyring::generate()),
+            push_front: DEFAULT_PUSH_FRONT,
+            tasks: TaskTracker::new(),
+            shutdown: shutdown.clone(),
+        },
+    );
+    tokio::spawn(hub.clone().run());
     tokio::time::sleep(Duration::from_millis(10)).await; // let the hub subscribe
     let sh = show("rnd");
     store.open(&sh).await.unwrap();

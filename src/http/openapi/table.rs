@@ -55,7 +55,7 @@ pub enum Body {
     Json(&'static str),
     /// JSON of a component schema, and a `Location` naming it.
     Created(&'static str),
-    /// A ticket route's 404: the seed's `UNKNOWN` answer, or the error of a missing show.
+    /// A ticket route's 404: the original's `UNKNOWN` answer, or the error of a missing show.
     TicketNotFound,
     /// Any JSON object (this document).
     Document,
@@ -148,7 +148,7 @@ pub(super) const LOST: Answer = (
 pub(super) const NO_TICKET: Answer = (
     404,
     Body::TicketNotFound,
-    "A ticket nobody holds (never joined, left, expired, or not a UUID): the seed's \
+    "A ticket nobody holds (never joined, left, expired, or not a UUID): the original's \
      `UNKNOWN`, echoing the id as sent; or no show of that id",
 );
 pub(super) const TOO_MANY_STREAMS: Answer = (429, ERROR, "Too many streams open from this client");
@@ -203,7 +203,7 @@ pub fn describe(route: &str, method: &str) -> Option<Op> {
         (CLOSE, "POST") => Op::new(
             "closeShow",
             Operator,
-            "Close the on-sale (the seed's close): no more admissions and no gate; fans \
+            "Close the on-sale (the original's close): no more admissions and no gate; fans \
              still queued are told `CLOSED` and sent on",
             &[(204, Empty, "Closed"), NO_SHOW],
         ),

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::error::AppError;
 use crate::http::AppState;
-use crate::http::origin::check_form_post;
+use crate::http::serve::origin::check_form_post;
 use crate::model::{Paused, ShowId, TicketState, TicketStatus};
 use crate::protocol::{ADMISSION_HEADER, EventName, routes};
 use crate::words::{thousands, wait_words};
@@ -47,7 +47,7 @@ impl PageRoutes {
             orders: routes::ORDERS,
             event_names: EventName::ALL.map(EventName::as_str).join(" "),
             admission_header: ADMISSION_HEADER,
-            idempotency_header: crate::http::IDEMPOTENCY_KEY,
+            idempotency_header: crate::protocol::IDEMPOTENCY_KEY,
             challenge: routes::CHALLENGE,
             proof_header: crate::protocol::JOIN_PROOF_HEADER,
             keep_pass: routes::WAIT_PASS,

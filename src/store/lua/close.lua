@@ -1,4 +1,4 @@
--- Lifts the gate (the seed's close, "no on-sale running: no gate"): no admissions, orders
+-- Lifts the gate (the original's close, "no on-sale running: no gate"): no admissions, orders
 -- need no admission, and fans still queued are told the waiting room stepped aside. Their
 -- places are kept: `open` puts them back in line. Returns {1}, or {-404}.
 local m = redis.call('HMGET', META, 'epoch', 'deleted')

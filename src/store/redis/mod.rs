@@ -1,4 +1,4 @@
-//! The Redis store: the seed's keys, each show's under one hash tag, changed only by the Lua
+//! The Redis store: the original's keys, each show's under one hash tag, changed only by the Lua
 //! scripts in `../lua/` (run by SHA), over one reconnecting multiplexed connection.
 //!
 //! The same code runs on one Redis (`ConnectionManager`) and on a Redis Cluster

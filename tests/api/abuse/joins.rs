@@ -226,3 +226,47 @@ async fn ipv6_joins_are_limited_per_64_while_other_prefixes_and_ipv4_join_on() {
         app.stop().await;
     }
 }
+
+/// The join limit is counted in Redis: one client address joining through two real instances
+/// gets the limit once between them, not once per instance.
+#[tokio::test]
+async fn the_join_limit_holds_across_instances() {
+    use crate::support::process::ServerProcess;
+    use crate::support::redis::RedisServer;
+    let redis = RedisServer::start().await;
+    // One join a second per address, bursts of two.
+    let env = [("JOIN_RATE_LIMIT", "1")];
+    let a = ServerProcess::start(&redis.url(), 5, &env).await;
+    let b = ServerProcess::start(&redis.url(), 5, &env).await;
+    a.create("shared").await;
+    let started = Instant::now();
+    let answers = futures::future::join_all((0..20).map(|i| {
+        let api = if i % 2 == 0 { &a } else { &b };
+        api.join("shared")
+    }))
+    .await;
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut accepted = 0;
+    let mut refused = [0, 0];
+    for (i, r) in answers.iter().enumerate() {
+        match r.status() {
+            StatusCode::ACCEPTED => accepted += 1,
+            StatusCode::TOO_MANY_REQUESTS => {
+                assert!(r.headers().contains_key("retry-after"));
+                refused[i % 2] += 1;
+            }
+            other => panic!("join {i}: {other}"),
+        }
+    }
+    // The burst of two, and one more for each second the joins took.
+    let allowed = 2 + elapsed.ceil() as usize;
+    assert!(
+        (1..=allowed).contains(&accepted),
+        "{accepted} joins accepted in {elapsed:.2} s"
+    );
+    assert!(
+        refused[0] > 0 && refused[1] > 0,
+        "both instances refused: {refused:?}"
+    );
+    assert_eq!(a.stats("shared").await["joined"], accepted);
+}

@@ -9,10 +9,12 @@ use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use uuid::Uuid;
-use waiting_room::hub::{Hub, Update};
+use waiting_room::hub::{Hub, HubParts, Update};
 use waiting_room::metrics::Metrics;
 use waiting_room::model::TicketStatus;
+use waiting_room::pass::Keyring;
 use waiting_room::store::{MemoryStore, Queue, QueueStore, ShowSettings, Shows};
 
 use super::PageClock;
@@ -87,10 +89,18 @@ async fn check(
 async fn pages_count_right_between_sparse_pushes() {
     let store = Arc::new(MemoryStore::new(settings(3, Duration::from_secs(3600))));
     let dyn_store: Arc<dyn QueueStore> = store.clone();
-    let hub = Hub::new(dyn_store, Arc::new(Metrics::default()));
-    hub.push_front(4);
     let shutdown = CancellationToken::new();
-    tokio::spawn(hub.clone().run(shutdown.clone()));
+    let hub = Hub::new(
+        dyn_store,
+        Arc::new(Metrics::default()),
+        HubParts {
+            passes: Arc::new(Keyring::generate()),
+            push_front: 4,
+            tasks: TaskTracker::new(),
+            shutdown: shutdown.clone(),
+        },
+    );
+    tokio::spawn(hub.clone().run());
     tokio::time::sleep(Duration::from_millis(10)).await;
     let sh = show("far");
     store.open(&sh).await.unwrap();

@@ -16,12 +16,11 @@
 //! - On shutdown no connection is accepted, every connection is asked to finish (streams end
 //!   by themselves: they watch the same token), and after [`DRAIN_GRACE`] the rest are cut.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::{Pin, pin};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -33,18 +32,17 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+use super::DRAIN_GRACE;
+use super::gate::{Gate, Place};
 use super::handover::{Handoff, Placed};
-use super::{AppState, client_prefix, presents_token, router};
 use crate::error::AppError;
-
-/// How long connections may take to finish once shutdown began, before they are cut.
-pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
+use crate::http::extract::presents_token;
+use crate::http::{AppState, router};
 
 /// What a client turned away is told to wait, in seconds.
 const BUSY_RETRY_SECONDS: &str = "5";
@@ -245,103 +243,6 @@ async fn accept_failed(e: io::Error, stop: &CancellationToken) {
     }
 }
 
-/// The two pools of places a connection may take, and each client's share of them.
-struct Gate {
-    main: Arc<Semaphore>,
-    reserve: Arc<Semaphore>,
-    per_client: Option<Arc<PerClient>>,
-}
-
-/// Connections held per client address block; only blocks holding one have an entry.
-struct PerClient {
-    max: usize,
-    held: Mutex<HashMap<IpAddr, usize>>,
-}
-
-impl Gate {
-    fn new(limits: &ConnectionLimits) -> Self {
-        Gate {
-            main: Arc::new(Semaphore::new(limits.max_connections)),
-            reserve: Arc::new(Semaphore::new(limits.reserve_connections)),
-            per_client: (limits.max_per_client > 0).then(|| {
-                Arc::new(PerClient {
-                    max: limits.max_per_client,
-                    held: Mutex::new(HashMap::new()),
-                })
-            }),
-        }
-    }
-
-    /// A place for a connection from `peer`: in the main pool, else in the reserve, else
-    /// none; none too once `peer`'s block holds its share.
-    fn admit(&self, peer: IpAddr) -> Option<Place> {
-        let share = match &self.per_client {
-            Some(per) => Some(ClientShare::take(per, client_prefix(peer))?),
-            None => None,
-        };
-        if let Ok(permit) = self.main.clone().try_acquire_owned() {
-            return Some(Place {
-                reserve: false,
-                _permit: permit,
-                _share: share,
-            });
-        }
-        let permit = self.reserve.clone().try_acquire_owned().ok()?;
-        Some(Place {
-            reserve: true,
-            _permit: permit,
-            _share: share,
-        })
-    }
-}
-
-/// One connection counted against its client block, until dropped.
-struct ClientShare {
-    per: Arc<PerClient>,
-    block: IpAddr,
-}
-
-impl ClientShare {
-    fn take(per: &Arc<PerClient>, block: IpAddr) -> Option<ClientShare> {
-        let mut held = per
-            .held
-            .lock()
-            .expect("connection shares are never poisoned");
-        let n = held.entry(block).or_insert(0);
-        if *n >= per.max {
-            return None;
-        }
-        *n += 1;
-        Some(ClientShare {
-            per: per.clone(),
-            block,
-        })
-    }
-}
-
-impl Drop for ClientShare {
-    fn drop(&mut self) {
-        let mut held = self
-            .per
-            .held
-            .lock()
-            .expect("connection shares are never poisoned");
-        if let Some(n) = held.get_mut(&self.block) {
-            *n -= 1;
-            if *n == 0 {
-                held.remove(&self.block);
-            }
-        }
-    }
-}
-
-/// A connection's place, given back when dropped.
-pub(super) struct Place {
-    reserve: bool,
-    _permit: OwnedSemaphorePermit,
-    _share: Option<ClientShare>,
-}
-
 /// A request body that must end by a deadline: past it, reading fails (the handler answers
 /// 408 and hyper closes the connection, whose body was never finished).
 struct DeadlineBody {
@@ -440,58 +341,5 @@ impl Overload {
         self.reported = Some(now);
         self.reserved = 0;
         self.refused = 0;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn limits(max: usize, reserve: usize) -> ConnectionLimits {
-        ConnectionLimits {
-            header_timeout: Duration::from_secs(1),
-            max_connections: max,
-            reserve_connections: reserve,
-            max_per_client: 0,
-        }
-    }
-
-    #[test]
-    fn places_come_from_the_main_pool_then_the_reserve_then_none() {
-        let gate = Gate::new(&limits(2, 1));
-        let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        let a = gate.admit(ip).unwrap();
-        let b = gate.admit(ip).unwrap();
-        assert!(!a.reserve && !b.reserve);
-        let c = gate.admit(ip).unwrap();
-        assert!(c.reserve);
-        assert!(gate.admit(ip).is_none());
-        // A main place given back is taken by the next connection, not the reserve.
-        drop(a);
-        assert!(!gate.admit(ip).unwrap().reserve);
-    }
-
-    #[test]
-    fn one_client_block_holds_its_share_and_no_more() {
-        let gate = Gate::new(&ConnectionLimits {
-            max_per_client: 2,
-            ..limits(10, 1)
-        });
-        let greedy: IpAddr = "192.0.2.1".parse().unwrap();
-        let same_64: IpAddr = "2001:db8::1".parse().unwrap();
-        let held: Vec<Place> = (0..2).map(|_| gate.admit(greedy).unwrap()).collect();
-        assert!(
-            gate.admit(greedy).is_none(),
-            "a third from the same address"
-        );
-        assert!(gate.admit("192.0.2.2".parse().unwrap()).is_some());
-        let v6: Vec<Place> = (0..2).map(|_| gate.admit(same_64).unwrap()).collect();
-        assert!(
-            gate.admit("2001:db8::ffff".parse().unwrap()).is_none(),
-            "same /64"
-        );
-        drop(held);
-        assert!(gate.admit(greedy).is_some(), "given back on close");
-        drop(v6);
     }
 }

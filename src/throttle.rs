@@ -13,7 +13,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use crate::model::ShowId;
-use crate::store::{PaceControl, QueueStore, Result};
+use crate::store::{PaceControl, Pacing, Result};
 
 /// An answer slower than this counts as a struggling checkout.
 pub const SLOW_CHECKOUT: Duration = Duration::from_millis(500);
@@ -48,12 +48,19 @@ async fn get(uri: &Uri) -> anyhow::Result<StatusCode> {
     let stream = TcpStream::connect((host, port)).await?;
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     let request = Request::get(path)
         .header(header::HOST, uri.authority().map_or(host, |a| a.as_str()))
         .body(axum::body::Body::empty())?;
-    Ok(sender.send_request(request).await?.status())
+    // The connection is driven beside the request, inside this call: no task outlives it.
+    let mut connection = std::pin::pin!(connection);
+    tokio::select! {
+        answer = sender.send_request(request) => Ok(answer?.status()),
+        ended = &mut connection => {
+            ended?;
+            anyhow::bail!("the checkout closed the connection before answering")
+        }
+    }
 }
 
 /// The rate in force after one check: halved (not below the floor) when the checkout
@@ -70,7 +77,7 @@ pub fn next_rate(control: &PaceControl, healthy: bool) -> u32 {
 
 /// One tick's checks: every open show that follows a checkout asks it, all at once, each
 /// within [`CHECK_TIMEOUT`]. Run beside the tick by the admitter.
-pub async fn follow_checkouts(store: Arc<dyn QueueStore>, shows: Vec<ShowId>) {
+pub async fn follow_checkouts(store: Arc<dyn Pacing>, shows: Vec<ShowId>) {
     let checks = shows.iter().map(|show| {
         let store = store.as_ref();
         async move {
@@ -83,7 +90,7 @@ pub async fn follow_checkouts(store: Arc<dyn QueueStore>, shows: Vec<ShowId>) {
 }
 
 /// One check of `show`: sets the new rate in force if it follows a checkout.
-pub async fn follow_checkout(store: &dyn QueueStore, show: &ShowId) -> Result<()> {
+pub async fn follow_checkout(store: &dyn Pacing, show: &ShowId) -> Result<()> {
     let control = store.pace_control(show).await?;
     let Some(url) = &control.health_url else {
         return Ok(());

@@ -124,7 +124,7 @@ pub async fn stats_events(
     let Query(query) = query.map_err(|r| AppError::Rejected(r.status(), r.body_text()))?;
     let watched = watched(query.shows.as_deref())?;
     let (tx, rx) = mpsc::channel(BUFFERED_SAMPLES);
-    tokio::spawn(feed(state, watched, tx));
+    state.tasks.spawn(feed(state.clone(), watched, tx));
     let stream = ReceiverStream::new(rx).map(Ok::<_, Infallible>);
     let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(super::sse::KEEP_ALIVE))

@@ -33,7 +33,8 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::listener::{DRAIN_GRACE, Place};
+use super::DRAIN_GRACE;
+use super::gate::Place;
 
 /// Marks a response whose body is served outside hyper (a ticket's SSE stream).
 #[derive(Clone, Copy, Debug)]

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
 
-use super::{AppState, client_prefix};
+use super::client_prefix;
 use crate::error::AppError;
+use crate::http::AppState;
 
 /// The open streams of every client address block, bounded per block.
 #[derive(Clone)]

@@ -1,0 +1,137 @@
+//! What handlers take from a request, refused as our JSON errors: a checked show id, a
+//! ticket path, JSON and path extractors whose rejections are ours, and [`Operator`], the
+//! proof of the operator's bearer token.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, FromRequestParts, Path};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use uuid::Uuid;
+
+use super::AppState;
+use super::serve::BodyTimedOut;
+use crate::error::AppError;
+use crate::model::ShowId;
+
+/// A show id from the path, checked against the spec's alphabet (400 otherwise).
+pub(crate) fn show_id(raw: &str) -> Result<ShowId, AppError> {
+    raw.parse()
+        .map_err(|e: crate::model::InvalidShowId| AppError::BadRequest(format!("showId: {e}")))
+}
+
+/// A show id and a ticket id from the path: a bad show id is 400, and anything but a UUID
+/// is a ticket nobody holds (the original's 404 UNKNOWN).
+pub(crate) fn ticket_path(show: &str, ticket: &str) -> Result<(ShowId, Uuid), AppError> {
+    let show = show_id(show)?;
+    let id = Uuid::parse_str(ticket).map_err(|_| AppError::UnknownTicket(ticket.to_owned()))?;
+    Ok((show, id))
+}
+
+/// `Json`, but its rejections are our JSON errors (400, 413, 415).
+pub struct AppJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for AppJson<T>
+where
+    Json<T>: FromRequest<S, Rejection = JsonRejection>,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(AppJson(value)),
+            // A body that did not arrive in time: 408, and the connection closes.
+            Err(rejection) if BodyTimedOut::caused(&rejection) => Err(AppError::Rejected(
+                StatusCode::REQUEST_TIMEOUT,
+                rejection.body_text(),
+            )),
+            Err(rejection) => Err(AppError::Rejected(
+                rejection.status(),
+                rejection.body_text(),
+            )),
+        }
+    }
+}
+
+/// `Path`, but its rejections (say, a path that is not valid UTF-8) are our JSON errors.
+pub struct AppPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for AppPath<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(AppPath(value)),
+            Err(rejection) => Err(AppError::Rejected(
+                rejection.status(),
+                rejection.body_text(),
+            )),
+        }
+    }
+}
+
+/// Proof that the request carries the operator's bearer token.
+pub struct Operator;
+
+impl FromRequestParts<AppState> for Operator {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip());
+        let client = peer.map(|p| state.client_ip(p, &parts.headers));
+        if let Some(client) = client {
+            state
+                .token_guesses
+                .check(client)
+                .map_err(AppError::TooManyGuesses)?;
+        }
+        if presents_token(&parts.headers, &state.admin_token) {
+            Ok(Operator)
+        } else {
+            if let Some(client) = client {
+                state.token_guesses.wrong(client);
+            }
+            Err(AppError::Unauthorized)
+        }
+    }
+}
+
+/// Whether `headers` carry `Authorization: Bearer <token>`.
+pub(crate) fn presents_token(headers: &HeaderMap, token: &str) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .is_some_and(|presented| constant_time_eq(presented.as_bytes(), token.as_bytes()))
+}
+
+/// Compares without an early exit, so response timing does not leak how much of a guessed
+/// token was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_eq_compares_whole_tokens() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+        assert!(!constant_time_eq(b"", b"x"));
+    }
+}

@@ -1,0 +1,24 @@
+//! Serving, beneath the router: the accept loop and its bounds, as axum keeps `serve/`.
+//!
+//! - [`listener`]: accepts, times request heads and bodies, drains on shutdown;
+//! - [`gate`]: the connection places (main pool, reserve) and each client block's share;
+//! - [`handover`]: a held SSE stream served outside hyper (a few KB a fan);
+//! - [`limits`]: streams per client block, operator-token guesses;
+//! - [`client`]: the client's address and its block; [`origin`]: where a form may come from.
+
+pub mod client;
+pub(crate) mod gate;
+pub(crate) mod handover;
+pub mod limits;
+pub(crate) mod listener;
+pub mod origin;
+
+use std::time::Duration;
+
+pub use client::{client_ip, client_prefix};
+pub use limits::{StreamGuard, StreamLimits, TokenGuesses};
+pub(crate) use listener::BodyTimedOut;
+pub use origin::Origin;
+
+/// How long connections may take to finish once shutdown began, before they are cut.
+pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
