@@ -16,6 +16,8 @@ command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 # in Node.
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
+# The alert rules' unit tests run in Prometheus's promtool.
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   sudo=""

@@ -211,7 +211,7 @@ mod tests {
 
     #[test]
     fn known_answers_pin_the_algorithm() {
-        // The same numbers are asserted against the Redis store's Lua (tests/api/draw).
+        // The Redis store's Lua draws the same places (tests/api/draw/lua.rs).
         let p = Permutation::new(KEY, 1_000_000).unwrap();
         let places: Vec<u64> = [1, 2, 3, 500_000, 1_000_000]
             .iter()

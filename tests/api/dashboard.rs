@@ -373,3 +373,27 @@ fn the_deploy_files_hang_together() {
         assert_eq!(panel["datasource"]["uid"], uid, "{}", panel["title"]);
     }
 }
+
+/// The alert rules pass their own unit tests (`deploy/prometheus/alerts.test.yml`) and the
+/// scrape config is one Prometheus takes, by Prometheus's own `promtool` (scripts/test.sh
+/// installs it with Debian's `prometheus`).
+#[test]
+fn the_alert_rules_pass_their_unit_tests_in_promtool() {
+    let promtool = std::env::var("PROMTOOL").unwrap_or_else(|_| "promtool".into());
+    for args in [
+        vec!["test", "rules", "alerts.test.yml"],
+        vec!["check", "rules", "alerts.yml"],
+    ] {
+        let out = std::process::Command::new(&promtool)
+            .args(&args)
+            .current_dir(deploy("deploy/prometheus"))
+            .output()
+            .expect("promtool runs (scripts/test.sh installs Debian's prometheus)");
+        assert!(
+            out.status.success(),
+            "promtool {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

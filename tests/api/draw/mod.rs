@@ -2,6 +2,7 @@
 //! audit of every tick, and `verify` over what the show published.
 
 mod handover;
+mod lua;
 mod opening;
 mod schedule;
 mod verifying;
