@@ -360,6 +360,37 @@ mod tests {
     }
 
     #[test]
+    fn ticks_keep_one_epoch_a_rising_fence_one_a_second_and_the_queue_order() {
+        let run = [
+            tick("t1", 1, 2, &[[1, 2]]),
+            tick("t2", 2, 2, &[[3, 4]]),
+            tick("t3", 3, 2, &[[5, 5]]),
+        ];
+        assert_eq!(verify(None, &run, None).unwrap().admitted, 5);
+        let mut bad = run.to_vec();
+        bad[1].epoch = 9;
+        assert!(refused(&bad).contains("another epoch than the audit's"));
+        bad = run.to_vec();
+        bad[0].fence = 3;
+        assert!(refused(&bad).contains("fencing token 1 after 3"));
+        bad = run.to_vec();
+        bad[1].at_ms = 1_500;
+        assert!(refused(&bad).contains("a second tick in one second"));
+        bad = run.to_vec();
+        bad[2].admitted = vec![[2, 2]];
+        assert!(refused(&bad).contains("out of queue order or twice"));
+        // A draw in the audit of a show that published none.
+        let draw = AuditRecord {
+            id: "d".into(),
+            participants: Some(3),
+            ..AuditRecord::new(AuditKind::Draw, 0)
+        };
+        bad = run.to_vec();
+        bad.insert(0, draw);
+        assert!(refused(&bad).contains("a draw the show does not show"));
+    }
+
+    #[test]
     fn a_redemption_spends_an_admission_given_once() {
         let redeem = |id: &str, arrival| AuditRecord {
             id: id.into(),
