@@ -10,15 +10,15 @@ use crate::model::ShowId;
 use crate::store::{Queue, ShowSettings, Shows};
 
 /// The demo show's id.
-pub const DEMO_SHOW: &str = "demo";
+pub(crate) const DEMO_SHOW: &str = "demo";
 /// Simulated fans queued at start.
-pub const DEMO_FANS: u64 = 3000;
+pub(crate) const DEMO_FANS: u64 = 3000;
 /// The demo's admission rate: slow enough to watch.
-pub const DEMO_RATE: u32 = 25;
+pub(crate) const DEMO_RATE: u32 = 25;
 
 /// Opens the demo show, queues the simulated fans, then keeps a trickle of newcomers joining
 /// behind them until `shutdown`.
-pub async fn run<S: Shows + Queue + ?Sized>(store: Arc<S>, shutdown: CancellationToken) {
+pub(crate) async fn run<S: Shows + Queue + ?Sized>(store: Arc<S>, shutdown: CancellationToken) {
     let show: ShowId = DEMO_SHOW.parse().expect("a valid literal show id");
     let setup = async {
         let settings = ShowSettings {

@@ -16,13 +16,13 @@ use crate::model::ShowId;
 use crate::store::{PaceControl, Pacing, Result};
 
 /// An answer slower than this counts as a struggling checkout.
-pub const SLOW_CHECKOUT: Duration = Duration::from_millis(500);
+pub(crate) const SLOW_CHECKOUT: Duration = Duration::from_millis(500);
 
 /// How long a health check may take in all.
-pub const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A health URL an operator may name: `http://host[:port]/path`.
-pub fn health_uri(url: &str) -> std::result::Result<Uri, String> {
+pub(crate) fn health_uri(url: &str) -> std::result::Result<Uri, String> {
     let uri: Uri = url.parse().map_err(|e| format!("not a URL ({e})"))?;
     if uri.scheme_str() != Some("http") || uri.host().is_none() || url.len() > 512 {
         return Err("must be an http:// URL of at most 512 characters".into());
@@ -31,7 +31,7 @@ pub fn health_uri(url: &str) -> std::result::Result<Uri, String> {
 }
 
 /// Whether the checkout at `url` answers 2xx within [`SLOW_CHECKOUT`].
-pub async fn healthy(url: &str) -> bool {
+pub(crate) async fn healthy(url: &str) -> bool {
     let Ok(uri) = health_uri(url) else {
         return false;
     };
@@ -65,7 +65,7 @@ async fn get(uri: &Uri) -> anyhow::Result<StatusCode> {
 
 /// The rate in force after one check: halved (not below the floor) when the checkout
 /// struggles, else a tenth of the configured rate higher (not above it).
-pub fn next_rate(control: &PaceControl, healthy: bool) -> u32 {
+pub(crate) fn next_rate(control: &PaceControl, healthy: bool) -> u32 {
     let floor = control.floor.clamp(1, control.configured.max(1));
     if healthy {
         let step = (control.configured / 10).max(1);
@@ -77,7 +77,7 @@ pub fn next_rate(control: &PaceControl, healthy: bool) -> u32 {
 
 /// One tick's checks: every open show that follows a checkout asks it, all at once, each
 /// within [`CHECK_TIMEOUT`]. Run beside the tick by the admitter.
-pub async fn follow_checkouts(store: Arc<dyn Pacing>, shows: Vec<ShowId>) {
+pub(crate) async fn follow_checkouts(store: Arc<dyn Pacing>, shows: Vec<ShowId>) {
     let checks = shows.iter().map(|show| {
         let store = store.as_ref();
         async move {
@@ -90,7 +90,7 @@ pub async fn follow_checkouts(store: Arc<dyn Pacing>, shows: Vec<ShowId>) {
 }
 
 /// One check of `show`: sets the new rate in force if it follows a checkout.
-pub async fn follow_checkout(store: &dyn Pacing, show: &ShowId) -> Result<()> {
+pub(crate) async fn follow_checkout(store: &dyn Pacing, show: &ShowId) -> Result<()> {
     let control = store.pace_control(show).await?;
     let Some(url) = &control.health_url else {
         return Ok(());

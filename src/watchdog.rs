@@ -21,7 +21,7 @@ use crate::model::ShowId;
 use crate::store::{Indexed, ShowMeta, Shows};
 
 /// How often every known show is checked.
-pub const CHECK_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// What this instance knows of the shows, and which of them are lost. Cheap to clone.
 #[derive(Clone)]

@@ -48,7 +48,7 @@ impl std::error::Error for Violation {}
 
 /// The most participants a draw may claim for `verify` to recompute its digest (a second
 /// or two of hashing).
-pub const MAX_PARTICIPANTS: u64 = 100_000_000;
+pub(super) const MAX_PARTICIPANTS: u64 = 100_000_000;
 
 fn violation<T>(what: String) -> Result<T, Violation> {
     Err(Violation(what))

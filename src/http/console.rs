@@ -33,10 +33,10 @@ use crate::protocol::routes;
 use crate::store::{EventKind, QueueStore, ShowEvent, StoreError};
 
 /// The console samples every show this often; its chart has one point per sample.
-pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+pub(super) const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 /// The most shows one stream may name, beyond the open ones.
-pub const MAX_WATCHED: usize = 100;
+pub(super) const MAX_WATCHED: usize = 100;
 
 /// Samples a slow console may fall behind by before the newest are dropped: a chart
 /// needs the latest figures, not a backlog.
@@ -65,7 +65,7 @@ struct ConsoleRoutes {
 
 /// `GET /admin`: the console's page. It is public on purpose: it carries no data, and the
 /// script asks for the operator token and sends it as a bearer header on every call.
-pub async fn console() -> Response {
+pub(super) async fn console() -> Response {
     html(
         StatusCode::OK,
         &AdminPage {
@@ -85,7 +85,7 @@ pub async fn console() -> Response {
 
 /// The query of the operator stream.
 #[derive(Debug, Default, Deserialize)]
-pub struct StreamQuery {
+pub(super) struct StreamQuery {
     /// Comma-separated shows to report on besides the open ones (a closed show the operator
     /// is about to open, or has just closed).
     shows: Option<String>,
@@ -94,7 +94,7 @@ pub struct StreamQuery {
 /// One sample: every reported show's figures at one instant.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Sample {
+pub(super) struct Sample {
     /// The server's clock (ms since the epoch).
     pub at: u64,
     pub shows: Vec<ShowSample>,
@@ -103,7 +103,7 @@ pub struct Sample {
 /// One show in a [`Sample`]: the `…/stats` JSON plus what only this feed knows.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ShowSample {
+pub(super) struct ShowSample {
     #[serde(flatten)]
     pub stats: ShowStats,
     /// Fans following a ticket of this show over SSE or WebSocket on this instance.
@@ -116,7 +116,7 @@ pub struct ShowSample {
 /// `GET /admin/stats/events?shows=a,b` (operator): a `stats` event with a [`Sample`] of the
 /// open shows and the named ones, every [`SAMPLE_EVERY`], until the client goes away.
 #[tracing::instrument(skip_all)]
-pub async fn stats_events(
+pub(super) async fn stats_events(
     _: Operator,
     State(state): State<AppState>,
     query: Result<Query<StreamQuery>, QueryRejection>,

@@ -14,7 +14,7 @@ use crate::store::DrawState;
 
 /// `GET …/{showId}/draw`: the commitment from the start; the seed, the participants, the
 /// beacon's value and the key once drawn. 404 for a show that was never scheduled.
-pub async fn draw(
+pub(super) async fn draw(
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
 ) -> Result<Json<DrawView>, AppError> {
@@ -52,7 +52,7 @@ fn view(show: &str, d: DrawState) -> DrawView {
 }
 
 /// Milliseconds since the epoch as RFC 3339 in UTC, to the millisecond.
-pub fn rfc3339(ms: u64) -> String {
+pub(super) fn rfc3339(ms: u64) -> String {
     i64::try_from(ms)
         .ok()
         .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
@@ -63,7 +63,7 @@ pub fn rfc3339(ms: u64) -> String {
 /// The audit's paging: `after` a record id, `limit` records.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AuditQuery {
+pub(super) struct AuditQuery {
     after: Option<String>,
     limit: Option<usize>,
 }
@@ -74,7 +74,7 @@ const AUDIT_PAGE_MAX: usize = 1000;
 
 /// `GET …/{showId}/audit?after=ID&limit=N`: up to `limit` records after `after`, oldest
 /// first; `next` pages on.
-pub async fn audit(
+pub(super) async fn audit(
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
     query: Result<Query<AuditQuery>, QueryRejection>,

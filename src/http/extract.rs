@@ -29,7 +29,7 @@ pub(crate) fn ticket_path(show: &str, ticket: &str) -> Result<(ShowId, Uuid), Ap
 }
 
 /// `Json`, but its rejections are our JSON errors (400, 413, 415).
-pub struct AppJson<T>(pub T);
+pub(crate) struct AppJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for AppJson<T>
 where
@@ -55,7 +55,7 @@ where
 }
 
 /// `Path`, but its rejections (say, a path that is not valid UTF-8) are our JSON errors.
-pub struct AppPath<T>(pub T);
+pub(crate) struct AppPath<T>(pub T);
 
 impl<S, T> FromRequestParts<S> for AppPath<T>
 where
@@ -76,7 +76,7 @@ where
 }
 
 /// Proof that the request carries the operator's bearer token.
-pub struct Operator;
+pub(crate) struct Operator;
 
 impl FromRequestParts<AppState> for Operator {
     type Rejection = AppError;

@@ -19,7 +19,7 @@ use crate::protocol::{Challenge, IDEMPOTENT_REPLAYED};
 /// `POST …/{showId}/join`: 202 with a fresh ticket. Joining a show that is not open yet is
 /// allowed: the fan waits until it opens.
 #[tracing::instrument(skip_all, fields(show = %show))]
-pub async fn join(
+pub(super) async fn join(
     State(state): State<AppState>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
@@ -59,7 +59,7 @@ pub async fn join(
 }
 
 /// `GET …/tickets/{ticketId}`: 200 while waiting or admitted, 404 UNKNOWN otherwise.
-pub async fn status(
+pub(super) async fn status(
     State(state): State<AppState>,
     AppPath((show, ticket)): AppPath<(String, String)>,
 ) -> Result<Response, AppError> {
@@ -79,7 +79,7 @@ pub async fn status(
 
 /// `DELETE …/tickets/{ticketId}`: 204 once the fan is out of the queue (or has given its
 /// admission back); 404 UNKNOWN for a ticket that is not live.
-pub async fn leave(
+pub(super) async fn leave(
     State(state): State<AppState>,
     AppPath((show, ticket)): AppPath<(String, String)>,
 ) -> Result<Response, AppError> {
@@ -95,7 +95,7 @@ pub async fn leave(
 /// `POST …/{showId}/challenge`: a fresh join challenge and the show's difficulty now; 404
 /// for a show nobody made. Minting is a signature, not a write: one store call (the
 /// difficulty), and the challenge is spent with the join it proves.
-pub async fn challenge(
+pub(super) async fn challenge(
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
 ) -> Result<Json<Challenge>, AppError> {

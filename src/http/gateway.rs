@@ -126,7 +126,7 @@ impl Gateway {
 }
 
 /// Every request the router has no route for, in gateway mode.
-pub async fn proxy(
+pub(super) async fn proxy(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     mut req: Request,
@@ -386,7 +386,7 @@ fn encode_component(s: &str) -> String {
 /// Whether `target` is a path of this site to send an admitted fan back to: it starts with
 /// one `/` (not `//` nor `/\`, which browsers take for another host) and holds no control
 /// character.
-pub fn same_site_path(target: &str) -> bool {
+pub(super) fn same_site_path(target: &str) -> bool {
     target.starts_with('/')
         && !target.starts_with("//")
         && !target.starts_with("/\\")

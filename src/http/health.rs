@@ -10,14 +10,14 @@ use crate::metrics::StoreCaller;
 use crate::model::ShowId;
 
 /// `GET /healthz`: the process answers.
-pub async fn healthz() -> &'static str {
+pub(super) async fn healthz() -> &'static str {
     "ok"
 }
 
 /// `GET /readyz`: the store answers, and has not lost any show's state. A lost show keeps
 /// every instance unready (503, naming the shows) until an operator re-opens or deletes it:
 /// the deployment's health says what the console says.
-pub async fn readyz(State(state): State<AppState>) -> Result<&'static str, AppError> {
+pub(super) async fn readyz(State(state): State<AppState>) -> Result<&'static str, AppError> {
     state.store.ping().await?;
     let lost = state.watchdog.lost();
     if !lost.is_empty() {
@@ -33,7 +33,7 @@ pub async fn readyz(State(state): State<AppState>) -> Result<&'static str, AppEr
 /// `GET /metrics`: Prometheus text; per-show gauges cost one store call per open show. A
 /// store that does not answer is itself a figure (`store_up` 0, without the per-show gauges),
 /// not a failed scrape: the operator's dashboard must show the outage, not go blank.
-pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let stats = match state.open_show_stats().await {
         Ok(stats) => {
             state.metrics.set_store_up(true);

@@ -35,14 +35,14 @@ use crate::protocol::{ADMISSION_HEADER, EventName, Frame, JOIN_PROOF_HEADER, Tic
 const OPERATOR_TOKEN: &str = "operatorToken";
 
 /// The OpenAPI document, built once.
-pub async fn document() -> impl IntoResponse {
+pub(super) async fn document() -> impl IntoResponse {
     static JSON: OnceLock<String> = OnceLock::new();
     let body = JSON.get_or_init(|| spec().to_json().expect("the document serialises"));
     ([(header::CONTENT_TYPE, "application/json")], body.as_str())
 }
 
 /// The document.
-pub fn spec() -> OpenApi {
+pub(super) fn spec() -> OpenApi {
     let mut paths = Paths::builder();
     const STATIC: (&str, &[&str]) = (STATIC_FILE, &["GET"]);
     let every = routes::ALL.iter().chain([&STATIC]);
@@ -85,7 +85,7 @@ pub fn spec() -> OpenApi {
 }
 
 /// An axum route template as an OpenAPI path: `{show_id}` becomes `{showId}`.
-pub fn openapi_path(template: &str) -> String {
+pub(super) fn openapi_path(template: &str) -> String {
     let (mut out, mut inside, mut upper) = (String::new(), false, false);
     for c in template.chars() {
         match c {

@@ -14,7 +14,7 @@ use crate::error::AppError;
 use crate::model::{EndReason, ShowId, ShowStats};
 
 /// The most seats a show may sell: far above any venue, low enough for Lua's numbers.
-pub const MAX_STOCK: u64 = 100_000_000;
+pub(super) const MAX_STOCK: u64 = 100_000_000;
 use crate::pass::MAX_CHALLENGE_BITS;
 use crate::store::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSettings};
 
@@ -22,7 +22,7 @@ use crate::store::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSe
 /// gate closes. A show whose state was lost starts again from nothing: this is the
 /// operator's deliberate re-open.
 #[tracing::instrument(skip_all, fields(show = %show))]
-pub async fn open(
+pub(super) async fn open(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
@@ -40,7 +40,7 @@ pub async fn open(
 /// `POST …/{showId}/close`: 204; the original's close: no more admissions and no gate, and
 /// fans still queued are sent on. 404 for a show nobody made.
 #[tracing::instrument(skip_all, fields(show = %show))]
-pub async fn close(
+pub(super) async fn close(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
@@ -54,7 +54,7 @@ pub async fn close(
 /// `POST …/{showId}/pause`: 204; admission stops at once, every place is kept and the gate
 /// stays shut (`open` resumes). 409 before the show opened or once it ended.
 #[tracing::instrument(skip_all, fields(show = %show))]
-pub async fn pause(
+pub(super) async fn pause(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
@@ -68,7 +68,7 @@ pub async fn pause(
 /// What `POST …/{showId}/end` takes: why, optionally.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EndRequest {
+pub(super) struct EndRequest {
     /// Why the on-sale ended (`"sold out"`), told to every fan still queued: 1 to 64 bytes
     /// of printable text.
     pub reason: Option<String>,
@@ -78,7 +78,7 @@ pub struct EndRequest {
 /// 410, the gate stays shut (fans admitted before may finish), every fan still queued is
 /// pushed the end.
 #[tracing::instrument(skip_all, fields(show = %show))]
-pub async fn end(
+pub(super) async fn end(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
@@ -105,7 +105,7 @@ pub async fn end(
 }
 
 /// `GET …/{showId}/stats`: open or not, lost or not, queue length, valid admissions, rate.
-pub async fn stats(
+pub(super) async fn stats(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
@@ -118,7 +118,7 @@ pub async fn stats(
 /// is optional.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ShowConfig {
+pub(super) struct ShowConfig {
     pub admit_per_second: Option<u32>,
     /// Cap on admitted fans who have not bought yet; 0 removes the cap.
     pub max_active_buyers: Option<u32>,
@@ -304,7 +304,7 @@ fn future_time(field: &str, text: &str) -> Result<u64, AppError> {
 /// takes the server's defaults): 201 with its figures when it is new, 200 when it existed.
 /// The on-sale stays closed until `open`.
 #[tracing::instrument(skip_all, fields(show = %show))]
-pub async fn create(
+pub(super) async fn create(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
@@ -330,7 +330,7 @@ pub async fn create(
 /// (fans following it are told their tickets are unknown); 404 if there was none. Orders
 /// already placed stay readable at `/orders/{id}`.
 #[tracing::instrument(skip_all, fields(show = %show))]
-pub async fn delete(
+pub(super) async fn delete(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
@@ -349,7 +349,7 @@ pub async fn delete(
 /// show if needed; takes effect at the next tick; a new rate pushes every waiting fan a new
 /// ETA. Answers the show's figures.
 #[tracing::instrument(skip_all, fields(show = %show))]
-pub async fn set_config(
+pub(super) async fn set_config(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,

@@ -15,7 +15,7 @@ use crate::pass::{Admission, PassError, looks_like_pass};
 use crate::protocol::{CHECKED_HEADER, JWKS_MAX_AGE_SECONDS, routes};
 use crate::store::{OrderOutcome, Redeemed, StoreError};
 
-pub use crate::protocol::ADMISSION_HEADER;
+pub(super) use crate::protocol::ADMISSION_HEADER;
 
 /// `POST /orders`: 201 + Location when created; 200 with the order when the very same
 /// request was placed before; 409 when the hold was ordered with something else or the
@@ -23,7 +23,7 @@ pub use crate::protocol::ADMISSION_HEADER;
 /// invalid input. The gate, the hold and the admission are checked and claimed in one store
 /// step, so two racing requests can never both pass.
 #[tracing::instrument(skip_all)]
-pub async fn place(
+pub(super) async fn place(
     State(state): State<AppState>,
     headers: HeaderMap,
     admission: Option<Extension<Admission>>,
@@ -85,7 +85,7 @@ pub async fn place(
 }
 
 /// `GET /orders/{id}`: the order, or 404.
-pub async fn get(
+pub(super) async fn get(
     State(state): State<AppState>,
     AppPath(id): AppPath<String>,
 ) -> Result<Json<Order>, AppError> {
@@ -108,7 +108,7 @@ pub async fn get(
 /// `pass_checks{outcome="unverified"}` metric): an edge (nginx `auth_request`) keeps letting
 /// admitted fans through, and a spent pass that slips by is refused by the checkout's own
 /// redemption, which does need the store.
-pub async fn check_pass(
+pub(super) async fn check_pass(
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
     Extension(admission): Extension<Admission>,
@@ -148,7 +148,7 @@ const SPENT: &str = "this admission no longer runs: it was spent (an order or a 
 /// 409 every time after (and for an admission that ordered through `POST /orders`); 403 for
 /// no running admission of this show; 400 without the header.
 #[tracing::instrument(skip_all, fields(show = %show))]
-pub async fn redeem(
+pub(super) async fn redeem(
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
     headers: HeaderMap,
@@ -203,7 +203,7 @@ pub async fn redeem(
 /// signing one first. A shared key is published before it signs (see `PASS_KEY_ROTATION`),
 /// so an edge caching this document as long as `Cache-Control` says never meets a pass it
 /// cannot verify.
-pub async fn jwks(State(state): State<AppState>) -> Response {
+pub(super) async fn jwks(State(state): State<AppState>) -> Response {
     (
         [(
             header::CACHE_CONTROL,

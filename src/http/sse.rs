@@ -17,7 +17,7 @@ use crate::hub::Update;
 use crate::metrics::Transport;
 
 /// Keep-alive comments go out this often, well inside proxies' idle timeouts (spec: ≤ 15 s).
-pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
+pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// How long an EventSource waits before reconnecting after the stream drops.
 const RETRY: Duration = Duration::from_secs(2);
@@ -27,7 +27,7 @@ const RETRY: Duration = Duration::from_secs(2);
 /// `Last-Event-ID` and is answered with the state now, so it never loses its place.
 /// A client with `MAX_STREAMS_PER_CLIENT` streams open already gets 429 instead.
 #[tracing::instrument(skip_all, fields(show = %show, ticket = %ticket))]
-pub async fn events(
+pub(super) async fn events(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     AppPath((show, ticket)): AppPath<(String, String)>,
@@ -65,7 +65,7 @@ pub async fn events(
 }
 
 /// One update as an SSE event: name, id and the poll endpoint's JSON.
-pub fn to_event(update: &Update) -> Event {
+pub(super) fn to_event(update: &Update) -> Event {
     Event::default()
         .event(update.event.as_str())
         .id(update.version.to_string())

@@ -20,7 +20,7 @@ use crate::metrics::{Metrics, Transport};
 use crate::protocol::Frame;
 
 /// Server pings go out this often (spec: ≤ 15 s).
-pub const PING_EVERY: Duration = Duration::from_secs(10);
+pub(super) const PING_EVERY: Duration = Duration::from_secs(10);
 
 /// The most a fan's frames may hold; a fan has nothing to say beyond a close.
 const MAX_FRAME: usize = 4 * 1024;
@@ -31,7 +31,7 @@ const READ_BUFFER: usize = 256;
 
 /// Upgrades after checking the ids and the client's stream count, so bad input and a
 /// greedy client still get a plain 4xx.
-pub async fn upgrade(
+pub(super) async fn upgrade(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     AppPath((show, ticket)): AppPath<(String, String)>,
@@ -63,7 +63,7 @@ pub async fn upgrade(
 
 /// Sends every update as a text frame and pings every `ping_every`, until the updates end
 /// (then closes politely), the client closes, or the connection fails.
-pub async fn serve<W, R, U>(
+pub(super) async fn serve<W, R, U>(
     mut sink: W,
     mut incoming: R,
     updates: U,

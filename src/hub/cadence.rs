@@ -25,10 +25,10 @@ pub const MAX_PUSH_EVERY: u64 = 30;
 
 /// A tick that pushed more fans than this on one instance, and over twice the tick before,
 /// is a burst.
-pub const BURST: usize = 2_000;
+pub(super) const BURST: usize = 2_000;
 
 /// Fans pushed in a burst are pushed again within this many ticks.
-pub const AFTER_BURST: u64 = 5;
+pub(super) const AFTER_BURST: u64 = 5;
 
 /// What a fan's page knows of the ticks' phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,7 +93,7 @@ impl Moment {
 /// What a page told `last` shows once the show's last tick is `tick_sec`: the same state, or,
 /// counting down, the position `countdownPerSecond` lower for each second since
 /// `lastTickSecond` (never below 1: the admission is pushed). `None` when that cannot be known.
-pub fn counted(last: &TicketView, tick_sec: Option<u64>) -> Option<TicketView> {
+pub(super) fn counted(last: &TicketView, tick_sec: Option<u64>) -> Option<TicketView> {
     let Some(per_second) = last.countdown_per_second else {
         return Some(last.clone());
     };

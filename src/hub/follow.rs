@@ -15,7 +15,7 @@ use crate::store::{QueueStore, StoreError, Touched};
 
 /// How often a live stream of an admitted ticket says its fan is still there: well inside the
 /// shortest arrival window ([`crate::store::MIN_ARRIVAL_WINDOW`]).
-pub const TOUCH_EVERY: Duration = Duration::from_secs(4);
+pub(super) const TOUCH_EVERY: Duration = Duration::from_secs(4);
 
 /// One state pushed to one fan.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,5 +1,8 @@
 //! Integration tests: one binary, real servers on 127.0.0.1:0, real redis-servers.
 
+// A test binary is no library: its `pub` items serve its own modules.
+#![allow(unreachable_pub)]
+
 #[path = "../support/mod.rs"]
 mod support;
 

@@ -5,6 +5,9 @@
 //! `/usr/bin/chromedriver`; override with `CHROMIUM` and `CHROMEDRIVER`) and fail loudly
 //! without them. Screenshots land in `target/screenshots/`.
 
+// A test binary is no library: its `pub` items serve its own modules.
+#![allow(unreachable_pub)]
+
 #[path = "../support/mod.rs"]
 mod support;
 

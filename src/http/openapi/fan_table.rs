@@ -6,7 +6,7 @@ use super::table::{Audience, Body, ERROR, Extra, LOST, NO_SHOW, NO_TICKET, Op, T
 use crate::protocol::routes::*;
 
 /// What `method` on one of these routes takes and answers; `None` for any other route.
-pub fn describe(route: &str, method: &str) -> Option<Op> {
+pub(super) fn describe(route: &str, method: &str) -> Option<Op> {
     use Audience::*;
     use Body::*;
     Some(match (route, method) {

@@ -12,34 +12,34 @@ use crate::model::{AuditPage, DrawView, Order, OrderRequest, Redemption, ShowSta
 use crate::protocol::{Challenge, ErrorBody, EventName, Frame, TicketView};
 
 /// The alphabet of a show id, as [`crate::model::ShowId`] checks it.
-pub const SHOW_ID_PATTERN: &str = "^[A-Za-z0-9._-]{1,64}$";
+pub(super) const SHOW_ID_PATTERN: &str = "^[A-Za-z0-9._-]{1,64}$";
 
-pub fn string(format: Option<KnownFormat>) -> ObjectBuilder {
+pub(super) fn string(format: Option<KnownFormat>) -> ObjectBuilder {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .format(format.map(SchemaFormat::KnownFormat))
 }
 
-pub fn integer(minimum: i64) -> ObjectBuilder {
+pub(super) fn integer(minimum: i64) -> ObjectBuilder {
     ObjectBuilder::new()
         .schema_type(Type::Integer)
         .minimum(Some(minimum))
 }
 
-pub fn object() -> ObjectBuilder {
+pub(super) fn object() -> ObjectBuilder {
     ObjectBuilder::new().schema_type(Type::Object)
 }
 
-pub fn ref_path(schema: &str) -> String {
+pub(super) fn ref_path(schema: &str) -> String {
     format!("#/components/schemas/{schema}")
 }
 
-pub fn reference(schema: &str) -> RefOr<Schema> {
+pub(super) fn reference(schema: &str) -> RefOr<Schema> {
     Ref::from_schema_name(schema).into()
 }
 
 /// Every component schema: the contract's types, and the few shapes no type names.
-pub fn schemas() -> Vec<(String, RefOr<Schema>)> {
+pub(super) fn schemas() -> Vec<(String, RefOr<Schema>)> {
     fn add<T: ToSchema>(all: &mut Vec<(String, RefOr<Schema>)>) {
         all.push((T::name().into_owned(), T::schema()));
         T::schemas(all);

@@ -5,11 +5,11 @@
 use crate::protocol::routes::*;
 
 /// The files under `/static`: served by a nested service, so not a route of `routes::ALL`.
-pub const STATIC_FILE: &str = "/static/{file}";
+pub(super) const STATIC_FILE: &str = "/static/{file}";
 
 /// Who a route is for; the document's tags.
 #[derive(Clone, Copy, PartialEq)]
-pub enum Audience {
+pub(super) enum Audience {
     Operator,
     Fan,
     Orders,
@@ -18,7 +18,7 @@ pub enum Audience {
 }
 
 impl Audience {
-    pub const ALL: [Audience; 5] = [
+    pub(super) const ALL: [Audience; 5] = [
         Self::Operator,
         Self::Fan,
         Self::Orders,
@@ -27,7 +27,7 @@ impl Audience {
     ];
 
     /// The tag's name and description.
-    pub fn tag(self) -> (&'static str, &'static str) {
+    pub(super) fn tag(self) -> (&'static str, &'static str) {
         match self {
             Self::Operator => (
                 "operator",
@@ -49,7 +49,7 @@ impl Audience {
 
 /// What a response carries.
 #[derive(Clone, Copy)]
-pub enum Body {
+pub(super) enum Body {
     Empty,
     /// JSON of a component schema.
     Json(&'static str),
@@ -73,7 +73,7 @@ pub enum Body {
 
 /// Parameters beside the path's.
 #[derive(Clone, Copy)]
-pub enum Extra {
+pub(super) enum Extra {
     AdmissionTicket,
     JoinProof,
     IdempotencyKey,
@@ -86,10 +86,10 @@ pub enum Extra {
 }
 
 /// One response: its status, what it carries, what it means.
-pub type Answer = (u16, Body, &'static str);
+pub(super) type Answer = (u16, Body, &'static str);
 
 /// One operation.
-pub struct Op {
+pub(super) struct Op {
     pub id: &'static str,
     pub audience: Audience,
     pub summary: &'static str,
@@ -158,7 +158,7 @@ pub(super) const PAGE: Answer = (200, Body::Html, "The page");
 /// Every JSON route with a `{showId}` also answers 400 for a bad one, operator routes 401,
 /// JSON bodies 400/413 (and 415/422 when required), store-backed routes 503: the document
 /// adds those.
-pub fn describe(route: &str, method: &str) -> Option<Op> {
+pub(super) fn describe(route: &str, method: &str) -> Option<Op> {
     use Audience::*;
     use Body::*;
     if let Some(op) = super::fan_table::describe(route, method) {

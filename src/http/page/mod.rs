@@ -12,7 +12,7 @@
 mod wait;
 
 pub(crate) use self::wait::set_ticket_cookie;
-pub use self::wait::{join, keep_pass, wait};
+pub(super) use self::wait::{join, keep_pass, wait};
 
 use std::path::PathBuf;
 use std::sync::LazyLock;
@@ -33,10 +33,10 @@ use crate::words::thousands;
 
 /// The cookie that remembers a fan's ticket for one show's page. Its `Path` is the show's
 /// page, so each show has its own and no other page ever receives it.
-pub const TICKET_COOKIE: &str = "wr_ticket";
+pub(super) const TICKET_COOKIE: &str = "wr_ticket";
 
 /// How often the page reloads itself when JavaScript is off and the fan is waiting.
-pub const NOSCRIPT_REFRESH_SECONDS: u32 = 5;
+pub(super) const NOSCRIPT_REFRESH_SECONDS: u32 = 5;
 
 /// Static files may be cached for an hour: their URLs carry [`asset_version`], so a deploy
 /// that changes one changes its URL too.
@@ -53,7 +53,7 @@ const PAGE_CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'sel
 /// Where the static files are served from: `./static` when the server runs from a checkout
 /// or an image that ships the folder beside it, else the crate's own folder (tests, or
 /// `cargo run` started from elsewhere).
-pub fn static_dir() -> PathBuf {
+pub(super) fn static_dir() -> PathBuf {
     let beside = PathBuf::from("static");
     if beside.is_dir() {
         beside
@@ -63,7 +63,7 @@ pub fn static_dir() -> PathBuf {
 }
 
 /// A short hash of the static files' contents, appended to their URLs as `?v=`.
-pub fn asset_version() -> &'static str {
+pub(super) fn asset_version() -> &'static str {
     static VERSION: LazyLock<String> = LazyLock::new(|| {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -82,7 +82,7 @@ pub fn asset_version() -> &'static str {
 
 /// The service behind `/static`: the files, with a long cache on what was found (a 404 is
 /// not cached, so a file added later is seen at once).
-pub fn static_files() -> Router {
+pub(super) fn static_files() -> Router {
     Router::new()
         .fallback_service(ServeDir::new(static_dir()))
         .layer(SetResponseHeaderLayer::if_not_present(
@@ -167,7 +167,7 @@ struct IndexPage {
 }
 
 /// `GET /`: the on-sales that are open now, each linking to its waiting page.
-pub async fn index(State(state): State<AppState>) -> Response {
+pub(super) async fn index(State(state): State<AppState>) -> Response {
     let listed = async {
         let shows = state.open_show_stats().await?.into_iter();
         let shows = shows.map(|stats| OpenShow {

@@ -95,7 +95,7 @@ struct WaitPage {
 
 /// The query of the waiting page.
 #[derive(Debug, Default, Deserialize)]
-pub struct WaitQuery {
+pub(crate) struct WaitQuery {
     /// A ticket to show, for a fan without cookies or a link that carries it.
     ticket: Option<String>,
     /// Where the fan was going when a gateway or an edge sent it to queue.
@@ -105,7 +105,7 @@ pub struct WaitQuery {
 
 /// `GET /wait/{showId}`: the waiting page, showing the ticket's current state at first
 /// paint when the ticket is known.
-pub async fn wait(
+pub(crate) async fn wait(
     State(state): State<AppState>,
     show: Result<Path<String>, PathRejection>,
     query: Result<Query<WaitQuery>, QueryRejection>,
@@ -231,7 +231,7 @@ async fn render_wait(
 /// `POST /wait/{showId}/join`: the join button of a page without JavaScript. Joins, keeps
 /// the ticket in a cookie for this show's page, and sends the fan back to it (303). A post
 /// another site made the browser send is refused (403, see [`check_form_post`]).
-pub async fn join(
+pub(crate) async fn join(
     State(state): State<AppState>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
@@ -270,7 +270,7 @@ pub async fn join(
 /// on the paths it guards, for as long as the pass lives. The page's script calls it once its
 /// fan is admitted; a page of another site cannot (the header needs a CORS preflight, which
 /// is never granted). 403 for a pass that does not let anyone in.
-pub async fn keep_pass(
+pub(crate) async fn keep_pass(
     State(state): State<AppState>,
     headers: HeaderMap,
     show: Result<Path<String>, PathRejection>,

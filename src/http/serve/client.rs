@@ -7,7 +7,7 @@ use axum::http::HeaderMap;
 
 /// The client's address: `peer`, or the entry our `hops` trusted proxies wrote into
 /// `X-Forwarded-For`. Entries left of those are the client's own words and are never trusted.
-pub fn client_ip(peer: IpAddr, headers: &HeaderMap, hops: usize) -> IpAddr {
+pub(crate) fn client_ip(peer: IpAddr, headers: &HeaderMap, hops: usize) -> IpAddr {
     if hops == 0 {
         return peer;
     }
@@ -28,7 +28,7 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, hops: usize) -> IpAddr {
 /// The block a client address is counted in: an IPv4 address, or an IPv6 /64 (one
 /// household's or one machine's whole prefix). IPv4 seen through a dual-stack socket
 /// (`::ffff:a.b.c.d`) counts as the IPv4 address.
-pub fn client_prefix(ip: IpAddr) -> IpAddr {
+pub(crate) fn client_prefix(ip: IpAddr) -> IpAddr {
     match ip.to_canonical() {
         IpAddr::V6(v6) => {
             let bits = u128::from(v6) & !((1u128 << 64) - 1);

@@ -38,7 +38,7 @@ use super::gate::Place;
 
 /// Marks a response whose body is served outside hyper (a ticket's SSE stream).
 #[derive(Clone, Copy, Debug)]
-pub struct HandOver;
+pub(crate) struct HandOver;
 
 /// The socket and its place, on their way out of hyper.
 struct Socket {

@@ -56,7 +56,7 @@ const OVERLOAD_REPORT_EVERY: Duration = Duration::from_secs(60);
 
 /// The bounds on connections (see `Config`).
 #[derive(Clone, Debug)]
-pub struct ConnectionLimits {
+pub(crate) struct ConnectionLimits {
     /// For a request head to arrive, and for an idle kept-alive connection.
     pub header_timeout: Duration,
     /// Connections served in full.
@@ -68,7 +68,7 @@ pub struct ConnectionLimits {
 }
 
 /// Serves `state`'s router on `listener` until `state.shutdown` is cancelled, then drains.
-pub async fn serve(listener: TcpListener, state: AppState, limits: ConnectionLimits) {
+pub(crate) async fn serve(listener: TcpListener, state: AppState, limits: ConnectionLimits) {
     let stop = state.shutdown.clone();
     let operator_token = state.admin_token.clone();
     let app = router(state);

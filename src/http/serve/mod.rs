@@ -6,19 +6,19 @@
 //! - [`limits`]: streams per client block, operator-token guesses;
 //! - [`client`]: the client's address and its block; [`origin`]: where a form may come from.
 
-pub mod client;
+pub(crate) mod client;
 pub(crate) mod gate;
 pub(crate) mod handover;
-pub mod limits;
+pub(crate) mod limits;
 pub(crate) mod listener;
-pub mod origin;
+pub(crate) mod origin;
 
 use std::time::Duration;
 
-pub use client::{client_ip, client_prefix};
+pub(crate) use client::{client_ip, client_prefix};
 pub use limits::{StreamGuard, StreamLimits, TokenGuesses};
 pub(crate) use listener::BodyTimedOut;
 pub use origin::Origin;
 
 /// How long connections may take to finish once shutdown began, before they are cut.
-pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const DRAIN_GRACE: Duration = Duration::from_secs(5);

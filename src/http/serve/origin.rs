@@ -74,7 +74,10 @@ impl fmt::Display for Origin {
 /// `Ok` when a form post comes from this site or names no origin at all; 403 when the browser
 /// says it comes from elsewhere. `public` is `PUBLIC_URL`'s origin; without it the site is
 /// whatever the request's `Host` names.
-pub fn check_form_post(headers: &HeaderMap, public: Option<&Origin>) -> Result<(), AppError> {
+pub(crate) fn check_form_post(
+    headers: &HeaderMap,
+    public: Option<&Origin>,
+) -> Result<(), AppError> {
     check_same_site(headers, public, REFUSED)
 }
 
@@ -86,7 +89,10 @@ const REFUSED_JOIN: &str = "A join sent from another website is refused: open th
 /// simple content type (no preflight), and a popular site's visitors would fill a queue from
 /// their own addresses. The waiting page's own `fetch` is same-origin; a client that is no
 /// browser names no origin.
-pub fn check_join_post(headers: &HeaderMap, public: Option<&Origin>) -> Result<(), AppError> {
+pub(crate) fn check_join_post(
+    headers: &HeaderMap,
+    public: Option<&Origin>,
+) -> Result<(), AppError> {
     check_same_site(headers, public, REFUSED_JOIN)
 }
 

@@ -19,8 +19,8 @@ use crate::store::{DrawPhase, Feed, Result, ShowEvent, ShowSnapshot, StoreError}
 static SNAPSHOT: LazyLock<Script> = show_script!("snapshot.lua");
 
 /// How often a subscription is PINGed, and how long its PONG may take.
-pub const PUBSUB_PING_EVERY: Duration = Duration::from_secs(5);
-pub const PUBSUB_PONG_WITHIN: Duration = Duration::from_secs(3);
+pub(super) const PUBSUB_PING_EVERY: Duration = Duration::from_secs(5);
+pub(super) const PUBSUB_PONG_WITHIN: Duration = Duration::from_secs(3);
 
 /// PINGs a subscription until its stream is dropped; cancels `dead` when one goes
 /// unanswered.

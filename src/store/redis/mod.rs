@@ -49,7 +49,7 @@ pub enum PubSub {
 }
 
 /// The pub/sub channel every show's events go out on; every hub subscribes once.
-pub const EVENTS_CHANNEL: &str = "wr:events";
+pub(super) const EVENTS_CHANNEL: &str = "wr:events";
 const OPEN_SHOWS: &str = "wr:open";
 /// Every show an operator made (the open ones too).
 const SHOWS: &str = "wr:shows";
@@ -421,7 +421,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
 
 /// The pass keys instances share when `PASS_KEYS` is unset (one key, outside every show's
 /// slot): a sorted set of `kid:base64secret` by when each was made.
-pub const PASS_KEYS: &str = "wr:passkeys";
+pub(super) const PASS_KEYS: &str = "wr:passkeys";
 
 static SHARE_KEYS: std::sync::LazyLock<Script> =
     std::sync::LazyLock::new(|| Script::new(include_str!("../lua/pass_keys.lua")));

@@ -37,7 +37,7 @@ use crate::store::{Result, ShowEvent, StoreError};
 
 /// The channel a show's events go out on with sharded pub/sub: the show's hash tag, so that
 /// the scripts, which touch only that slot, may `SPUBLISH` to it.
-pub fn show_channel(show: &ShowId) -> String {
+pub(super) fn show_channel(show: &ShowId) -> String {
     format!("wr:{{{show}}}:events")
 }
 
