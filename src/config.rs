@@ -20,6 +20,39 @@ pub struct Config {
     #[arg(long, env = "REDIS_URL")]
     pub redis_url: Option<String>,
 
+    /// Redis behind Sentinel: the Sentinels, `host:port` comma-separated; the server finds
+    /// the primary through them and follows it through failovers (with
+    /// `REDIS_SENTINEL_MASTER`; instead of `REDIS_URL`).
+    #[arg(
+        long,
+        env = "REDIS_SENTINELS",
+        conflicts_with = "redis_url",
+        requires = "redis_sentinel_master"
+    )]
+    pub redis_sentinels: Option<String>,
+
+    /// The primary's name in the Sentinels' configuration (`sentinel monitor <name> …`).
+    #[arg(long, env = "REDIS_SENTINEL_MASTER")]
+    pub redis_sentinel_master: Option<String>,
+
+    /// The password of the Redis data nodes behind Sentinel (`requirepass`); never printed.
+    #[arg(long, env = "REDIS_PASSWORD", hide_env_values = true)]
+    pub redis_password: Option<String>,
+
+    /// The Sentinels' own password, if they ask one; never printed.
+    #[arg(long, env = "REDIS_SENTINEL_PASSWORD", hide_env_values = true)]
+    pub redis_sentinel_password: Option<String>,
+
+    /// Replicas that must confirm every write (`WAIT`) before it is answered: a join, an
+    /// admission tick, an order, a redemption. Not confirmed in `REDIS_WAIT_TIMEOUT`: 503 with
+    /// `Retry-After`. 0 (the default): answered once the primary has it. Not on a cluster.
+    #[arg(long, env = "REDIS_WAIT_REPLICAS", default_value_t = 0)]
+    pub redis_wait_replicas: u32,
+
+    /// How long the replicas may take to confirm a write.
+    #[arg(long, env = "REDIS_WAIT_TIMEOUT", default_value = "500ms", value_parser = parse_ttl)]
+    pub redis_wait_timeout: Duration,
+
     /// `REDIS_URL` names Redis Cluster nodes, comma-separated (any few of them will do).
     #[arg(long, env = "REDIS_CLUSTER", requires = "redis_url")]
     pub redis_cluster: bool,
@@ -180,6 +213,12 @@ impl Config {
             bind: "127.0.0.1:0".parse().expect("literal address"),
             redis_url: None,
             redis_cluster: false,
+            redis_sentinels: None,
+            redis_sentinel_master: None,
+            redis_password: None,
+            redis_sentinel_password: None,
+            redis_wait_replicas: 0,
+            redis_wait_timeout: Duration::from_millis(500),
             redis_pubsub: PubSub::Auto,
             admit_per_second: 20,
             admission_ttl: Duration::from_secs(300),

@@ -71,6 +71,10 @@ impl From<StoreError> for AppError {
             ),
             StoreError::ProofTooWeak(_) => AppError::Forbidden(format!("{JOIN_PROOF_HEADER}: {e}")),
             StoreError::ProofSpent => AppError::Conflict(format!("{JOIN_PROOF_HEADER}: {e}")),
+            StoreError::NotReplicated { .. } => AppError::Unavailable(format!(
+                "the waiting room could not make this durable in time ({e}); try again: the \
+                 same Idempotency-Key keeps the same place"
+            )),
             other => AppError::Store(other),
         }
     }
@@ -123,6 +127,10 @@ impl IntoResponse for AppError {
             }
             // A stream closes when its fan is admitted or leaves; no telling when.
             AppError::TooManyStreams(_) => set_retry_after(&mut response, STREAM_RETRY),
+            // A store that is failing over, or a show an operator must re-open: soon, maybe.
+            AppError::Unavailable(_) | AppError::Store(_) => {
+                set_retry_after(&mut response, UNAVAILABLE_RETRY)
+            }
             AppError::Unauthorized => {
                 response.headers_mut().insert(
                     header::WWW_AUTHENTICATE,
@@ -134,6 +142,9 @@ impl IntoResponse for AppError {
         response
     }
 }
+
+/// What a 503 asks the client to wait: a failover takes seconds.
+const UNAVAILABLE_RETRY: Duration = Duration::from_secs(2);
 
 /// `Retry-After` in whole seconds, rounded up: the header takes no fractions.
 fn set_retry_after(response: &mut Response, wait: Duration) {

@@ -29,6 +29,7 @@ pub struct Metrics {
     pass_checks: Family<Labels, Counter>,
     redemptions: Family<Labels, Counter>,
     gateway: Family<Labels, Counter>,
+    redis_failovers: Counter,
 }
 
 /// What `GET …/pass` answered.
@@ -192,6 +193,12 @@ impl Default for Metrics {
             "Admissions spent by a checkout outside (POST .../redeem), per show",
             redemptions.clone(),
         );
+        let redis_failovers = Counter::default();
+        registry.register(
+            "redis_failovers",
+            "Behind Sentinel: times this instance followed the primary to another node",
+            redis_failovers.clone(),
+        );
         let gateway = Family::<Labels, Counter>::default();
         registry.register(
             "gateway_requests",
@@ -207,6 +214,7 @@ impl Default for Metrics {
             let _ = pass_checks.get_or_create(&outcome.label());
         }
         Metrics {
+            redis_failovers,
             gateway,
             pass_checks,
             redemptions,
@@ -258,6 +266,11 @@ impl Metrics {
     /// A checkout outside redeemed an admission of `show` through this instance.
     pub fn redeemed(&self, show: &ShowId) {
         self.redemptions.get_or_create(&show_label(show)).inc();
+    }
+
+    /// Behind Sentinel, the store followed the primary to another node.
+    pub fn redis_failover(&self) {
+        self.redis_failovers.inc();
     }
 
     /// A gateway request came to `outcome`.

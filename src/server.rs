@@ -17,7 +17,9 @@ use crate::http::{AppState, Gateway, StreamLimits};
 use crate::hub::{Hub, HubParts};
 use crate::metrics::Metrics;
 use crate::pass::{CHALLENGE_TTL_SECONDS, Keyring};
-use crate::store::{KeySchedule, MemoryStore, QueueStore, RedisStore, StoreSettings};
+use crate::store::{
+    Durability, KeySchedule, MemoryStore, QueueStore, RedisStore, SentinelSettings, StoreSettings,
+};
 use crate::watchdog::Watchdog;
 use crate::{admitter, demo};
 
@@ -53,7 +55,37 @@ impl Application {
             max_active_buyers: config.max_active_buyers,
             arrival_window: config.arrival_window,
         };
+        let metrics = Arc::new(Metrics::default());
+        let durability = Durability {
+            replicas: config.redis_wait_replicas,
+            timeout: config.redis_wait_timeout,
+        };
+        if durability.replicas > 0
+            && (config.redis_cluster
+                || config.redis_url.is_none() && config.redis_sentinels.is_none())
+        {
+            anyhow::bail!(
+                "REDIS_WAIT_REPLICAS needs one Redis with replicas (REDIS_URL or REDIS_SENTINELS), not a cluster or the embedded store"
+            );
+        }
         let store: Arc<dyn QueueStore> = match &config.redis_url {
+            None if config.redis_sentinels.is_some() => {
+                let sentinel = sentinel_settings(&config)?;
+                let failovers = metrics.clone();
+                Arc::new(
+                    RedisStore::connect_sentinel(&sentinel, settings, move |_| {
+                        failovers.redis_failover()
+                    })
+                    .await
+                    .with_context(|| {
+                        format!(
+                            "cannot reach the primary {} through the Sentinels {:?}",
+                            sentinel.master, sentinel.sentinels
+                        )
+                    })?
+                    .with_durability(durability),
+                )
+            }
             Some(urls) if config.redis_cluster => {
                 let nodes: Vec<String> = urls.split(',').map(|u| u.trim().to_owned()).collect();
                 Arc::new(
@@ -65,7 +97,8 @@ impl Application {
             Some(url) => Arc::new(
                 RedisStore::connect(url, settings)
                     .await
-                    .with_context(|| format!("cannot reach Redis at {url}"))?,
+                    .with_context(|| format!("cannot reach Redis at {}", redacted(url)))?
+                    .with_durability(durability),
             ),
             None => {
                 tracing::info!(
@@ -89,7 +122,6 @@ impl Application {
                 token.into()
             }
         };
-        let metrics = Arc::new(Metrics::default());
         let mut shared_key = None;
         let passes = Arc::new(match configured_keys {
             Some(keys) => keys,
@@ -244,6 +276,46 @@ impl Application {
         tasks.close();
         tasks.wait().await;
         Ok(())
+    }
+}
+
+/// The Sentinels and the primary's name, from `REDIS_SENTINELS` (`host:port,…`).
+fn sentinel_settings(config: &Config) -> anyhow::Result<SentinelSettings> {
+    let list = config.redis_sentinels.as_deref().unwrap_or_default();
+    let sentinels = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let (host, port) = s
+                .rsplit_once(':')
+                .ok_or_else(|| anyhow::anyhow!("REDIS_SENTINELS: {s} is not host:port"))?;
+            let port: u16 = port
+                .parse()
+                .map_err(|_| anyhow::anyhow!("REDIS_SENTINELS: {s} is not host:port"))?;
+            Ok((host.to_owned(), port))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if sentinels.is_empty() {
+        anyhow::bail!("REDIS_SENTINELS names no Sentinel");
+    }
+    Ok(SentinelSettings {
+        sentinels,
+        master: config.redis_sentinel_master.clone().unwrap_or_default(),
+        password: config.redis_password.clone(),
+        sentinel_password: config.redis_sentinel_password.clone(),
+    })
+}
+
+/// `url` with any password in it replaced by `***`, for an error message.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
     }
 }
 

@@ -69,7 +69,7 @@ pub use self::memory::MemoryStore;
 pub use self::orders::{OrderBook, OrderOutcome, Redeemed, order_fingerprint};
 pub use self::position::position;
 pub use self::queue::{AdmitOutcome, Joined, Queue, Status, Touched};
-pub use self::redis::{PubSub, RedisStore};
+pub use self::redis::{Durability, PubSub, RedisStore, SentinelConnection, SentinelSettings};
 pub use self::shows::{
     AnnouncedRate, Configured, Indexed, PaceControl, Pacing, ShowMeta, ShowSettings, Shows,
     not_running,
@@ -147,6 +147,11 @@ pub enum StoreError {
     /// The challenge was spent on a join already.
     #[error("that join challenge was used already; ask for a new one")]
     ProofSpent,
+    /// `REDIS_WAIT_REPLICAS`: fewer replicas than asked confirmed the write in time. It may
+    /// or may not survive a failover; the client retries (an `Idempotency-Key` keeps one
+    /// place).
+    #[error("the write was confirmed by {acked} of the {wanted} replicas asked in time")]
+    NotReplicated { acked: u32, wanted: u32 },
 }
 
 /// Result alias for store calls.

@@ -196,6 +196,15 @@ async fn a_frozen_leader_woken_past_its_lease_is_fenced_off() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let (frozen, other) = (servers[leader], servers[1 - leader]);
+    // The leader admits first, under its fence.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while frozen.stats("fenced").await["queueLength"].as_u64() == Some(200) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the leader never admitted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let pid = frozen.child.id().to_string();
     let signal = |sig: &str| {
         let ok = std::process::Command::new("kill")

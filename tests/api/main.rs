@@ -43,6 +43,7 @@ mod dashboard;
 mod draw;
 mod edge;
 mod eta;
+mod failover;
 mod gate;
 mod http;
 mod hub;

@@ -16,6 +16,7 @@ pub mod nginx;
 pub mod origin;
 pub mod process;
 pub mod redis;
+pub mod sentinel;
 pub mod sse;
 
 use std::net::TcpListener;

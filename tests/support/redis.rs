@@ -88,6 +88,13 @@ impl RedisServer {
         panic!("redis-server did not come back on port {}", self.port);
     }
 
+    /// Kills the server and starts it again on the same port with `extra` arguments (say,
+    /// `--replicaof`), empty.
+    pub async fn restart_with(&mut self, extra: &[&str]) {
+        self.extra = extra.iter().map(|s| s.to_string()).collect();
+        self.restart().await;
+    }
+
     /// Kills the server (the test's own, by its child handle) and leaves it down.
     pub fn stop(&mut self) {
         let _ = self.child.kill();

@@ -90,7 +90,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
         // the stream ends and the hub subscribes again, to the next node if this one is gone.
         let mut last_error = None;
         let mut subscribed = None;
-        for client in &self.subscribers {
+        for client in &self.subscribers.clients() {
             let attempt = async {
                 let mut pubsub = client.get_async_pubsub().await?;
                 pubsub.subscribe(EVENTS_CHANNEL).await?;

@@ -19,6 +19,7 @@ mod lease;
 mod limits;
 mod orders;
 mod queue;
+mod sentinel;
 mod sharded;
 mod shows;
 
@@ -32,6 +33,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Client, Script};
 use uuid::Uuid;
 
+pub use self::sentinel::{SentinelConnection, SentinelSettings};
 use self::sharded::{Sharded, show_channel};
 use super::{Health, Result, StoreError, StoreSettings, pace_of};
 use crate::model::{EndReason, Pace, Phase, RateChange, ShowId};
@@ -192,12 +194,41 @@ const SHOW_KEYS: [&str; 16] = [
 /// The Redis-backed store, over one Redis or a Redis Cluster.
 #[derive(Clone)]
 pub struct RedisStore<C = ConnectionManager> {
-    /// Where to subscribe to events, tried in turn: the server, or every cluster seed node.
-    subscribers: Vec<Client>,
+    /// Where to subscribe to events, tried in turn: the server, or every cluster seed node;
+    /// behind Sentinel, the current primary.
+    subscribers: Subscribers,
     /// Sharded pub/sub, on a cluster that has it.
     sharded: Option<Arc<Sharded>>,
     conn: C,
     settings: StoreSettings,
+    /// `REDIS_WAIT_REPLICAS`: every script's writes are confirmed by this many replicas
+    /// (`WAIT`, in the same pipeline) before it answers; 0: not waited for.
+    durability: Durability,
+}
+
+/// How many replicas must confirm a write, and how long they may take.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Durability {
+    pub replicas: u32,
+    pub timeout: Duration,
+}
+
+/// Where the feed subscribes.
+#[derive(Clone)]
+enum Subscribers {
+    /// These, tried in turn.
+    Fixed(Vec<Client>),
+    /// The primary the Sentinels name now.
+    Sentinel(SentinelConnection),
+}
+
+impl Subscribers {
+    fn clients(&self) -> Vec<Client> {
+        match self {
+            Subscribers::Fixed(clients) => clients.clone(),
+            Subscribers::Sentinel(conn) => vec![conn.client()],
+        }
+    }
 }
 
 impl RedisStore<ConnectionManager> {
@@ -210,10 +241,30 @@ impl RedisStore<ConnectionManager> {
             .set_number_of_retries(3);
         let conn = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(RedisStore {
-            subscribers: vec![client],
+            subscribers: Subscribers::Fixed(vec![client]),
             sharded: None,
             conn,
             settings,
+            durability: Durability::default(),
+        })
+    }
+}
+
+impl RedisStore<SentinelConnection> {
+    /// Connects to the primary the Sentinels of `sentinel` name, and follows it through
+    /// failovers; `on_failover` hears the new primary's address each time.
+    pub async fn connect_sentinel(
+        sentinel: &SentinelSettings,
+        settings: StoreSettings,
+        on_failover: impl Fn(&str) + Send + Sync + 'static,
+    ) -> Result<Self> {
+        let conn = SentinelConnection::connect(sentinel, on_failover).await?;
+        Ok(RedisStore {
+            subscribers: Subscribers::Sentinel(conn.clone()),
+            sharded: None,
+            conn,
+            settings,
+            durability: Durability::default(),
         })
     }
 }
@@ -260,10 +311,11 @@ impl RedisStore<ClusterConnection> {
             .map(|n| Client::open(n.as_str()))
             .collect::<std::result::Result<_, _>>()?;
         Ok(RedisStore {
-            subscribers,
+            subscribers: Subscribers::Fixed(subscribers),
             sharded: sharded.then(|| Arc::new(Sharded::new(nodes))),
             conn,
             settings,
+            durability: Durability::default(),
         })
     }
 }
@@ -298,9 +350,58 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             ..own
         };
         let json = serde_json::to_string(&args).map_err(|e| StoreError::Protocol(e.to_string()))?;
+        if self.durability.replicas > 0 {
+            return self.run_durably(script, &tag, &json).await;
+        }
         invocation.arg(json);
         let mut conn = self.conn.clone();
         Ok(invocation.invoke_async(&mut conn).await?)
+    }
+
+    /// Confirms every write from now on with `WAIT` on this many replicas.
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// The script as `run` sends it, with `WAIT` right behind it in one pipeline: both go
+    /// out on one connection, back to back, so the `WAIT` covers the script's writes (and
+    /// every write sent on that connection before them). Fewer replicas than asked in time:
+    /// [`StoreError::NotReplicated`].
+    async fn run_durably<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        tag: &str,
+        json: &str,
+    ) -> Result<T> {
+        let mut pipe = redis::pipe();
+        let eval = pipe
+            .cmd("EVALSHA")
+            .arg(script.get_hash())
+            .arg(SHOW_KEYS.len());
+        for key in SHOW_KEYS {
+            eval.arg(format!("{tag}:{key}"));
+        }
+        eval.arg(json);
+        pipe.cmd("WAIT")
+            .arg(self.durability.replicas)
+            .arg(self.durability.timeout.as_millis() as u64);
+        let mut conn = self.conn.clone();
+        let answered: redis::RedisResult<(redis::Value, u32)> = pipe.query_async(&mut conn).await;
+        let (value, acked) = match answered {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                script.load_async(&mut conn).await?;
+                pipe.query_async(&mut conn).await?
+            }
+            other => other?,
+        };
+        if acked < self.durability.replicas {
+            return Err(StoreError::NotReplicated {
+                acked,
+                wanted: self.durability.replicas,
+            });
+        }
+        T::from_redis_value(value).map_err(|e| StoreError::Redis(e.into()))
     }
 
     fn ttl_ms(&self) -> u64 {

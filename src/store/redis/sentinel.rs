@@ -1,0 +1,202 @@
+//! Redis behind Sentinel (`REDIS_SENTINELS`, `REDIS_SENTINEL_MASTER`): [`SentinelConnection`]
+//! is a connection to whichever node the Sentinels say is the primary. A command that finds
+//! the primary gone (the connection refused or dropped, a timeout) or demoted (`READONLY`:
+//! the old primary came back as a replica) asks the Sentinels again and reconnects to the new
+//! primary; a watcher asks them every second as well, so a failover is followed even while
+//! nothing is sent. The command that met the failover fails (its caller answers 503 and the
+//! client retries); the next one goes to the new primary. The pub/sub feed subscribes to the
+//! current primary each time it (re)subscribes.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
+use redis::{Client, Cmd, ConnectionAddr, ErrorKind, Pipeline, RedisError, RedisFuture, Value};
+
+/// How often the watcher asks the Sentinels where the primary is.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// How to reach the Sentinels and the primary they name.
+#[derive(Clone)]
+pub struct SentinelSettings {
+    /// `host:port` of each Sentinel.
+    pub sentinels: Vec<(String, u16)>,
+    /// The primary's name in the Sentinels' configuration.
+    pub master: String,
+    /// The data nodes' password (`requirepass`), if any.
+    pub password: Option<String>,
+    /// The Sentinels' own password, if any.
+    pub sentinel_password: Option<String>,
+}
+
+impl std::fmt::Debug for SentinelSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never a password.
+        f.debug_struct("SentinelSettings")
+            .field("sentinels", &self.sentinels)
+            .field("master", &self.master)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A connection to the current primary, following failovers. Cheap to clone; every clone
+/// follows the same primary.
+#[derive(Clone)]
+pub struct SentinelConnection {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    sentinel: tokio::sync::Mutex<SentinelClient>,
+    current: Mutex<Primary>,
+    /// Called with the new primary's address on every failover followed.
+    on_failover: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+#[derive(Clone)]
+struct Primary {
+    addr: String,
+    client: Client,
+    conn: ConnectionManager,
+}
+
+impl SentinelConnection {
+    /// Asks the Sentinels for the primary and connects to it; fails if neither answers.
+    pub async fn connect(
+        settings: &SentinelSettings,
+        on_failover: impl Fn(&str) + Send + Sync + 'static,
+    ) -> Result<SentinelConnection, RedisError> {
+        let addrs = settings
+            .sentinels
+            .iter()
+            .map(|(host, port)| ConnectionAddr::Tcp(host.clone(), *port));
+        let mut builder =
+            SentinelClientBuilder::new(addrs, &settings.master, SentinelServerType::Master)?;
+        if let Some(p) = &settings.password {
+            builder = builder.set_client_to_redis_password(p);
+        }
+        if let Some(p) = &settings.sentinel_password {
+            builder = builder.set_client_to_sentinel_password(p);
+        }
+        let mut sentinel = builder.build()?;
+        let primary = resolve(&mut sentinel).await?;
+        tracing::info!(primary = %primary.addr, master = %settings.master, "Redis primary found through Sentinel");
+        let connection = SentinelConnection {
+            inner: Arc::new(Inner {
+                sentinel: tokio::sync::Mutex::new(sentinel),
+                current: Mutex::new(primary),
+                on_failover: Box::new(on_failover),
+            }),
+        };
+        tokio::spawn(watch(Arc::downgrade(&connection.inner)));
+        Ok(connection)
+    }
+
+    fn primary(&self) -> Primary {
+        self.inner
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A client of the current primary (for a pub/sub connection).
+    pub fn client(&self) -> Client {
+        self.primary().client
+    }
+
+    /// Asks the Sentinels where the primary is, and reconnects when it moved.
+    async fn refresh(inner: &Inner) {
+        let mut sentinel = inner.sentinel.lock().await;
+        let known = inner
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .addr
+            .clone();
+        match resolve(&mut sentinel).await {
+            Ok(primary) if primary.addr != known => {
+                tracing::warn!(from = %known, to = %primary.addr, "Redis failover: following the new primary");
+                (inner.on_failover)(&primary.addr);
+                *inner
+                    .current
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = primary;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "the Sentinels name no primary yet"),
+        }
+    }
+}
+
+/// The primary the Sentinels name now, connected.
+async fn resolve(sentinel: &mut SentinelClient) -> Result<Primary, RedisError> {
+    let client = sentinel.async_get_client().await?;
+    let addr = client.get_connection_info().addr().to_string();
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(2)))
+        .set_number_of_retries(1);
+    let conn = ConnectionManager::new_with_config(client.clone(), config).await?;
+    Ok(Primary { addr, client, conn })
+}
+
+/// Asks the Sentinels every [`WATCH_EVERY`] until the connection is dropped.
+async fn watch(inner: Weak<Inner>) {
+    loop {
+        tokio::time::sleep(WATCH_EVERY).await;
+        let Some(inner) = inner.upgrade() else { return };
+        SentinelConnection::refresh(&inner).await;
+    }
+}
+
+/// Whether `e` says the node we talk to is no longer the primary, or gone.
+fn primary_lost(e: &RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_refusal()
+        || e.is_connection_dropped()
+        || e.is_timeout()
+        || matches!(
+            e.kind(),
+            ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+                | ErrorKind::Server(redis::ServerErrorKind::MasterDown)
+        )
+}
+
+impl ConnectionLike for SentinelConnection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let mut conn = self.primary().conn;
+            let answer = conn.req_packed_command(cmd).await;
+            if let Err(e) = &answer
+                && primary_lost(e)
+            {
+                SentinelConnection::refresh(&self.inner).await;
+            }
+            answer
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let mut conn = self.primary().conn;
+            let answer = conn.req_packed_commands(pipeline, offset, count).await;
+            if let Err(e) = &answer
+                && primary_lost(e)
+            {
+                SentinelConnection::refresh(&self.inner).await;
+            }
+            answer
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}

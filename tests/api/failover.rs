@@ -1,0 +1,194 @@
+//! A Redis failover loses no place: one primary, one replica and three Sentinels, real
+//! processes all; the server finds the primary through Sentinel and has every write confirmed
+//! by the replica (`REDIS_WAIT_REPLICAS=1`). The primary is SIGKILLed while fans join and the
+//! show admits.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::Value;
+use tokio::time::Instant;
+use waiting_room::model::AuditPage;
+use waiting_room::protocol::{IDEMPOTENCY_KEY, routes};
+
+use crate::support::process::ServerProcess;
+use crate::support::sentinel::{MASTER, SentinelGroup};
+use crate::support::ticket_id;
+
+/// One join, retried with the same `Idempotency-Key` while the answer is 503: the ticket,
+/// and every status seen on the way (never a hang: each try is bounded).
+async fn join_until_placed(server: &ServerProcess, show: &str, key: &str) -> (String, Vec<u16>) {
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        let sent = server
+            .client
+            .post(server.url(&routes::show(routes::JOIN, show)))
+            .header(IDEMPOTENCY_KEY, key)
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await;
+        let r = match sent {
+            Ok(r) => r,
+            Err(e) => panic!("a join hung or broke during the failover: {e}"),
+        };
+        seen.push(r.status().as_u16());
+        match r.status() {
+            StatusCode::ACCEPTED | StatusCode::OK => {
+                return (ticket_id(&r.json::<Value>().await.unwrap()), seen);
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                assert!(
+                    r.headers().contains_key("retry-after"),
+                    "503 without Retry-After"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            other => panic!("a join answered {other}: {}", r.text().await.unwrap()),
+        }
+    }
+    panic!("a join was never placed: {seen:?}");
+}
+
+#[tokio::test]
+async fn a_primary_killed_mid_sale_loses_no_acknowledged_join() {
+    let mut group = SentinelGroup::start().await;
+    let sentinels = group.addrs();
+    let env = [
+        ("REDIS_SENTINELS", sentinels.as_str()),
+        ("REDIS_SENTINEL_MASTER", MASTER),
+        ("REDIS_WAIT_REPLICAS", "1"),
+        ("REDIS_WAIT_TIMEOUT", "300ms"),
+    ];
+    let server = ServerProcess::start("", 3, &env).await;
+    server.open("fo").await;
+    let mut placed: Vec<String> = Vec::new();
+    let mut statuses: Vec<u16> = Vec::new();
+    for i in 0..30 {
+        let (t, seen) = join_until_placed(&server, "fo", &format!("before-{i}")).await;
+        placed.push(t);
+        statuses.extend(seen);
+    }
+    // The primary dies while fans go on joining (one try each, a fresh key every 100 ms);
+    // the Sentinels promote the replica.
+    let old_primary = group.primary.port;
+    group.primary.stop();
+    let killed = Instant::now();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let fans = {
+        let server: crate::support::api::Api = (*server).clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut tries = Vec::new();
+            for i in 0.. {
+                if stop.is_cancelled() {
+                    break;
+                }
+                let key = format!("during-{i}");
+                let sent = server
+                    .client
+                    .post(server.url(&routes::show(routes::JOIN, "fo")))
+                    .header(IDEMPOTENCY_KEY, &key)
+                    .timeout(Duration::from_secs(5))
+                    .send()
+                    .await
+                    .expect("a join hung or broke during the failover");
+                let status = sent.status().as_u16();
+                if status == 503 {
+                    assert!(
+                        sent.headers().contains_key("retry-after"),
+                        "503 without Retry-After"
+                    );
+                }
+                tries.push((key, status));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            tries
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server
+        .metrics()
+        .await
+        .contains("waiting_room_redis_failovers_total 1")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the server never followed the failover"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let followed = killed.elapsed();
+    let new_primary = group.primary_port().await.unwrap();
+    assert_ne!(new_primary, old_primary);
+    // The old primary's node comes back as the new primary's replica, so writes can be
+    // confirmed again.
+    group
+        .primary
+        .restart_with(&["--replicaof", "127.0.0.1", &new_primary.to_string()])
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.cancel();
+    let tries = fans.await.unwrap();
+    statuses.extend(tries.iter().map(|(_, s)| *s));
+    // Every try is placed now, the refused ones by a retry with the same key: one place each.
+    for (key, _) in &tries {
+        let (t, seen) = join_until_placed(&server, "fo", key).await;
+        placed.push(t);
+        statuses.extend(seen);
+    }
+    // Admission goes on: within 10 s, someone more is let in.
+    let queue = |s: Value| s["queueLength"].as_u64().unwrap();
+    let before = queue(server.stats("fo").await);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if queue(server.stats("fo").await) < before {
+            break;
+        }
+        assert!(Instant::now() < deadline, "admission did not resume");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Every acknowledged join is still waiting or admitted; the waiting hold 1..n exactly.
+    let mut positions = Vec::new();
+    let mut admitted = 0;
+    for t in &placed {
+        let v = server.ticket_json("fo", t).await;
+        match v["status"].as_str().unwrap() {
+            "WAITING" => positions.push(v["position"].as_u64().unwrap()),
+            "ADMITTED" => admitted += 1,
+            other => panic!("an acknowledged join is {other}: {v}"),
+        }
+    }
+    positions.sort_unstable();
+    let n = positions.len() as u64;
+    assert_eq!(
+        positions,
+        (1..=n).collect::<Vec<_>>(),
+        "places with gaps or twins"
+    );
+    assert_eq!(
+        placed.iter().collect::<BTreeSet<_>>().len(),
+        placed.len(),
+        "one ticket per Idempotency-Key"
+    );
+    assert_eq!(server.stats("fo").await["queueLength"].as_u64(), Some(n));
+    // Nobody admitted twice, the ticks in order: the audit verifies.
+    let page: AuditPage = server
+        .get("/orders/waiting-room/fo/audit?limit=1000")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let verified = waiting_room::draw::verify(None, &page.records, None).expect("verifies");
+    assert!(
+        verified.admitted >= admitted,
+        "{verified:?}, {admitted} admitted seen"
+    );
+    // Joins during the failover were placed, or 503 with Retry-After (checked as they came).
+    assert!(statuses.iter().all(|s| [200, 202, 503].contains(s)));
+    eprintln!(
+        "followed the failover after {followed:?}; {} joins, {} answers 503",
+        placed.len(),
+        statuses.iter().filter(|&&s| s == 503).count()
+    );
+}
