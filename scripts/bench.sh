@@ -5,6 +5,8 @@
 #   scripts/bench.sh hold TOTAL PROCS [sse|ws]   connections held, memory per connection,
 #                                                then tick→push latency as the show opens
 #   scripts/bench.sh joins embedded|redis N      join throughput (join only, no streams)
+#   scripts/bench.sh joins-wait N                joins on a primary with a replica, without and
+#                                                with REDIS_WAIT_REPLICAS=1, same run
 #   scripts/bench.sh latency FANS RATE [sse|ws]  tick→push latency: FANS join at 1,000/s into an
 #                                                open show admitting RATE a second
 #   scripts/bench.sh crowd sse|ws|poll FANS PROCS  push against polling: FANS join a closed
@@ -53,7 +55,7 @@ start_server() {
   URL="http://127.0.0.1:$port"
   env BIND="127.0.0.1:$port" ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 MAX_STREAMS_PER_CLIENT=0 MAX_CONNECTIONS_PER_CLIENT=0 \
     MAX_CONNECTIONS="$MAX_CONNECTIONS" RUST_LOG=warn \
-    ${1:+REDIS_URL=$1} "$BIN" >"$OUT/${SERVER_LOG:-server}.log" 2>&1 &
+    ${1:+REDIS_URL=$1} ${SERVER_ENV:-} "$BIN" >"$OUT/${SERVER_LOG:-server}.log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
   for _ in $(seq 100); do
@@ -195,6 +197,34 @@ joins)
     '{store: $store, joined, joins_per_second, elapsed_seconds, join_latency, join_failed,
       cpu_seconds: {server: ($cpu | tonumber), redis: ($redis | tonumber), load_generator: $load}}' \
     "$OUT/report-1.json" | tee "$OUT/joins-$store.json"
+  ;;
+joins-wait)
+  # What REDIS_WAIT_REPLICAS=1 costs: joins on one primary with one replica, without and
+  # with every write confirmed by the replica, one after the other in one run.
+  n=${2:?N joins}
+  start_redis
+  replica_port=$(free_port)
+  redis-server --port "$replica_port" --bind 127.0.0.1 --save "" --appendonly no \
+    --replicaof 127.0.0.1 "${REDIS_URL##*:}" >"$OUT/replica.log" 2>&1 &
+  PIDS+=("$!")
+  for _ in $(seq 100); do
+    redis-cli -p "${REDIS_URL##*:}" info replication | grep -q "state=online" && break
+    sleep 0.1
+  done
+  for wait in 0 1; do
+    SERVER_ENV="REDIS_WAIT_REPLICAS=$wait" SERVER_LOG="server-wait-$wait" start_server "$REDIS_URL"
+    operator PUT "/orders/waiting-room/joins-wait-$wait"
+    redis_before=$(cpu_seconds "$REDIS_PID")
+    (loadgen "$((10 + wait))" --show "joins-wait-$wait" --fans "$n" --join-only --join-rate 1000000 \
+      --max-in-flight 256 --duration 120s)
+    cpu=$(cpu_seconds "$SERVER_PID")
+    redis_cpu=$(awk -v a="$redis_before" -v b="$(cpu_seconds "$REDIS_PID")" 'BEGIN {print b - a}')
+    jq --arg wait "$wait" --arg cpu "$cpu" --arg redis "$redis_cpu" \
+      '{wait_replicas: ($wait | tonumber), joined, joins_per_second, join_latency, join_failed,
+        cpu_seconds: {server: ($cpu | tonumber), redis_primary: ($redis | tonumber)}}' \
+      "$OUT/report-$((10 + wait)).json" | tee "$OUT/joins-wait-$wait.json"
+    kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
+  done
   ;;
 latency)
   fans=${2:?FANS}; rate=${3:?RATE}; transport=${4:-sse}

@@ -26,3 +26,41 @@ mod plot;
 pub mod staleness_plot;
 mod text;
 pub mod verify;
+
+/// A waiting-room server's address as `--url` takes it: `http://` is assumed when no scheme
+/// is given (`localhost:8080`); anything but http or https with a host is refused at once.
+pub fn server_url(s: &str) -> Result<reqwest::Url, String> {
+    let s = s.trim();
+    let with_scheme = if s.contains("://") {
+        s.to_owned()
+    } else {
+        format!("http://{s}")
+    };
+    let url = reqwest::Url::parse(&with_scheme).map_err(|e| format!("{s}: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(format!(
+            "{s}: give an http:// or https:// address with a host"
+        ));
+    }
+    Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_url;
+
+    #[test]
+    fn a_server_url_without_a_scheme_is_http_and_nonsense_is_refused() {
+        assert_eq!(
+            server_url("localhost:8080").unwrap().as_str(),
+            "http://localhost:8080/"
+        );
+        assert_eq!(
+            server_url("https://tickets.example").unwrap().as_str(),
+            "https://tickets.example/"
+        );
+        for bad in ["ftp://x", "http://", "", "mailto:x@y"] {
+            assert!(server_url(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -14,20 +14,21 @@ pub(super) async fn healthz() -> &'static str {
     "ok"
 }
 
-/// `GET /readyz`: the store answers, and has not lost any show's state. A lost show keeps
-/// every instance unready (503, naming the shows) until an operator re-opens or deletes it:
-/// the deployment's health says what the console says.
-pub(super) async fn readyz(State(state): State<AppState>) -> Result<&'static str, AppError> {
+/// `GET /readyz`: this instance can serve: the store answers (503 otherwise). A show whose
+/// state the store lost is named in the body, not a reason to be unready: a balancer that
+/// drops unready instances would take every show and the console offline with it, and nobody
+/// could re-open the lost one. The `show_lost` metric and its alert say it too.
+pub(super) async fn readyz(State(state): State<AppState>) -> Result<String, AppError> {
     state.store.ping().await?;
     let lost = state.watchdog.lost();
-    if !lost.is_empty() {
-        let names: Vec<&str> = lost.iter().map(ShowId::as_str).collect();
-        return Err(AppError::Unavailable(format!(
-            "the store lost the state of {}; re-open (or delete) them deliberately",
-            names.join(", ")
-        )));
+    if lost.is_empty() {
+        return Ok("ready".into());
     }
-    Ok("ready")
+    let names: Vec<&str> = lost.iter().map(ShowId::as_str).collect();
+    Ok(format!(
+        "ready; the store lost the state of {}: re-open (or delete) them deliberately",
+        names.join(", ")
+    ))
 }
 
 /// `GET /metrics`: Prometheus text; per-show gauges cost one store call per open show. A

@@ -151,8 +151,11 @@ async fn a_primary_killed_mid_sale_loses_no_acknowledged_join() {
     // Every acknowledged join is still waiting or admitted; the waiting hold 1..n exactly.
     let mut positions = Vec::new();
     let mut admitted = 0;
-    for t in &placed {
+    for (k, t) in placed.iter().enumerate() {
         let v = server.ticket_json("fo", t).await;
+        if v["status"] == "UNKNOWN" {
+            panic!("acknowledged join #{k} of {} is unknown: {v}", placed.len());
+        }
         match v["status"].as_str().unwrap() {
             "WAITING" => positions.push(v["position"].as_u64().unwrap()),
             "ADMITTED" => admitted += 1,

@@ -30,7 +30,7 @@ use servers::Servers;
 pub struct FanArgs {
     /// A waiting-room server (`http://127.0.0.1:8080`); repeat for others to fall back on,
     /// tried in turn.
-    #[arg(long = "url", value_name = "URL", required = true)]
+    #[arg(long = "url", value_name = "URL", required = true, value_parser = crate::server_url)]
     pub urls: Vec<Url>,
 
     /// The show to queue for.

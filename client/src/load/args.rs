@@ -17,7 +17,7 @@ use crate::follow::Transport;
 pub struct LoadArgs {
     /// A server to load (loopback only); repeat to spread fans over several, fan i going to
     /// the i-th modulo their number.
-    #[arg(long = "url", value_name = "URL", required = true)]
+    #[arg(long = "url", value_name = "URL", required = true, value_parser = crate::server_url)]
     pub urls: Vec<Url>,
 
     /// The show the fans queue for.

@@ -249,14 +249,15 @@ pub(super) fn describe(route: &str, method: &str) -> Option<Op> {
         (READYZ, "GET") => Op::new(
             "readyz",
             Service,
-            "Readiness: the store answers and has lost no show",
+            "Readiness: the store answers. Shows the store lost are named in the body, and \
+             do not make the instance unready",
             &[
-                (200, Text("text/plain"), "`ready`"),
                 (
-                    503,
-                    ERROR,
-                    "The store does not answer, or lost shows (named)",
+                    200,
+                    Text("text/plain"),
+                    "`ready`, and the lost shows if any",
                 ),
+                (503, ERROR, "The store does not answer"),
             ],
         ),
         (METRICS, "GET") => Op::new(

@@ -14,6 +14,7 @@
 //! `lease.rs`, `limits.rs`, `orders.rs`.
 
 mod draws;
+mod durable;
 mod feed;
 mod lease;
 mod limits;
@@ -33,6 +34,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Client, Script};
 use uuid::Uuid;
 
+use self::durable::Confirmer;
 pub use self::sentinel::{SentinelConnection, SentinelSettings};
 use self::sharded::{Sharded, show_channel};
 use super::{Health, Result, StoreError, StoreSettings, pace_of};
@@ -202,8 +204,9 @@ pub struct RedisStore<C = ConnectionManager> {
     conn: C,
     settings: StoreSettings,
     /// `REDIS_WAIT_REPLICAS`: every script's writes are confirmed by this many replicas
-    /// (`WAIT`, in the same pipeline) before it answers; 0: not waited for.
+    /// (`WAIT`, one per batch: `durable.rs`) before it answers; 0: not waited for.
     durability: Durability,
+    confirmer: Option<Arc<Confirmer>>,
 }
 
 /// How many replicas must confirm a write, and how long they may take.
@@ -246,6 +249,7 @@ impl RedisStore<ConnectionManager> {
             conn,
             settings,
             durability: Durability::default(),
+            confirmer: None,
         })
     }
 }
@@ -265,6 +269,7 @@ impl RedisStore<SentinelConnection> {
             conn,
             settings,
             durability: Durability::default(),
+            confirmer: None,
         })
     }
 }
@@ -316,6 +321,7 @@ impl RedisStore<ClusterConnection> {
             conn,
             settings,
             durability: Durability::default(),
+            confirmer: None,
         })
     }
 }
@@ -361,12 +367,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     /// Confirms every write from now on with `WAIT` on this many replicas.
     pub fn with_durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
+        self.confirmer =
+            (durability.replicas > 0).then(|| Confirmer::start(self.conn.clone(), durability));
         self
     }
 
-    /// The script as `run` sends it, with `WAIT` right behind it in one pipeline: both go
-    /// out on one connection, back to back, so the `WAIT` covers the script's writes (and
-    /// every write sent on that connection before them). Fewer replicas than asked in time:
+    /// The script, sent through the confirmer: in a batch of scripts with one `WAIT` right
+    /// behind them on one connection (see `durable.rs`). Fewer replicas than asked in time:
     /// [`StoreError::NotReplicated`].
     async fn run_durably<T: redis::FromRedisValue>(
         &self,
@@ -374,33 +381,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
         tag: &str,
         json: &str,
     ) -> Result<T> {
-        let mut pipe = redis::pipe();
-        let eval = pipe
-            .cmd("EVALSHA")
-            .arg(script.get_hash())
-            .arg(SHOW_KEYS.len());
-        for key in SHOW_KEYS {
-            eval.arg(format!("{tag}:{key}"));
-        }
-        eval.arg(json);
-        pipe.cmd("WAIT")
-            .arg(self.durability.replicas)
-            .arg(self.durability.timeout.as_millis() as u64);
-        let mut conn = self.conn.clone();
-        let answered: redis::RedisResult<(redis::Value, u32)> = pipe.query_async(&mut conn).await;
-        let (value, acked) = match answered {
-            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                script.load_async(&mut conn).await?;
-                pipe.query_async(&mut conn).await?
-            }
-            other => other?,
+        let Some(confirmer) = &self.confirmer else {
+            return Err(StoreError::Protocol("no write confirmer".into()));
         };
-        if acked < self.durability.replicas {
-            return Err(StoreError::NotReplicated {
-                acked,
-                wanted: self.durability.replicas,
-            });
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash()).arg(SHOW_KEYS.len());
+        for key in SHOW_KEYS {
+            cmd.arg(format!("{tag}:{key}"));
         }
+        cmd.arg(json);
+        let value = confirmer.send(script, cmd).await?;
         T::from_redis_value(value).map_err(|e| StoreError::Redis(e.into()))
     }
 

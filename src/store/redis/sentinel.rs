@@ -130,7 +130,9 @@ impl SentinelConnection {
     }
 }
 
-/// The primary the Sentinels name now, connected.
+/// The primary the Sentinels name now, connected, once it says it is one: Sentinels learn a
+/// failover one after another, and one that has not yet may still name the old primary,
+/// which may be back as a replica (with nothing yet, while it syncs).
 async fn resolve(sentinel: &mut SentinelClient) -> Result<Primary, RedisError> {
     let client = sentinel.async_get_client().await?;
     let addr = client.get_connection_info().addr().to_string();
@@ -138,7 +140,18 @@ async fn resolve(sentinel: &mut SentinelClient) -> Result<Primary, RedisError> {
         .set_connection_timeout(Some(Duration::from_secs(2)))
         .set_response_timeout(Some(Duration::from_secs(2)))
         .set_number_of_retries(1);
-    let conn = ConnectionManager::new_with_config(client.clone(), config).await?;
+    let mut conn = ConnectionManager::new_with_config(client.clone(), config).await?;
+    let role: Vec<Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
+    match role.first() {
+        Some(Value::BulkString(r)) if r.as_slice() == b"master" => {}
+        Some(Value::SimpleString(r)) if r == "master" => {}
+        _ => {
+            return Err(RedisError::from((
+                ErrorKind::Server(redis::ServerErrorKind::ReadOnly),
+                "the node a Sentinel names is not a primary (yet)",
+            )));
+        }
+    }
     Ok(Primary { addr, client, conn })
 }
 

@@ -1,0 +1,143 @@
+//! `REDIS_WAIT_REPLICAS`: every script's writes confirmed by replicas before it answers, at
+//! one `WAIT` per batch rather than per fan. Scripts go to one task that gathers whatever is
+//! pending (up to [`MAX_BATCH`]) into one pipeline, the scripts then `WAIT`, on one
+//! connection: `WAIT` covers every write that connection sent before it, so the one answer
+//! confirms (or not) the whole batch. While a batch is out the next gathers, so under load a
+//! batch is as big as the joins that arrive in one round trip (group commit).
+
+use std::sync::Arc;
+
+use redis::aio::ConnectionLike;
+use redis::{Cmd, Script, ServerErrorKind, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use super::Durability;
+use crate::store::{Result, StoreError};
+
+/// The most scripts one `WAIT` confirms.
+pub(super) const MAX_BATCH: usize = 512;
+
+/// Where scripts wait to be sent and confirmed.
+pub(super) struct Confirmer {
+    jobs: mpsc::UnboundedSender<Job>,
+}
+
+struct Job {
+    script: Script,
+    cmd: Cmd,
+    reply: oneshot::Sender<Result<Value>>,
+}
+
+impl Confirmer {
+    /// The task that sends and confirms on `conn`; it ends when the store is dropped.
+    pub(super) fn start<C>(conn: C, durability: Durability) -> Arc<Confirmer>
+    where
+        C: ConnectionLike + Clone + Send + Sync + 'static,
+    {
+        let (jobs, rx) = mpsc::unbounded_channel();
+        tokio::spawn(run(conn, durability, rx));
+        Arc::new(Confirmer { jobs })
+    }
+
+    /// Sends `cmd` (an `EVALSHA` of `script`) in the next batch; its answer once the replicas
+    /// confirmed the batch, else [`StoreError::NotReplicated`].
+    pub(super) async fn send(&self, script: &Script, cmd: Cmd) -> Result<Value> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            script: script.clone(),
+            cmd,
+            reply,
+        };
+        self.jobs
+            .send(job)
+            .map_err(|_| StoreError::Protocol("the write confirmer stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Protocol("the write confirmer dropped a write".into()))?
+    }
+}
+
+async fn run<C>(mut conn: C, durability: Durability, mut jobs: mpsc::UnboundedReceiver<Job>)
+where
+    C: ConnectionLike + Clone + Send + Sync + 'static,
+{
+    while let Some(first) = jobs.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        // A script Redis no longer holds (a restart, a failover) is loaded and its job sent
+        // again, once.
+        let again = send_batch(&mut conn, durability, batch).await;
+        if !again.is_empty() {
+            for job in &again {
+                if let Err(e) = job.script.load_async(&mut conn).await {
+                    tracing::debug!(error = %e, "could not load a script");
+                }
+            }
+            for job in send_batch(&mut conn, durability, again).await {
+                let _ = job.reply.send(Err(StoreError::Protocol(
+                    "a script Redis would not load".into(),
+                )));
+            }
+        }
+    }
+}
+
+/// Sends `batch` and `WAIT`, and answers every job; the jobs whose script was missing come
+/// back unanswered.
+async fn send_batch<C: ConnectionLike>(
+    conn: &mut C,
+    durability: Durability,
+    batch: Vec<Job>,
+) -> Vec<Job> {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for job in &batch {
+        pipe.add_command(job.cmd.clone());
+    }
+    pipe.cmd("WAIT")
+        .arg(durability.replicas)
+        .arg(durability.timeout.as_millis() as u64);
+    let answered: redis::RedisResult<Vec<Value>> = pipe.query_async(conn).await;
+    let mut values = match answered {
+        Ok(values) if values.len() == batch.len() + 1 => values,
+        Ok(values) => {
+            let e = format!("{} answers to {} commands", values.len(), batch.len() + 1);
+            for job in batch {
+                let _ = job.reply.send(Err(StoreError::Protocol(e.clone())));
+            }
+            return Vec::new();
+        }
+        Err(e) => {
+            for job in batch {
+                let _ = job.reply.send(Err(StoreError::Redis(e.clone())));
+            }
+            return Vec::new();
+        }
+    };
+    let acked = match values.pop() {
+        Some(Value::Int(n)) => u32::try_from(n).unwrap_or(0),
+        _ => 0,
+    };
+    let mut missing = Vec::new();
+    for (job, value) in batch.into_iter().zip(values) {
+        let answer = match value {
+            Value::ServerError(e) if e.kind() == Some(ServerErrorKind::NoScript) => {
+                missing.push(job);
+                continue;
+            }
+            Value::ServerError(e) => Err(StoreError::Redis(e.into())),
+            _ if acked < durability.replicas => Err(StoreError::NotReplicated {
+                acked,
+                wanted: durability.replicas,
+            }),
+            value => Ok(value),
+        };
+        let _ = job.reply.send(answer);
+    }
+    missing
+}
