@@ -17,7 +17,7 @@ pub struct Config {
 
     /// Redis to share queues with other instances (`redis://host:6379`); unset: the embedded,
     /// single-instance, non-durable store.
-    #[arg(long, env = "REDIS_URL")]
+    #[arg(long, env = "REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
 
     /// Redis behind Sentinel: the Sentinels, `host:port` comma-separated; the server finds
@@ -91,7 +91,7 @@ pub struct Config {
     /// secret at least 32 bytes; the first signs, all verify (rotate by putting the new key
     /// first and dropping the old one after an admission TTL). Unset: a random key, good on
     /// this instance only (several instances behind one balancer need the same keys).
-    /// Checked at start ([`Keyring`](crate::pass::Keyring)'s parser), so that an error never echoes a secret.
+    /// Checked at start, so that an error never echoes a secret.
     #[arg(long, env = "PASS_KEYS", hide_env_values = true)]
     pub pass_keys: Option<String>,
 
@@ -154,6 +154,11 @@ pub struct Config {
     #[arg(long, env = "PUBLIC_URL")]
     pub public_url: Option<Origin>,
 
+    /// How logs are written: `text` (coloured only on a terminal) or `json` (one object a
+    /// line, for a collector).
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
     /// Open a show `demo` with simulated fans already queued and a slow rate.
     #[arg(long, env = "DEMO")]
     pub demo: bool,
@@ -171,6 +176,13 @@ pub struct Config {
     /// How long the origin may take to answer a request's head (504 beyond it).
     #[arg(long, env = "UPSTREAM_TIMEOUT", default_value = "30s", value_parser = parse_ttl)]
     pub upstream_timeout: Duration,
+}
+
+/// How logs are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 fn parse_rotation(s: &str) -> Result<Duration, String> {
@@ -238,6 +250,7 @@ impl Config {
             push_front: crate::hub::DEFAULT_PUSH_FRONT,
             public_url: None,
             demo: false,
+            log_format: LogFormat::Text,
             upstream_url: None,
             protect: None,
             upstream_timeout: Duration::from_secs(30),

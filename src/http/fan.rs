@@ -14,7 +14,7 @@ use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::model::TicketStatus;
 use crate::pass::CHALLENGE_TTL_SECONDS;
-use crate::protocol::{Challenge, IDEMPOTENT_REPLAYED};
+use crate::protocol::{Challenge, IDEMPOTENT_REPLAYED, routes};
 
 /// `POST …/{showId}/join`: 202 with a fresh ticket. Joining a show that is not open yet is
 /// allowed: the fan waits until it opens.
@@ -45,6 +45,9 @@ pub(super) async fn join(
     } else {
         (StatusCode::ACCEPTED, "false")
     };
+    // Where the ticket is followed from now on; a ticket with a pass is a bearer credential,
+    // which no cache may keep.
+    let location = routes::ticket(routes::TICKET, show.as_str(), &joined.ticket.to_string());
     Ok((
         status,
         [
@@ -53,6 +56,8 @@ pub(super) async fn join(
                 HeaderName::from_static(IDEMPOTENT_REPLAYED),
                 replay.to_owned(),
             ),
+            (header::LOCATION, location),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
         ],
         Json(view),
     ))
@@ -74,7 +79,7 @@ pub(super) async fn status(
     } else {
         StatusCode::OK
     };
-    Ok((code, Json(view)).into_response())
+    Ok((code, [(header::CACHE_CONTROL, "no-store")], Json(view)).into_response())
 }
 
 /// `DELETE …/tickets/{ticketId}`: 204 once the fan is out of the queue (or has given its

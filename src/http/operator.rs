@@ -318,12 +318,16 @@ pub(super) async fn create(
             .map_err(|e| AppError::BadRequest(format!("show settings: {e}")))?
     };
     let (created, stats) = configure(&state, &show, &config).await?;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(stats)).into_response())
+    if created {
+        let location = crate::protocol::routes::show(crate::protocol::routes::SHOW, show.as_str());
+        return Ok((
+            StatusCode::CREATED,
+            [(axum::http::header::LOCATION, location)],
+            Json(stats),
+        )
+            .into_response());
+    }
+    Ok((StatusCode::OK, Json(stats)).into_response())
 }
 
 /// `DELETE /orders/waiting-room/{showId}`: 204 once the show and all its state are gone

@@ -44,6 +44,73 @@ fn bad_configuration_stops_the_start_with_a_clear_message() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach Redis"));
 }
 
+/// Secrets reach no log, error or help text; a mistake is one sentence even with
+/// `RUST_BACKTRACE=1`; logs carry no colour codes off a terminal, and `LOG_FORMAT=json` writes
+/// one JSON object a line.
+#[test]
+fn secrets_stay_quiet_mistakes_are_one_sentence_and_logs_suit_a_collector() {
+    let port = free_port();
+    let out = server()
+        .env(
+            "REDIS_URL",
+            format!("redis://default:hunter2@127.0.0.1:{port}"),
+        )
+        .env("BIND", "127.0.0.1:0")
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot reach Redis"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "the password leaked: {stderr}");
+    let out = server()
+        .env("PASS_KEYS", "k1:not-base64!")
+        .env("BIND", "127.0.0.1:0")
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("PASS_KEYS entry 1"), "{stderr}");
+    assert!(
+        !stderr.contains("backtrace") && !stderr.contains("stack"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one sentence: {stderr}");
+    let help = server()
+        .arg("--help")
+        .env("ADMIN_TOKEN", "a-long-operator-secret")
+        .env("REDIS_URL", "redis://default:hunter2@db:6379")
+        .env("REDIS_PASSWORD", "hunter3")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for secret in ["a-long-operator-secret", "hunter2", "hunter3"] {
+        assert!(!help.contains(secret), "--help shows {secret}");
+    }
+    assert!(!help.contains("[`"), "rustdoc markup in --help");
+    // Logs: plain text off a terminal; JSON when asked.
+    for (format, check) in [("text", false), ("json", true)] {
+        let port = free_port();
+        let mut child = server()
+            .env("LOG_FORMAT", format)
+            .env("RUST_LOG", "info")
+            .env("ADMIN_TOKEN", "a-long-operator-secret")
+            .env("BIND", format!("127.0.0.1:{port}"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!first.contains('\u{1b}'), "colour codes: {first:?}");
+        if check {
+            let v: serde_json::Value = serde_json::from_str(&first).expect("a JSON line");
+            assert!(v["fields"]["message"].is_string(), "{v}");
+        }
+    }
+}
+
 #[test]
 fn a_missing_operator_token_is_generated_printed_once_and_sigterm_stops_cleanly() {
     let port = free_port();

@@ -401,3 +401,32 @@ async fn health_readiness_and_metrics() {
     assert_eq!(app.get(routes::HEALTHZ).await.status(), StatusCode::OK);
     app.stop().await;
 }
+
+/// HTTP conventions: a show made answers `Location`; a join answers where its ticket lives;
+/// ticket JSON (it may carry a bearer pass) is never cached; a 503 says when to come back.
+#[tokio::test]
+async fn answers_say_where_things_are_and_what_not_to_cache() {
+    let mut app = spawn_app(Backend::Redis).await;
+    let made = app
+        .as_operator(Method::PUT, &routes::show(routes::SHOW, "conv"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), StatusCode::CREATED);
+    assert_eq!(made.headers()["location"], "/orders/waiting-room/conv");
+    let joined = app.join("conv").await;
+    assert_eq!(joined.status(), StatusCode::ACCEPTED);
+    assert_eq!(joined.headers()["cache-control"], "no-store");
+    let location = joined.headers()["location"].to_str().unwrap().to_owned();
+    let id = ticket_id(&joined.json().await.unwrap());
+    assert_eq!(location, routes::ticket(routes::TICKET, "conv", &id));
+    let polled = app.get(&location).await;
+    assert_eq!(polled.status(), StatusCode::OK);
+    assert_eq!(polled.headers()["cache-control"], "no-store");
+    // The store gone: 503, with a Retry-After the clients honour.
+    drop(app.redis.take());
+    let r = app.join("conv").await;
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(r.headers().contains_key("retry-after"));
+    app.stop().await;
+}
