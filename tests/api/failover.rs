@@ -73,6 +73,11 @@ async fn a_primary_killed_mid_sale_loses_no_acknowledged_join() {
     // the Sentinels promote the replica.
     let old_primary = group.primary.port;
     group.primary.stop();
+    // The dead node's port is held until it comes back: another test's redis-server taking
+    // it meanwhile would be taken by the Sentinels for the old primary returning, and made a
+    // replica of this group (its data replaced by this test's).
+    let held = std::net::TcpListener::bind(("127.0.0.1", old_primary))
+        .expect("the dead primary's port is free");
     let killed = Instant::now();
     let stop = tokio_util::sync::CancellationToken::new();
     let fans = {
@@ -123,6 +128,7 @@ async fn a_primary_killed_mid_sale_loses_no_acknowledged_join() {
     assert_ne!(new_primary, old_primary);
     // The old primary's node comes back as the new primary's replica, so writes can be
     // confirmed again.
+    drop(held);
     group
         .primary
         .restart_with(&["--replicaof", "127.0.0.1", &new_primary.to_string()])
