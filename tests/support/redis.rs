@@ -59,18 +59,42 @@ impl RedisServer {
             .expect("redis-server must be on PATH (apt-get install redis-server)")
     }
 
-    /// Whether the server answers within two seconds (false if it exited: port taken).
+    /// Whether our server answers within two seconds (false if it exited: port taken).
+    /// The server on the port must be our process: when another test's redis-server took the
+    /// port first, ours exits and theirs would answer the ping, and two tests would share one
+    /// Redis (a Sentinel of one would then reconfigure the other's).
     async fn ready(&mut self) -> bool {
         for _ in 0..100 {
-            if self.ping().await {
-                return true;
-            }
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;
+            }
+            match self.pid().await {
+                Some(pid) if pid == self.child.id() => return true,
+                Some(_) => {
+                    // Someone else's server: ours cannot bind, and will exit.
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return false;
+                }
+                None => {}
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         false
+    }
+
+    /// The process id of the server answering on our port, if one does.
+    async fn pid(&self) -> Option<u32> {
+        let client = redis::Client::open(self.url()).ok()?;
+        let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await
+            .ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|p| p.trim().parse().ok())
     }
 
     /// Kills the server and starts a new one on the same port, as a crash and restart
@@ -103,17 +127,6 @@ impl RedisServer {
 
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    async fn ping(&self) -> bool {
-        let Ok(client) = redis::Client::open(self.url()) else {
-            return false;
-        };
-        let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
-            return false;
-        };
-        let pong: redis::RedisResult<String> = redis::cmd("PING").query_async(&mut conn).await;
-        pong.is_ok()
     }
 
     pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
