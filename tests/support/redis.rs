@@ -40,7 +40,12 @@ impl RedisServer {
     }
 
     fn spawn(port: u16, extra: &[String]) -> Child {
+        // A directory of its own: a replica's full sync writes dump.rdb there, and a server
+        // started later in the same directory would load it (another test's data).
+        let dir = std::env::temp_dir().join(format!("wr-redis-{port}-{}", Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("a directory for redis-server");
         Command::new("redis-server")
+            .args(["--dir", dir.to_str().expect("a UTF-8 temp dir")])
             .args([
                 "--port",
                 &port.to_string(),
