@@ -430,3 +430,37 @@ async fn answers_say_where_things_are_and_what_not_to_cache() {
     assert!(r.headers().contains_key("retry-after"));
     app.stop().await;
 }
+
+/// Pages, scripts and JSON are gzipped for a client that asks; an event stream never is (it
+/// must reach the fan event by event).
+#[tokio::test]
+async fn pages_and_scripts_are_compressed_and_event_streams_are_not() {
+    let app = spawn_app(Backend::Memory).await;
+    app.create("gz").await;
+    let get = |path: String| {
+        app.client
+            .get(app.url(&path))
+            .header("accept-encoding", "gzip")
+            .send()
+    };
+    for path in ["/wait/gz".to_owned(), "/static/wait.js".to_owned()] {
+        let r = get(path.clone()).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        assert_eq!(r.headers()["content-encoding"], "gzip", "{path}");
+        let zipped = r.bytes().await.unwrap().len();
+        let plain = app.get(&path).await.bytes().await.unwrap().len();
+        assert!(zipped * 2 < plain, "{path}: {zipped} of {plain} bytes");
+    }
+    let id = ticket_id(&app.join_ok("gz").await);
+    let mut events = get(routes::ticket(routes::EVENTS, "gz", &id))
+        .await
+        .unwrap();
+    assert!(events.headers().get("content-encoding").is_none());
+    let first = tokio::time::timeout(Duration::from_secs(5), events.chunk())
+        .await
+        .expect("the first event comes at once")
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("event: waiting"));
+    app.stop().await;
+}

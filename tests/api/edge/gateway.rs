@@ -65,6 +65,17 @@ async fn requests_go_through_to_the_origin_as_a_proxy_passes_them() {
     assert!(h.get("x-hop-secret").is_none(), "{h}");
     let home: Value = gw.get("/").await.json().await.unwrap();
     assert_eq!(home["path"], "/");
+    // What the origin answers goes on as it is: the gateway compresses none of it.
+    let asked = gw
+        .client
+        .get(gw.url("/shop/gz"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert!(asked.headers().get("content-encoding").is_none());
+    let echo: Value = asked.json().await.unwrap();
+    assert_eq!(echo["headers"]["accept-encoding"], "gzip");
     // A large upload streams through whole.
     let body: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
     let digest = {
