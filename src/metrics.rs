@@ -32,7 +32,7 @@ pub struct Metrics {
     redis_failovers: Counter,
 }
 
-/// What `GET …/pass` answered.
+/// What a check of a verified pass against the store came to.
 #[derive(Clone, Copy, Debug)]
 pub enum PassCheck {
     /// A running, unspent admission (204).
@@ -184,7 +184,7 @@ impl Default for Metrics {
         let pass_checks = Family::<Labels, Counter>::default();
         registry.register(
             "pass_checks",
-            "Answers of GET .../pass (an edge's auth_request): valid, refused, or unverified (the store was unreachable; the signature alone let it through)",
+            "Passes checked against the store (GET .../pass, gateway mode, the page's cookie): valid, refused, or unverified (the store was unreachable; the signature alone let it through)",
             pass_checks.clone(),
         );
         let redemptions = Family::<Labels, Counter>::default();

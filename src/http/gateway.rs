@@ -22,6 +22,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use super::AppState;
 use crate::clock::wall_ms;
 use crate::error::AppError;
+use crate::metrics::PassCheck;
 use crate::model::ShowId;
 use crate::pass::{Admission, looks_like_pass};
 use crate::protocol::{ADMISSION_HEADER, COMMAND_HEADER, PASS_COOKIE, routes};
@@ -257,33 +258,18 @@ fn presented_pass(headers: &HeaderMap) -> Option<String> {
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|v| looks_like_pass(v));
-    header.map(str::to_owned).or_else(|| {
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(name, value)| *name == PASS_COOKIE && looks_like_pass(value.trim()))
-            .map(|(_, value)| value.trim().to_owned())
-    })
+    header
+        .or_else(|| super::extract::cookies(headers, PASS_COOKIE).find(|v| looks_like_pass(v)))
+        .map(str::to_owned)
 }
 
 /// The admission `pass` proves if it still runs unspent (while the store cannot be asked,
 /// its signature and expiry alone decide, as at `GET …/pass`).
 pub(crate) async fn admitted(state: &AppState, pass: &str) -> Option<Admission> {
     let admission = state.passes.verify_pass(pass, wall_ms() / 1000).ok()?;
-    match state
-        .store
-        .is_admitted(&admission.show, admission.ticket)
-        .await
-    {
-        Ok(true) => Some(admission),
-        Ok(false) => None,
-        Err(e) => {
-            tracing::warn!(show = %admission.show, error = %e, "pass let through on its signature alone: the store did not answer");
-            Some(admission)
-        }
+    match super::orders::still_runs(state, &admission).await {
+        PassCheck::Refused => None,
+        PassCheck::Valid | PassCheck::Unverified => Some(admission),
     }
 }
 

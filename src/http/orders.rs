@@ -121,22 +121,36 @@ pub(super) async fn check_pass(
     if admission.show != show {
         return refused(PassError::OtherShow(admission.show.to_string()).to_string());
     }
-    match state.store.is_admitted(&show, admission.ticket).await {
-        Ok(true) => {
-            state.metrics.pass_check(PassCheck::Valid);
-            Ok(StatusCode::NO_CONTENT.into_response())
-        }
-        Ok(false) | Err(StoreError::NoSuchShow(_)) => refused(SPENT.into()),
-        Err(e) => {
-            tracing::warn!(%show, error = %e, "pass checked by its signature alone: the store did not answer");
-            state.metrics.pass_check(PassCheck::Unverified);
-            Ok((
-                StatusCode::NO_CONTENT,
-                [(HeaderName::from_static(CHECKED_HEADER), "signature")],
-            )
-                .into_response())
-        }
+    match still_runs(&state, &admission).await {
+        PassCheck::Valid => Ok(StatusCode::NO_CONTENT.into_response()),
+        PassCheck::Refused => Err(AppError::Forbidden(SPENT.into())),
+        PassCheck::Unverified => Ok((
+            StatusCode::NO_CONTENT,
+            [(HeaderName::from_static(CHECKED_HEADER), "signature")],
+        )
+            .into_response()),
     }
+}
+
+/// Whether the admission a verified pass proves still runs unspent: one store read, the one
+/// answer of the pass route, gateway mode and the page's cookie alike (counted in
+/// `pass_checks`). A show nobody has (deleted) lets nobody in; a store that cannot answer
+/// leaves the signature alone to decide.
+pub(super) async fn still_runs(state: &AppState, admission: &Admission) -> PassCheck {
+    let verdict = match state
+        .store
+        .is_admitted(&admission.show, admission.ticket)
+        .await
+    {
+        Ok(true) => PassCheck::Valid,
+        Ok(false) | Err(StoreError::NoSuchShow(_)) => PassCheck::Refused,
+        Err(e) => {
+            tracing::warn!(show = %admission.show, error = %e, "pass let through on its signature alone: the store did not answer");
+            PassCheck::Unverified
+        }
+    };
+    state.metrics.pass_check(verdict);
+    verdict
 }
 
 /// Why an admission a valid pass names no longer lets anyone through.

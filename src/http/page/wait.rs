@@ -332,14 +332,7 @@ pub(crate) fn set_ticket_cookie(state: &AppState, show: &ShowId, ticket: Option<
 /// The ticket in the `wr_ticket` cookie, if any is a UUID. The browser sends the cookie of
 /// the most specific path first, which is this show's.
 fn ticket_cookie(headers: &HeaderMap) -> Option<Uuid> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .filter(|(name, _)| *name == TICKET_COOKIE)
-        .find_map(|(_, value)| Uuid::parse_str(value.trim()).ok())
+    crate::http::extract::cookies(headers, TICKET_COOKIE).find_map(|v| Uuid::parse_str(v).ok())
 }
 
 /// `m:ss`, as the admission countdown shows it.

@@ -203,9 +203,8 @@ pub struct RedisStore<C = ConnectionManager> {
     sharded: Option<Arc<Sharded>>,
     conn: C,
     settings: StoreSettings,
-    /// `REDIS_WAIT_REPLICAS`: every script's writes are confirmed by this many replicas
-    /// (`WAIT`, one per batch: `durable.rs`) before it answers; 0: not waited for.
-    durability: Durability,
+    /// `REDIS_WAIT_REPLICAS`: every script's writes are confirmed by replicas (`WAIT`, one
+    /// per batch: `durable.rs`) before it answers; `None`: not waited for.
     confirmer: Option<Arc<Confirmer>>,
 }
 
@@ -248,7 +247,6 @@ impl RedisStore<ConnectionManager> {
             sharded: None,
             conn,
             settings,
-            durability: Durability::default(),
             confirmer: None,
         })
     }
@@ -268,7 +266,6 @@ impl RedisStore<SentinelConnection> {
             sharded: None,
             conn,
             settings,
-            durability: Durability::default(),
             confirmer: None,
         })
     }
@@ -320,7 +317,6 @@ impl RedisStore<ClusterConnection> {
             sharded: sharded.then(|| Arc::new(Sharded::new(nodes))),
             conn,
             settings,
-            durability: Durability::default(),
             confirmer: None,
         })
     }
@@ -356,8 +352,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             ..own
         };
         let json = serde_json::to_string(&args).map_err(|e| StoreError::Protocol(e.to_string()))?;
-        if self.durability.replicas > 0 {
-            return self.run_durably(script, &tag, &json).await;
+        if let Some(confirmer) = &self.confirmer {
+            return run_durably(confirmer, script, &tag, &json).await;
         }
         invocation.arg(json);
         let mut conn = self.conn.clone();
@@ -366,32 +362,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
 
     /// Confirms every write from now on with `WAIT` on this many replicas.
     pub fn with_durability(mut self, durability: Durability) -> Self {
-        self.durability = durability;
         self.confirmer =
             (durability.replicas > 0).then(|| Confirmer::start(self.conn.clone(), durability));
         self
-    }
-
-    /// The script, sent through the confirmer: in a batch of scripts with one `WAIT` right
-    /// behind them on one connection (see `durable.rs`). Fewer replicas than asked in time:
-    /// [`StoreError::NotReplicated`].
-    async fn run_durably<T: redis::FromRedisValue>(
-        &self,
-        script: &Script,
-        tag: &str,
-        json: &str,
-    ) -> Result<T> {
-        let Some(confirmer) = &self.confirmer else {
-            return Err(StoreError::Protocol("no write confirmer".into()));
-        };
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(script.get_hash()).arg(SHOW_KEYS.len());
-        for key in SHOW_KEYS {
-            cmd.arg(format!("{tag}:{key}"));
-        }
-        cmd.arg(json);
-        let value = confirmer.send(script, cmd).await?;
-        T::from_redis_value(value).map_err(|e| StoreError::Redis(e.into()))
     }
 
     fn ttl_ms(&self) -> u64 {
@@ -552,4 +525,23 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Health for RedisStore<C>
         let _: String = redis::cmd("PING").query_async(&mut conn).await?;
         Ok(())
     }
+}
+
+/// A per-show script sent through the confirmer: in a batch of scripts with one `WAIT` right
+/// behind them on one connection (see `durable.rs`). Fewer replicas than asked in time:
+/// [`StoreError::NotReplicated`].
+async fn run_durably<T: redis::FromRedisValue>(
+    confirmer: &Confirmer,
+    script: &Script,
+    tag: &str,
+    json: &str,
+) -> Result<T> {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash()).arg(SHOW_KEYS.len());
+    for key in SHOW_KEYS {
+        cmd.arg(format!("{tag}:{key}"));
+    }
+    cmd.arg(json);
+    let value = confirmer.send(script, cmd).await?;
+    T::from_redis_value(value).map_err(|e| StoreError::Redis(e.into()))
 }

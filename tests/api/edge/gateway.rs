@@ -296,6 +296,32 @@ async fn guarded_paths_need_a_running_admission_and_the_origin_ends_it() {
         metrics.contains(r#"waiting_room_gateway_requests_total{outcome="queued"} 6"#),
         "{metrics}"
     );
+    // In every phase the path asks for a running admission: paused, an admitted fan may still
+    // buy (as at POST /orders), nobody else; once the show is deleted, its passes open nothing.
+    let fresh = admitted_pass(&gw).await;
+    let through = |pass: String| {
+        gw.client
+            .get(gw.url("/checkout/pay"))
+            .header("cookie", format!("wr_pass={pass}"))
+            .send()
+    };
+    assert_eq!(
+        gw.operator(routes::PAUSE, "gw").await.status(),
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        through(fresh.clone()).await.unwrap().status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        gw.get("/checkout/pay").await.status(),
+        StatusCode::SEE_OTHER
+    );
+    assert_eq!(gw.delete_show("gw").await.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        through(fresh).await.unwrap().status(),
+        StatusCode::SEE_OTHER
+    );
 }
 
 #[tokio::test]
