@@ -15,8 +15,15 @@ use crate::clock::Clock;
 use crate::draw;
 use crate::metrics::{Metrics, StoreCaller};
 use crate::model::ShowId;
-use crate::store::{AdmitOutcome, Closing, QueueStore, Result};
+use crate::store::{AdmitOutcome, AdmitterLease, Closing, Draws, Pacing, Queue, Result, Shows};
 use crate::throttle;
+
+/// What the admitter asks of the store: the lease ([`AdmitterLease`]), the open shows
+/// ([`Shows`]), the admission step ([`Queue`]), the scheduled openings ([`Draws`]) and the
+/// rate in force behind a checkout ([`Pacing`]). Any store with those parts is one.
+pub trait AdmitterStore: AdmitterLease + Shows + Queue + Draws + Pacing {}
+
+impl<T: AdmitterLease + Shows + Queue + Draws + Pacing + ?Sized> AdmitterStore for T {}
 
 /// How long a lease lasts without renewal. The leader renews every half second, so a dead
 /// leader is replaced within this plus half a second.
@@ -41,12 +48,12 @@ pub struct TickReport {
 /// instance's clock runs a little ahead of the store's (the store is still in the second it
 /// last served) is tried again as soon as the store's next second begins.
 #[tracing::instrument(skip_all)]
-pub async fn admit_once(store: &dyn QueueStore, fence: u64) -> Result<TickReport> {
+pub async fn admit_once(store: &(impl Shows + Queue + ?Sized), fence: u64) -> Result<TickReport> {
     Ok(admit_shows(store, &store.open_shows().await?, fence).await)
 }
 
 /// One admission step over `shows` (the open shows, listed once for the tick).
-async fn admit_shows(store: &dyn QueueStore, shows: &[ShowId], fence: u64) -> TickReport {
+async fn admit_shows(store: &(impl Queue + ?Sized), shows: &[ShowId], fence: u64) -> TickReport {
     let mut report = TickReport::default();
     for show in shows.iter().cloned() {
         let mut outcome = store.admit(&show, fence).await;
@@ -78,7 +85,7 @@ async fn admit_shows(store: &dyn QueueStore, shows: &[ShowId], fence: u64) -> Ti
 /// key from the committed seed, the participants digest and the beacon, and draws and opens
 /// it. Each step is fenced and idempotent: a leader that dies half-way leaves the next one to
 /// finish the very same draw.
-pub async fn open_due(store: &dyn QueueStore, fence: u64, now_ms: u64) {
+pub async fn open_due(store: &(impl Draws + ?Sized), fence: u64, now_ms: u64) {
     let due = match store.due(now_ms).await {
         Ok(due) => due,
         Err(e) => return tracing::warn!(error = %e, "cannot list the shows due to open"),
@@ -91,7 +98,11 @@ pub async fn open_due(store: &dyn QueueStore, fence: u64, now_ms: u64) {
 }
 
 /// Opens one scheduled show whose time has come; true when this call drew it.
-pub async fn open_scheduled(store: &dyn QueueStore, show: &ShowId, fence: u64) -> Result<bool> {
+pub async fn open_scheduled(
+    store: &(impl Draws + ?Sized),
+    show: &ShowId,
+    fence: u64,
+) -> Result<bool> {
     let (participants, seed, beacon_value) = match store.close_pre_queue(show, fence).await? {
         Closing::Ready {
             participants,
@@ -126,7 +137,7 @@ pub const CLOCK_SKEW_RETRY: Duration = Duration::from_millis(400);
 /// Runs the admitter until `shutdown`: competes for the lease every half second and, while
 /// holding it, admits once a second (and at once on taking over).
 pub async fn run(
-    store: Arc<dyn QueueStore>,
+    store: Arc<impl AdmitterStore + ?Sized + 'static>,
     instance: String,
     metrics: Arc<Metrics>,
     clock: Clock,
@@ -321,7 +332,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_admitter_takes_the_lease_and_admits_its_rate_every_second_of_its_clock() {
         let (store, show) = store_with_fans(10).await;
-        let store: Arc<dyn QueueStore> = Arc::new(store);
+        let store = Arc::new(store);
         let metrics = Arc::new(Metrics::default());
         let shutdown = CancellationToken::new();
         let admitter = tokio::spawn(run(

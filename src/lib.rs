@@ -23,6 +23,8 @@
 //! - [`watchdog`]: notices a show whose state the store lost, and keeps its gate shut.
 //! - [`throttle`]: a show's rate in force following the health of its checkout (the
 //!   measured flow an ETA uses is [`model::Pace`]).
+//! - [`shown`]: what a fan is shown of its ticket (the JSON, the push event, the pass), the
+//!   one place the store's answer becomes it, for poll and push alike.
 //! - [`hub`]: per-instance fan-out from the store's events to every local connection, with no
 //!   store call per fan.
 //! - [`http`]: the HTTP faces (fan, operator, orders, SSE, WebSocket, health, metrics, the
@@ -49,6 +51,7 @@ pub mod model;
 pub mod pass;
 pub mod protocol;
 pub mod server;
+pub mod shown;
 pub mod store;
 mod throttle;
 mod watchdog;

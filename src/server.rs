@@ -160,6 +160,7 @@ impl Application {
         let shutdown = CancellationToken::new();
         let hub = Hub::new(
             store.clone(),
+            store.clone(),
             metrics.clone(),
             HubParts {
                 passes: passes.clone(),

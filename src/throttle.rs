@@ -77,7 +77,10 @@ pub(crate) fn next_rate(control: &PaceControl, healthy: bool) -> u32 {
 
 /// One tick's checks: every open show that follows a checkout asks it, all at once, each
 /// within [`CHECK_TIMEOUT`]. Run beside the tick by the admitter.
-pub(crate) async fn follow_checkouts(store: Arc<dyn Pacing>, shows: Vec<ShowId>) {
+pub(crate) async fn follow_checkouts(
+    store: Arc<impl Pacing + ?Sized + 'static>,
+    shows: Vec<ShowId>,
+) {
     let checks = shows.iter().map(|show| {
         let store = store.as_ref();
         async move {
@@ -90,7 +93,7 @@ pub(crate) async fn follow_checkouts(store: Arc<dyn Pacing>, shows: Vec<ShowId>)
 }
 
 /// One check of `show`: sets the new rate in force if it follows a checkout.
-pub(crate) async fn follow_checkout(store: &dyn Pacing, show: &ShowId) -> Result<()> {
+pub(crate) async fn follow_checkout(store: &(impl Pacing + ?Sized), show: &ShowId) -> Result<()> {
     let control = store.pace_control(show).await?;
     let Some(url) = &control.health_url else {
         return Ok(());

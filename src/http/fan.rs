@@ -15,6 +15,7 @@ use crate::error::AppError;
 use crate::model::TicketStatus;
 use crate::pass::CHALLENGE_TTL_SECONDS;
 use crate::protocol::{Challenge, IDEMPOTENT_REPLAYED, routes};
+use crate::shown::Shown;
 
 /// `POST …/{showId}/join`: 202 with a fresh ticket. Joining a show that is not open yet is
 /// allowed: the fan waits until it opens.
@@ -28,15 +29,8 @@ pub(super) async fn join(
     let show = show_id(&show)?;
     check_join_post(&headers, state.public_origin.as_ref())?;
     let (joined, replayed) = state.join(client.ip(), &headers, &show).await?;
-    let mut view = joined.status.state.view(joined.ticket, &joined.status.pace);
-    // A replayed key may answer a ticket admitted since.
-    state.passes.attach(
-        &mut view,
-        &show,
-        joined.status.epoch,
-        joined.status.state,
-        wall_ms(),
-    );
+    // A replayed key may answer a ticket admitted since: shown with its pass.
+    let view = Shown::of(&state.passes, &show, joined.ticket, &joined.status).view;
     // The waiting page's first paint shows this ticket's place after a reload.
     let cookie = set_ticket_cookie(&state, &show, Some(joined.ticket));
     // The same Idempotency-Key again: the same ticket, said so (200, not a new 202).
@@ -70,10 +64,7 @@ pub(super) async fn status(
 ) -> Result<Response, AppError> {
     let (show, id) = ticket_path(&show, &ticket)?;
     let status = state.store.status(&show, id).await?;
-    let mut view = status.state.view(id, &status.pace);
-    state
-        .passes
-        .attach(&mut view, &show, status.epoch, status.state, wall_ms());
+    let view = Shown::of(&state.passes, &show, id, &status).view;
     let code = if view.status == TicketStatus::Unknown {
         StatusCode::NOT_FOUND
     } else {

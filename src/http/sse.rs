@@ -13,8 +13,8 @@ use futures::StreamExt;
 use super::serve::handover::HandOver;
 use super::{AppPath, AppState, ticket_path};
 use crate::error::AppError;
-use crate::hub::Update;
 use crate::metrics::Transport;
+use crate::shown::Shown;
 
 /// Keep-alive comments go out this often, well inside proxies' idle timeouts (spec: ≤ 15 s).
 pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(10);
@@ -65,7 +65,7 @@ pub(super) async fn events(
 }
 
 /// One update as an SSE event: name, id and the poll endpoint's JSON.
-pub(super) fn to_event(update: &Update) -> Event {
+pub(super) fn to_event(update: &Shown) -> Event {
     Event::default()
         .event(update.event.as_str())
         .id(update.version.to_string())

@@ -15,9 +15,9 @@ use futures::{Sink, SinkExt, Stream, StreamExt};
 
 use super::{AppPath, AppState, ticket_path};
 use crate::error::AppError;
-use crate::hub::Update;
 use crate::metrics::{Metrics, Transport};
 use crate::protocol::Frame;
+use crate::shown::Shown;
 
 /// Server pings go out this often (spec: ≤ 15 s).
 pub(super) const PING_EVERY: Duration = Duration::from_secs(10);
@@ -72,7 +72,7 @@ pub(super) async fn serve<W, R, U>(
 ) where
     W: Sink<Message> + Unpin,
     R: Stream<Item = Result<Message, axum::Error>> + Unpin,
-    U: Stream<Item = Update>,
+    U: Stream<Item = Shown>,
 {
     let mut updates = std::pin::pin!(updates);
     let mut ping = tokio::time::interval(ping_every);
@@ -104,7 +104,7 @@ pub(super) async fn serve<W, R, U>(
 }
 
 /// One update as the text of its frame.
-fn frame_text(update: Update) -> String {
+fn frame_text(update: Shown) -> String {
     let frame = Frame {
         event: update.event,
         id: update.version,
@@ -116,13 +116,13 @@ fn frame_text(update: Update) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hub::EventName;
     use crate::model::TicketState;
+    use crate::protocol::EventName;
     use futures::channel::mpsc;
 
-    fn update(position: u64) -> Update {
+    fn update(position: u64) -> Shown {
         let ticket = uuid::Uuid::nil();
-        Update {
+        Shown {
             event: EventName::Waiting,
             view: TicketState::Waiting {
                 position,
@@ -131,7 +131,6 @@ mod tests {
             .view(ticket, &crate::model::Pace::at_rate(1)),
             version: position,
             expires_at: None,
-            epoch: 1,
         }
     }
 

@@ -1,80 +1,32 @@
 //! What one connection sees: the state updates of one ticket, as a stream that ends when the
 //! ticket's journey does.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
-use uuid::Uuid;
 
 use super::FanGuard;
-use std::sync::Arc;
-
-use crate::model::{Pace, ShowId, TicketState, TicketStatus, TicketView};
-pub use crate::protocol::EventName;
-use crate::store::{QueueStore, StoreError, Touched};
+use crate::model::ShowId;
+use crate::protocol::EventName;
+use crate::shown::Shown;
+use crate::store::{Queue, StoreError, Touched};
 
 /// How often a live stream of an admitted ticket says its fan is still there: well inside the
 /// shortest arrival window ([`crate::store::MIN_ARRIVAL_WINDOW`]).
 pub(super) const TOUCH_EVERY: Duration = Duration::from_secs(4);
 
-/// One state pushed to one fan.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Update {
-    pub event: EventName,
-    /// The same JSON the poll endpoint answers.
-    pub view: TicketView,
-    /// The show version this state holds at; SSE sends it as the event `id`.
-    pub version: u64,
-    /// When the admission runs out, to the millisecond (the JSON rounds to seconds, and
-    /// `expired` must not come before the gate starts refusing).
-    pub expires_at: Option<tokio::time::Instant>,
-    /// The show's incarnation the state belongs to (an admission's pass names it).
-    pub epoch: u64,
-}
-
-impl Update {
-    pub(super) fn new(ticket: Uuid, state: TicketState, pace: &Pace, version: u64) -> Update {
-        let view = state.view(ticket, pace);
-        let event = match view.status {
-            TicketStatus::Waiting => EventName::Waiting,
-            TicketStatus::Admitted => EventName::Admitted,
-            TicketStatus::Unknown => EventName::Unknown,
-            TicketStatus::Closed => EventName::Closed,
-            TicketStatus::Ended => EventName::Ended,
-        };
-        let expires_at = match state {
-            TicketState::Admitted { expires_in_ms } => {
-                Some(tokio::time::Instant::now() + Duration::from_millis(expires_in_ms))
-            }
-            _ => None,
-        };
-        Update {
-            event,
-            view,
-            version,
-            expires_at,
-            epoch: 0,
-        }
-    }
-
-    /// The update, of the show's incarnation `epoch`.
-    pub(super) fn of_epoch(mut self, epoch: u64) -> Update {
-        self.epoch = epoch;
-        self
-    }
-}
-
 pub(super) struct Follow {
     /// Where to say the fan is still there while its admission runs.
-    pub(super) store: Arc<dyn QueueStore>,
+    pub(super) store: Arc<dyn Queue>,
     pub(super) show: ShowId,
-    pub(super) current: Update,
-    pub(super) rx: Option<watch::Receiver<Update>>,
+    pub(super) current: Shown,
+    pub(super) rx: Option<watch::Receiver<Shown>>,
     pub(super) _guard: Option<FanGuard>,
     pub(super) first: bool,
 }
 
-pub(super) async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
+pub(super) async fn next_update(mut f: Follow) -> Option<(Shown, Follow)> {
     if f.first {
         f.first = false;
         return Some((f.current.clone(), f));
@@ -106,13 +58,7 @@ pub(super) async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
                     tokio::time::sleep_until(at).await;
                 }
             }
-            f.current = Update {
-                event: EventName::Expired,
-                view: TicketState::Unknown.view(f.current.view.ticket_id, &Pace::default()),
-                version: f.current.version,
-                expires_at: None,
-                epoch: f.current.epoch,
-            };
+            f.current = Shown::expired(f.current.view.ticket_id, f.current.version);
             Some((f.current.clone(), f))
         }
         EventName::Waiting => {

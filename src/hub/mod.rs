@@ -34,14 +34,15 @@ use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 pub use self::cadence::{DEFAULT_PUSH_FRONT, MAX_PUSH_EVERY};
-pub use self::follow::{EventName, Update};
 use self::follow::{Follow, next_update};
 use self::show::{Applied, Fan, Mirror, ShowFans};
 use crate::clock::wall_ms;
 use crate::metrics::{Metrics, StoreCaller};
 use crate::model::{ShowId, TicketState};
 use crate::pass::Keyring;
-use crate::store::{EventKind, QueueStore, Result, ShowEvent, ShowSnapshot, Status};
+use crate::protocol::EventName;
+use crate::shown::Shown;
+use crate::store::{EventKind, Feed, Queue, Result, ShowEvent, ShowSnapshot, Status};
 
 /// The most streams one ticket holds on one instance; a newer one replaces the oldest.
 pub const STREAMS_PER_TICKET: usize = 3;
@@ -56,7 +57,10 @@ pub struct Hub {
 }
 
 struct Inner {
-    store: Arc<dyn QueueStore>,
+    /// A ticket's state, and an admitted fan's signs of life.
+    queue: Arc<dyn Queue>,
+    /// The shows' snapshots and events, which the hub mirrors.
+    feed: Arc<dyn Feed>,
     metrics: Arc<Metrics>,
     shows: Mutex<HashMap<ShowId, ShowFans>>,
     next_id: AtomicU64,
@@ -84,11 +88,18 @@ pub struct HubParts {
 }
 
 impl Hub {
-    /// A hub over `store`, complete; call [`Hub::run`] to feed it.
-    pub fn new(store: Arc<dyn QueueStore>, metrics: Arc<Metrics>, parts: HubParts) -> Self {
+    /// A hub, complete, that asks `queue` about tickets and mirrors what `feed` publishes
+    /// (one store is usually both); call [`Hub::run`] to feed it.
+    pub fn new(
+        queue: Arc<dyn Queue>,
+        feed: Arc<dyn Feed>,
+        metrics: Arc<Metrics>,
+        parts: HubParts,
+    ) -> Self {
         Hub {
             inner: Arc::new(Inner {
-                store,
+                queue,
+                feed,
                 metrics,
                 shows: Mutex::new(HashMap::new()),
                 next_id: AtomicU64::new(1),
@@ -113,7 +124,7 @@ impl Hub {
         let mut backoff = Duration::from_millis(100);
         loop {
             let subscribed = tokio::select! {
-                s = self.inner.store.subscribe() => s,
+                s = self.inner.feed.subscribe() => s,
                 _ = shutdown.cancelled() => return,
             };
             match subscribed {
@@ -167,7 +178,12 @@ impl Hub {
                 }
             }
             Applied::Moved => {
-                let admitted = show.recompute(event.kind == EventKind::Tick, self.front());
+                let admitted = show.recompute(
+                    event.kind == EventKind::Tick,
+                    self.front(),
+                    &self.inner.passes,
+                    &event.show,
+                );
                 drop(shows);
                 self.confirm(&event.show, admitted);
                 self.inner.metrics.hub_lag(lag_ms);
@@ -198,7 +214,7 @@ impl Hub {
             if !show.recompute_pending {
                 return; // a tick recomputed in the meantime
             }
-            let admitted = show.recompute(false, hub.front());
+            let admitted = show.recompute(false, hub.front(), &hub.inner.passes, &name);
             drop(shows);
             hub.confirm(&name, admitted);
         });
@@ -210,23 +226,19 @@ impl Hub {
     /// ends and the fan's client reconnects to the truth.
     fn confirm(&self, show: &ShowId, admitted: Vec<Fan>) {
         for fan in admitted {
-            let store = self.inner.store.clone();
+            let store = self.inner.queue.clone();
+            let passes = self.inner.passes.clone();
             let show = show.clone();
             let shutdown = self.inner.shutdown.clone();
             self.inner.tasks.spawn(async move {
                 let mut backoff = Duration::from_millis(50);
                 for _ in 0..4 {
                     match store.status(&show, fan.ticket).await {
-                        Ok(status) => {
-                            let state = if status.epoch == fan.epoch {
-                                status.state
-                            } else {
-                                TicketState::Unknown
-                            };
-                            let update =
-                                Update::new(fan.ticket, state, &status.pace, status.version)
-                                    .of_epoch(status.epoch);
-                            let _ = fan.tx.send(update);
+                        Ok(mut status) => {
+                            if status.epoch != fan.epoch {
+                                status.state = TicketState::Unknown;
+                            }
+                            let _ = fan.tx.send(Shown::of(&passes, &show, fan.ticket, &status));
                             return;
                         }
                         Err(e) => {
@@ -274,7 +286,7 @@ impl Hub {
         self.inner.tasks.spawn(async move {
             let mut backoff = Duration::from_millis(50);
             loop {
-                match hub.inner.store.snapshot(&show).await {
+                match hub.inner.feed.snapshot(&show).await {
                     Ok(snapshot) => return hub.install(&show, snapshot),
                     Err(e) => {
                         hub.inner.metrics.store_error(StoreCaller::Hub);
@@ -320,7 +332,7 @@ impl Hub {
             return self.spawn_load(name.clone());
         }
         show.state = Some(mirror);
-        let admitted = show.recompute(false, self.front());
+        let admitted = show.recompute(false, self.front(), &self.inner.passes, name);
         if show.fans.is_empty() {
             shows.remove(name);
         }
@@ -341,10 +353,9 @@ impl Hub {
         show: &ShowId,
         ticket: Uuid,
         shutdown: CancellationToken,
-    ) -> Result<impl Stream<Item = Update> + Send + 'static> {
-        let status = self.inner.store.status(show, ticket).await?;
-        let first =
-            Update::new(ticket, status.state, &status.pace, status.version).of_epoch(status.epoch);
+    ) -> Result<impl Stream<Item = Shown> + Send + 'static> {
+        let status = self.inner.queue.status(show, ticket).await?;
+        let first = Shown::of(&self.inner.passes, show, ticket, &status);
         let (rx, guard) = match status {
             Status {
                 state: TicketState::Waiting { .. } | TicketState::PreQueue { .. },
@@ -354,7 +365,7 @@ impl Hub {
             } if first.event == EventName::Waiting => {
                 // The feed carries this show's events from here on (sharded pub/sub asks for
                 // them); the snapshot the hub reads for it comes after. Matched by the guard.
-                if let Err(e) = self.inner.store.listen(show).await {
+                if let Err(e) = self.inner.feed.listen(show).await {
                     tracing::warn!(%show, error = %e, "cannot listen to a show; resubscribing");
                 }
                 let (rx, guard) = self.register(show, ticket, seq, epoch, first.clone());
@@ -363,28 +374,14 @@ impl Hub {
             _ => (None, None),
         };
         let follow = Follow {
-            store: self.inner.store.clone(),
+            store: self.inner.queue.clone(),
             show: show.clone(),
             current: first,
             rx,
             _guard: guard,
             first: true,
         };
-        let keys = self.inner.passes.clone();
-        let show = show.clone();
-        Ok(futures::stream::unfold(follow, next_update)
-            .map(move |mut update| {
-                // The admitted view gets its pass on the way out, signed per fan.
-                if let Some(at) = update.expires_at {
-                    let left = at.saturating_duration_since(tokio::time::Instant::now());
-                    let state = TicketState::Admitted {
-                        expires_in_ms: left.as_millis() as u64,
-                    };
-                    keys.attach(&mut update.view, &show, update.epoch, state, wall_ms());
-                }
-                update
-            })
-            .take_until(shutdown.cancelled_owned()))
+        Ok(futures::stream::unfold(follow, next_update).take_until(shutdown.cancelled_owned()))
     }
 
     fn register(
@@ -393,8 +390,8 @@ impl Hub {
         ticket: Uuid,
         seq: u64,
         epoch: u64,
-        first: Update,
-    ) -> (watch::Receiver<Update>, FanGuard) {
+        first: Shown,
+    ) -> (watch::Receiver<Shown>, FanGuard) {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = watch::channel(first.clone());
         let mut shows = self.shows();
@@ -423,7 +420,7 @@ impl Hub {
             },
         );
         // The mirror may already be past the version the status was read at.
-        let admitted = show.recompute(false, self.front());
+        let admitted = show.recompute(false, self.front(), &self.inner.passes, name);
         drop(shows);
         self.confirm(name, admitted);
         if load {
@@ -452,7 +449,7 @@ struct FanGuard {
 
 impl Drop for FanGuard {
     fn drop(&mut self) {
-        self.hub.inner.store.unlisten(&self.show);
+        self.hub.inner.feed.unlisten(&self.show);
         let mut shows = self.hub.shows();
         if let Some(show) = shows.get_mut(&self.show) {
             show.fans.remove(&self.key);

@@ -8,10 +8,12 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::cadence::{BURST, Moment, Phase};
-use super::{EventName, Update};
 use crate::clock::wall_ms;
-use crate::model::{Pace, TicketState};
-use crate::store::{DrawPhase, EventKind, ShowEvent, ShowSnapshot, position};
+use crate::model::{Pace, ShowId, TicketState};
+use crate::pass::Keyring;
+use crate::protocol::EventName;
+use crate::shown::Shown;
+use crate::store::{DrawPhase, EventKind, ShowEvent, ShowSnapshot, Status, position};
 
 /// Fans of one show on this instance, and the show state their positions derive from.
 pub(super) struct ShowFans {
@@ -35,7 +37,7 @@ pub(super) struct Fan {
     pub(super) epoch: u64,
     /// The version of the state this fan was last told; older events are not for it.
     pub(super) from_version: u64,
-    pub(super) tx: watch::Sender<Update>,
+    pub(super) tx: watch::Sender<Shown>,
     /// Its drawn place, once worked out (a show is drawn once an epoch).
     pub(super) place: Option<u64>,
     /// What its page knows of the ticks' phase, from the pushes it had right after a tick.
@@ -140,7 +142,16 @@ impl ShowFans {
     /// Fans the mirror says were admitted are let go without an update and returned: an
     /// admission is pushed only once the store confirms it, so a ticket the store does not
     /// know (its state was lost and its sequence reused) is never told it may buy.
-    pub(super) fn recompute(&mut self, on_tick: bool, front: u64) -> Vec<Fan> {
+    ///
+    /// `passes` and `show` say what the fans are shown ([`Shown::of`]); no state worked out
+    /// here is an admission, so nothing is signed.
+    pub(super) fn recompute(
+        &mut self,
+        on_tick: bool,
+        front: u64,
+        passes: &Keyring,
+        show: &ShowId,
+    ) -> Vec<Fan> {
         self.recompute_pending = false;
         let Some(m) = &self.state else {
             return Vec::new();
@@ -191,7 +202,14 @@ impl ShowFans {
                 }
             };
             fan.from_version = m.version;
-            let update = Update::new(fan.ticket, state, &m.pace, m.version).of_epoch(m.epoch);
+            let status = Status {
+                state,
+                epoch: m.epoch,
+                seq: None,
+                pace: m.pace,
+                version: m.version,
+            };
+            let update = Shown::of(passes, show, fan.ticket, &status);
             // Told it no longer waits (unknown, or the on-sale closed or ended): let go.
             let waits = update.event == EventName::Waiting;
             if !waits {

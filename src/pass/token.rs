@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::Keyring;
-use crate::model::{ShowId, TicketState, TicketView};
+use crate::model::ShowId;
 
 /// The version prefix of the passes of earlier versions (still verified, no longer signed).
 pub const PASS_PREFIX: &str = "v1:";
@@ -105,22 +105,6 @@ impl Keyring {
         };
         jsonwebtoken::encode(&header, &claims, &key.signer().encoding)
             .expect("claims of strings and numbers always encode")
-    }
-
-    /// Puts a pass on `view` when it is an admission of `show`'s incarnation `epoch` running
-    /// `expires_in_ms` more at `now_ms` (the pass ends with it, rounded down to the second).
-    pub fn attach(
-        &self,
-        view: &mut TicketView,
-        show: &ShowId,
-        epoch: u64,
-        state: TicketState,
-        now_ms: u64,
-    ) {
-        if let TicketState::Admitted { expires_in_ms } = state {
-            let exp = (now_ms + expires_in_ms) / 1000;
-            view.pass = Some(self.sign_pass(show, view.ticket_id, epoch, exp, now_ms / 1000));
-        }
     }
 
     /// The admission `pass` proves at `now_s` (Unix seconds): its signature under any key in

@@ -9,9 +9,10 @@ use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
-use waiting_room::hub::{DEFAULT_PUSH_FRONT, Hub, HubParts, Update};
+use waiting_room::hub::{DEFAULT_PUSH_FRONT, Hub, HubParts};
 use waiting_room::metrics::Metrics;
 use waiting_room::pass::Keyring;
+use waiting_room::shown::Shown;
 use waiting_room::store::{MemoryStore, Queue, QueueStore, ShowSettings, Shows};
 
 use crate::support::backend::settings;
@@ -31,8 +32,8 @@ impl XorShift {
 
 struct Follower {
     ticket: Uuid,
-    updates: BoxStream<'static, Update>,
-    latest: Option<Update>,
+    updates: BoxStream<'static, Shown>,
+    latest: Option<Shown>,
 }
 
 #[tokio::test(start_paused = true)]
@@ -41,6 +42,7 @@ async fn pushed_states_equal_polled_states_through_random_changes() {
     let dyn_store: Arc<dyn QueueStore> = store.clone();
     let shutdown = CancellationToken::new();
     let hub = Hub::new(
+        dyn_store.clone(),
         dyn_store.clone(),
         Arc::new(Metrics::default()),
         HubParts {

@@ -19,6 +19,7 @@ use crate::http::AppState;
 use crate::http::serve::origin::check_form_post;
 use crate::model::{Paused, ShowId, TicketState, TicketStatus};
 use crate::protocol::{ADMISSION_HEADER, EventName, routes};
+use crate::shown::Shown;
 use crate::words::{thousands, wait_words};
 
 /// The contract's paths and names, handed to the page's script through data attributes so
@@ -183,7 +184,7 @@ async fn render_wait(
     let status = state.store.status(show, ticket).await?;
     // What the fan is shown, as poll and push answer it: a queue that closed or ended
     // waits for nothing.
-    let view = status.state.view(ticket, &status.pace);
+    let view = Shown::of(&state.passes, show, ticket, &status).view;
     match view.status {
         TicketStatus::Closed => {
             page.state = "closed";

@@ -11,10 +11,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
-use waiting_room::hub::{Hub, HubParts, Update};
+use waiting_room::hub::{Hub, HubParts};
 use waiting_room::metrics::Metrics;
 use waiting_room::model::TicketStatus;
 use waiting_room::pass::Keyring;
+use waiting_room::shown::Shown;
 use waiting_room::store::{MemoryStore, Queue, QueueStore, ShowSettings, Shows};
 
 use super::PageClock;
@@ -24,8 +25,8 @@ use crate::support::show;
 /// A page following one ticket: the last state pushed, and when it came.
 struct Page {
     ticket: Uuid,
-    updates: BoxStream<'static, Update>,
-    last: Option<Update>,
+    updates: BoxStream<'static, Shown>,
+    last: Option<Shown>,
     clock: PageClock,
 }
 
@@ -91,6 +92,7 @@ async fn pages_count_right_between_sparse_pushes() {
     let dyn_store: Arc<dyn QueueStore> = store.clone();
     let shutdown = CancellationToken::new();
     let hub = Hub::new(
+        dyn_store.clone(),
         dyn_store,
         Arc::new(Metrics::default()),
         HubParts {

@@ -1,0 +1,158 @@
+//! What a fan is shown of its ticket: the one place that turns the store's answer about a
+//! ticket into the ticket JSON, the push event it goes out as and, while admitted, the signed
+//! pass. The join answer, the poll, SSE, the WebSocket and the hub's own mirror of a show all
+//! take what they send from [`Shown::of`], so a fan reads the same thing whichever way it asks.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use crate::clock::wall_ms;
+use crate::model::{Pace, ShowId, TicketState, TicketStatus, TicketView};
+use crate::pass::Keyring;
+use crate::protocol::EventName;
+use crate::store::Status;
+
+/// One state of one ticket, as its fan is shown it: answered to a poll, pushed on a stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shown {
+    /// The push event this state goes out as.
+    pub event: EventName,
+    /// The ticket JSON, the poll's answer; an admission's carries its signed pass.
+    pub view: TicketView,
+    /// The show version this state holds at; SSE sends it as the event `id`.
+    pub version: u64,
+    /// When the admission runs out, to the millisecond: the JSON rounds to seconds, and
+    /// `expired` must not be pushed before the gate starts refusing.
+    pub expires_at: Option<Instant>,
+}
+
+impl Shown {
+    /// What `status`, the store's answer about `ticket` of `show`, shows its fan. An
+    /// admission gets its pass here, signed with `passes`' signing key for the show's
+    /// incarnation the answer belongs to, valid as long as the admission runs.
+    pub fn of(passes: &Keyring, show: &ShowId, ticket: Uuid, status: &Status) -> Shown {
+        let mut view = status.state.view(ticket, &status.pace);
+        let expires_at = match status.state {
+            TicketState::Admitted { expires_in_ms } => {
+                let now_ms = wall_ms();
+                let exp = (now_ms + expires_in_ms) / 1000;
+                view.pass = Some(passes.sign_pass(show, ticket, status.epoch, exp, now_ms / 1000));
+                Some(Instant::now() + Duration::from_millis(expires_in_ms))
+            }
+            _ => None,
+        };
+        Shown {
+            event: event_of(view.status),
+            view,
+            version: status.version,
+            expires_at,
+        }
+    }
+
+    /// The last state a stream of an admitted ticket pushes: the admission ran out (or was
+    /// released or given back), and the ticket is unknown from now on.
+    pub fn expired(ticket: Uuid, version: u64) -> Shown {
+        Shown {
+            event: EventName::Expired,
+            view: TicketState::Unknown.view(ticket, &Pace::default()),
+            version,
+            expires_at: None,
+        }
+    }
+}
+
+/// The push event a ticket status goes out as (`expired` is a stream's own, see
+/// [`Shown::expired`]).
+fn event_of(status: TicketStatus) -> EventName {
+    match status {
+        TicketStatus::Waiting => EventName::Waiting,
+        TicketStatus::Admitted => EventName::Admitted,
+        TicketStatus::Unknown => EventName::Unknown,
+        TicketStatus::Closed => EventName::Closed,
+        TicketStatus::Ended => EventName::Ended,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Phase;
+
+    fn status(state: TicketState, pace: Pace) -> Status {
+        Status {
+            state,
+            epoch: 3,
+            seq: None,
+            pace,
+            version: 41,
+        }
+    }
+
+    fn keys() -> Keyring {
+        Keyring::generate()
+    }
+
+    #[test]
+    fn an_admission_is_shown_with_a_pass_for_its_epoch_that_runs_out_with_it() {
+        let keys = keys();
+        let show: ShowId = "show-1".parse().unwrap();
+        let ticket = Uuid::new_v4();
+        let admitted = TicketState::Admitted {
+            expires_in_ms: 90_000,
+        };
+        let shown = Shown::of(&keys, &show, ticket, &status(admitted, Pace::at_rate(2)));
+        assert_eq!(shown.event, EventName::Admitted);
+        assert_eq!(shown.version, 41);
+        assert_eq!(shown.view.expires_in_seconds, Some(90));
+        let left = shown.expires_at.expect("an admission runs out") - Instant::now();
+        assert!(left > Duration::from_secs(89) && left <= Duration::from_secs(90));
+        let pass = shown.view.pass.expect("an admission carries its pass");
+        let proven = keys.verify_pass(&pass, wall_ms() / 1000).unwrap();
+        assert_eq!(
+            (proven.show, proven.ticket, proven.epoch),
+            (show, ticket, Some(3))
+        );
+        let exp = (wall_ms() + 90_000) / 1000;
+        assert!(
+            proven.expires_at.abs_diff(exp) <= 1,
+            "{} vs {exp}",
+            proven.expires_at
+        );
+    }
+
+    #[test]
+    fn a_waiting_fan_is_shown_no_pass_and_a_closed_queue_no_place() {
+        let keys = keys();
+        let show: ShowId = "show-1".parse().unwrap();
+        let waiting = TicketState::Waiting {
+            position: 5,
+            arrival: 9,
+        };
+        let shown = Shown::of(
+            &keys,
+            &show,
+            Uuid::nil(),
+            &status(waiting, Pace::at_rate(2)),
+        );
+        assert_eq!(shown.event, EventName::Waiting);
+        assert_eq!((shown.view.position, shown.view.pass), (Some(5), None));
+        assert_eq!(shown.expires_at, None);
+        let closed = Pace {
+            phase: Phase::Closed,
+            ..Pace::at_rate(2)
+        };
+        let shown = Shown::of(&keys, &show, Uuid::nil(), &status(waiting, closed));
+        assert_eq!(shown.event, EventName::Closed);
+        assert_eq!(shown.view.position, None);
+    }
+
+    #[test]
+    fn an_expired_admission_is_shown_unknown() {
+        let shown = Shown::expired(Uuid::nil(), 7);
+        assert_eq!(shown.event, EventName::Expired);
+        assert_eq!(shown.view.status, TicketStatus::Unknown);
+        assert_eq!((shown.version, shown.view.pass), (7, None));
+    }
+}
