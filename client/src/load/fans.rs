@@ -89,7 +89,15 @@ pub(super) async fn fan(
     record: &mut FanRecord,
 ) -> Outcome {
     let url = &run.urls[(i % run.urls.len() as u64) as usize];
-    let (local, client) = &run.clients[(i % run.clients.len() as u64) as usize];
+    let (local, client) = match run.sources.client(i) {
+        Ok(source) => source,
+        Err(e) => {
+            // No server was asked: this machine could not make the fan an HTTP client.
+            tracing::debug!(error = %e, "no HTTP client");
+            add(&run.counters.join_errors);
+            return Outcome::JoinFailed;
+        }
+    };
     let Some(ticket) = join(run, client, url, permit, record).await else {
         return Outcome::JoinFailed;
     };
@@ -100,7 +108,7 @@ pub(super) async fn fan(
         run,
         i,
         url,
-        local: *local,
+        local,
         client,
         ticket,
         backoff: Backoff::new(Duration::from_millis(250), Duration::from_secs(4)),

@@ -121,14 +121,14 @@ pub async fn main(args: LoadArgs) -> anyhow::Result<()> {
 /// cancelled; writes the CSVs and the plots, and returns what it measured.
 pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Result<LoadReport> {
     let choices = setup::check(args)?;
-    let clients = sources::clients(args)?;
-    setup::prepare_show(args, &clients[0].1).await?;
-    setup::check_show(args, &clients[0].1).await?;
+    let sources = sources::Sources::of(args)?;
+    setup::prepare_show(args, sources.first()).await?;
+    setup::check_show(args, sources.first()).await?;
     if !args.join_only {
         setup::warn_about_open_files(args.fans);
     }
 
-    let run = Arc::new(Run::new(args, clients, choices));
+    let run = Arc::new(Run::new(args, sources, choices));
     let stop = interrupted.child_token();
     let bar = progress_bar(args);
     let beside = Beside::start(&run, args, &bar, &stop);

@@ -278,7 +278,7 @@ pub(super) fn report(
         fans: args.fans,
         transport: args.transport,
         servers: args.urls.len(),
-        source_ips: run.clients.len(),
+        source_ips: run.sources.len(),
         elapsed_seconds: run.start.elapsed().as_secs_f64(),
         joined,
         joins_per_second: if joined > 1 && window_us > 0 && window_us != u64::MAX {

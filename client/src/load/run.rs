@@ -1,13 +1,12 @@
 //! What every fan task of a run shares: the counters, the histograms, the records.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use reqwest::{Client, Url};
+use reqwest::Url;
 use tokio::sync::Semaphore;
 use waiting_room::model::{ShowId, TicketView};
 
@@ -15,6 +14,7 @@ use super::LoadArgs;
 use super::choices::Choices;
 use super::eta::{FanRecord, Told};
 use super::fans::Outcome;
+use super::sources::Sources;
 use crate::follow::Transport;
 use crate::plot::Sample;
 
@@ -78,8 +78,8 @@ pub(super) struct Run {
     pub transport: Transport,
     /// How often polling fans ask (`--transport poll`).
     pub poll_interval: Duration,
-    /// One HTTP client per source address (reqwest binds per client).
-    pub clients: Vec<(Option<IpAddr>, Client)>,
+    /// The source addresses and their HTTP clients.
+    pub sources: Sources,
     pub start: Instant,
     pub counters: Counters,
     pub join_latency: Mutex<Histogram<u64>>,
@@ -103,13 +103,9 @@ pub(super) struct Run {
 }
 
 impl Run {
-    /// A run of `args` starting now, its fans joining through `clients` and choosing as
+    /// A run of `args` starting now, its fans connecting from `sources` and choosing as
     /// `choices` say.
-    pub(super) fn new(
-        args: &LoadArgs,
-        clients: Vec<(Option<IpAddr>, Client)>,
-        choices: Choices,
-    ) -> Run {
+    pub(super) fn new(args: &LoadArgs, sources: Sources, choices: Choices) -> Run {
         // 1 µs to 1 h, 3 significant figures: a few kB each.
         let histogram =
             || Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"));
@@ -118,7 +114,7 @@ impl Run {
             show: args.show.clone(),
             transport: args.transport,
             poll_interval: args.poll_interval,
-            clients,
+            sources,
             start: Instant::now(),
             counters: Counters {
                 first_join_us: AtomicU64::new(u64::MAX),

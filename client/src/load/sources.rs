@@ -13,6 +13,7 @@
 //! `--source-ips` names the addresses instead, and `--no-source-spread` turns the spread off.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::sync::OnceLock;
 
 use reqwest::Client;
 
@@ -98,12 +99,48 @@ fn bindable(ip: IpAddr) -> bool {
     TcpListener::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 
-/// One HTTP client per source address (reqwest binds per client).
-pub(super) fn clients(args: &LoadArgs) -> anyhow::Result<Vec<(Option<IpAddr>, Client)>> {
-    Ok(addresses(args)?
-        .into_iter()
-        .map(|ip| Ok((ip, follow::http_client(ip)?)))
-        .collect::<reqwest::Result<_>>()?)
+/// The run's source addresses, each with its HTTP client (reqwest binds per client), made
+/// when a fan first uses it: a client costs a few kB and a spread may hold 65,536 addresses,
+/// most of them unused by a run stopped early.
+pub(super) struct Sources {
+    addrs: Vec<Option<IpAddr>>,
+    clients: Vec<OnceLock<Client>>,
+}
+
+impl Sources {
+    /// The run's addresses (see [`addresses`]), the first one's client made at once: the
+    /// run's own calls (opening the show, changing its rate) go through it.
+    pub(super) fn of(args: &LoadArgs) -> anyhow::Result<Sources> {
+        let addrs = addresses(args)?;
+        let sources = Sources {
+            clients: addrs.iter().map(|_| OnceLock::new()).collect(),
+            addrs,
+        };
+        sources.client(0)?;
+        Ok(sources)
+    }
+
+    /// How many addresses the run connects from.
+    pub(super) fn len(&self) -> usize {
+        self.addrs.len()
+    }
+
+    /// The first address's client.
+    pub(super) fn first(&self) -> &Client {
+        self.clients[0].get().expect("made by Sources::of")
+    }
+
+    /// Fan `i`'s address (address `i` modulo their number) and its client.
+    pub(super) fn client(&self, i: u64) -> reqwest::Result<(Option<IpAddr>, &Client)> {
+        let k = (i % self.addrs.len() as u64) as usize;
+        let (ip, slot) = (self.addrs[k], &self.clients[k]);
+        if let Some(client) = slot.get() {
+            return Ok((ip, client));
+        }
+        // Two fans may make one at once; the first kept is every later fan's.
+        let client = follow::http_client(ip)?;
+        Ok((ip, slot.get_or_init(|| client)))
+    }
 }
 
 #[cfg(test)]
