@@ -2,6 +2,7 @@
 //! and the audit walked tick by tick. `waiting-room-client verify` runs this over
 //! `GET …/draw` and every page of `GET …/audit`; the tests run it too.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use super::{Permutation, commitment, draw_key, order_key, participants_digest};
@@ -66,189 +67,279 @@ pub fn verify(
     records: &[AuditRecord],
     arrival: Option<u64>,
 ) -> Result<Verified, Violation> {
-    let permutation = match draw {
-        Some(d) => Some(check_draw(d)?),
-        None => None,
-    };
-    let epoch = records.first().map(|r| r.epoch);
-    let mut draws = 0;
-    let mut ticks = 0;
-    let mut admitted = 0u64;
-    let mut last_key = 0u64;
-    let mut last_second: Option<u64> = None;
-    let mut last_fence = 0u64;
-    let mut found = None;
-    // What the orders are checked against: who was let in, who bought, the phase and stock.
-    let mut let_in = std::collections::HashSet::new();
-    let mut bought = std::collections::HashSet::new();
-    let mut lifted = false;
-    let mut stock: Option<u64> = None;
-    let (mut orders, mut orders_admitted) = (0u64, 0u64);
+    let permutation = draw.map(check_draw).transpose()?;
+    let published = draw.zip(permutation.as_ref());
+    let mut walk = Walk::new(records.first().map(|r| r.epoch), arrival);
     for r in records {
-        if Some(r.epoch) != epoch {
+        walk.record(r, published)?;
+    }
+    walk.finish(permutation.as_ref())
+}
+
+/// The audit read in order: what each record is checked against is what came before it.
+struct Walk {
+    /// The audit's epoch: every record carries the first one's.
+    epoch: Option<u64>,
+    /// The fencing token of the last tick or draw; tokens never go back.
+    last_fence: u64,
+    draws: u32,
+    queue: Queue,
+    sales: Sales,
+}
+
+/// The admissions so far: ticks, their seconds and the last queue place let in.
+#[derive(Default)]
+struct Queue {
+    ticks: usize,
+    admitted: u64,
+    last_key: u64,
+    last_second: Option<u64>,
+    /// Who was let in, for the orders and redemptions after.
+    let_in: HashSet<u64>,
+    /// The arrival asked about, and the tick that admitted it (id, ms).
+    asked: Option<u64>,
+    found: Option<(String, u64)>,
+}
+
+/// What orders and redemptions are checked against: the phase, the stock, and the
+/// admissions already spent.
+#[derive(Default)]
+struct Sales {
+    /// The gate was lifted (the show closed): orders need no admission.
+    lifted: bool,
+    stock: Option<u64>,
+    spent: HashSet<u64>,
+    orders: u64,
+    orders_admitted: u64,
+}
+
+impl Walk {
+    fn new(epoch: Option<u64>, arrival: Option<u64>) -> Self {
+        Walk {
+            epoch,
+            last_fence: 0,
+            draws: 0,
+            queue: Queue {
+                asked: arrival,
+                ..Queue::default()
+            },
+            sales: Sales::default(),
+        }
+    }
+
+    /// One record, checked against the audit so far and the published draw.
+    fn record(
+        &mut self,
+        r: &AuditRecord,
+        published: Option<(&DrawView, &Permutation)>,
+    ) -> Result<(), Violation> {
+        if Some(r.epoch) != self.epoch {
             return violation(format!("record {}: another epoch than the audit's", r.id));
         }
-        if !matches!(r.kind, AuditKind::Tick | AuditKind::Draw) {
-            // Orders, phases and stock carry no fencing token.
-        } else if r.fence < last_fence {
-            return violation(format!(
-                "record {}: fencing token {} after {last_fence}",
-                r.id, r.fence
-            ));
-        }
+        // Orders, phases and stock carry no fencing token.
         if matches!(r.kind, AuditKind::Tick | AuditKind::Draw) {
-            last_fence = r.fence;
+            if r.fence < self.last_fence {
+                return violation(format!(
+                    "record {}: fencing token {} after {}",
+                    r.id, r.fence, self.last_fence
+                ));
+            }
+            self.last_fence = r.fence;
         }
         match r.kind {
-            AuditKind::Phase => lifted = r.phase == Some(crate::model::Phase::Closed),
-            AuditKind::Stock => stock = r.stock.filter(|&s| s > 0),
-            AuditKind::Order => {
-                orders += 1;
-                match r.arrival {
-                    Some(0) if lifted => {}
-                    Some(0) | None => {
-                        return violation(format!(
-                            "record {}: an order with no admission while the gate was shut",
-                            r.id
-                        ));
-                    }
-                    Some(a) if !let_in.contains(&a) => {
-                        return violation(format!(
-                            "record {}: an order by arrival {a}, who was never admitted",
-                            r.id
-                        ));
-                    }
-                    Some(a) => {
-                        if !bought.insert(a) {
-                            return violation(format!(
-                                "record {}: arrival {a}'s admission bought twice",
-                                r.id
-                            ));
-                        }
-                        orders_admitted += 1;
-                    }
-                }
-                if let Some(stock) = stock.filter(|&s| orders > s) {
-                    return violation(format!(
-                        "record {}: order {orders} of a stock of {stock}",
-                        r.id
-                    ));
-                }
-            }
-            AuditKind::Redeem => match r.arrival {
-                Some(a) if a > 0 && let_in.contains(&a) => {
-                    if !bought.insert(a) {
-                        return violation(format!(
-                            "record {}: arrival {a}'s admission spent twice",
-                            r.id
-                        ));
-                    }
-                }
-                _ => {
-                    return violation(format!(
-                        "record {}: a redemption of an admission never given",
-                        r.id
-                    ));
-                }
-            },
-            AuditKind::Draw => {
-                draws += 1;
-                let Some((d, p)) = draw.zip(permutation.as_ref()) else {
-                    return violation(format!("record {}: a draw the show does not show", r.id));
-                };
-                if draws > 1 {
-                    return violation(format!("record {}: a second draw", r.id));
-                }
-                if ticks > 0 {
-                    return violation(format!("record {}: the draw after admissions", r.id));
-                }
-                if r.participants != Some(p.len()) || r.participants_digest != d.participants_digest
-                {
-                    return violation(format!(
-                        "record {}: the draw's participants differ from the published ones",
-                        r.id
-                    ));
-                }
-            }
+            AuditKind::Phase => self.sales.lifted = r.phase == Some(crate::model::Phase::Closed),
+            AuditKind::Stock => self.sales.stock = r.stock.filter(|&s| s > 0),
+            AuditKind::Order => self.sales.order(r, &self.queue.let_in)?,
+            AuditKind::Redeem => self.sales.redeem(r, &self.queue.let_in)?,
+            AuditKind::Draw => self.draw(r, published)?,
             AuditKind::Tick => {
-                ticks += 1;
-                if permutation.is_some() && draws == 0 {
+                if published.is_some() && self.draws == 0 {
                     return violation(format!("record {}: admissions before the draw", r.id));
                 }
-                let second = r.at_ms / 1000;
-                if last_second.is_some_and(|s| second <= s) {
-                    return violation(format!("record {}: a second tick in one second", r.id));
-                }
-                last_second = Some(second);
-                // Ranges a hostile server wrote may overflow: checked, and the sum bounded by
-                // the rate, itself bounded, so the walk below is at most MAX_RATE a tick.
-                let mut count = 0u64;
-                for &[a, b] in &r.admitted {
-                    let Some(n) = b.checked_sub(a).and_then(|d| d.checked_add(1)) else {
-                        return violation(format!("record {}: a range {a}-{b}", r.id));
-                    };
-                    count = count.saturating_add(n);
-                }
-                let rate = u64::from(r.rate.unwrap_or(0));
-                if rate > u64::from(crate::store::MAX_RATE) {
+                self.queue.tick(r, published.map(|(_, p)| p))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The draw's record: the only one, before any admission, of the published participants.
+    fn draw(
+        &mut self,
+        r: &AuditRecord,
+        published: Option<(&DrawView, &Permutation)>,
+    ) -> Result<(), Violation> {
+        self.draws += 1;
+        let Some((d, p)) = published else {
+            return violation(format!("record {}: a draw the show does not show", r.id));
+        };
+        if self.draws > 1 {
+            return violation(format!("record {}: a second draw", r.id));
+        }
+        if self.queue.ticks > 0 {
+            return violation(format!("record {}: the draw after admissions", r.id));
+        }
+        if r.participants != Some(p.len()) || r.participants_digest != d.participants_digest {
+            return violation(format!(
+                "record {}: the draw's participants differ from the published ones",
+                r.id
+            ));
+        }
+        Ok(())
+    }
+
+    /// The figures, once every record held; a published draw must be in the audit.
+    fn finish(self, permutation: Option<&Permutation>) -> Result<Verified, Violation> {
+        if permutation.is_some() && self.draws == 0 {
+            return violation("the audit holds no draw".into());
+        }
+        let Queue {
+            ticks,
+            admitted,
+            asked,
+            found,
+            ..
+        } = self.queue;
+        let arrival = asked.map(|a| ArrivalReport {
+            arrival: a,
+            drawn_place: permutation
+                .filter(|p| (1..=p.len()).contains(&a))
+                .map(|p| p.place(a)),
+            place: order_key(a, permutation),
+            admitted: found,
+        });
+        Ok(Verified {
+            participants: permutation.map(Permutation::len),
+            ticks,
+            admitted,
+            orders: self.sales.orders,
+            orders_admitted: self.sales.orders_admitted,
+            arrival,
+        })
+    }
+}
+
+impl Queue {
+    /// A tick: at most one a second, at most its rate, in queue order, nobody twice.
+    fn tick(
+        &mut self,
+        r: &AuditRecord,
+        permutation: Option<&Permutation>,
+    ) -> Result<(), Violation> {
+        self.ticks += 1;
+        let second = r.at_ms / 1000;
+        if self.last_second.is_some_and(|s| second <= s) {
+            return violation(format!("record {}: a second tick in one second", r.id));
+        }
+        self.last_second = Some(second);
+        within_rate(r)?;
+        for &[from, to] in &r.admitted {
+            if from > to || from == 0 {
+                return violation(format!("record {}: a range {from}-{to}", r.id));
+            }
+            for a in from..=to {
+                let key = order_key(a, permutation);
+                if key <= self.last_key {
                     return violation(format!(
-                        "record {}: a rate of {rate}, above the most any show has",
-                        r.id
+                        "record {}: arrival {a} (place {key}) admitted out of queue \
+                         order or twice (after place {})",
+                        r.id, self.last_key
                     ));
                 }
-                if count > rate {
-                    return violation(format!(
-                        "record {}: {count} admitted at a rate of {rate}",
-                        r.id
-                    ));
-                }
-                for &[from, to] in &r.admitted {
-                    if from > to || from == 0 {
-                        return violation(format!("record {}: a range {from}-{to}", r.id));
-                    }
-                    for a in from..=to {
-                        let key = order_key(a, permutation.as_ref());
-                        if key <= last_key {
-                            return violation(format!(
-                                "record {}: arrival {a} (place {key}) admitted out of queue \
-                                 order or twice (after place {last_key})",
-                                r.id
-                            ));
-                        }
-                        last_key = key;
-                        admitted += 1;
-                        let_in.insert(a);
-                        if arrival == Some(a) {
-                            found = Some((r.id.clone(), r.at_ms));
-                        }
-                    }
+                self.last_key = key;
+                self.admitted += 1;
+                self.let_in.insert(a);
+                if self.asked == Some(a) {
+                    self.found = Some((r.id.clone(), r.at_ms));
                 }
             }
         }
+        Ok(())
     }
-    if permutation.is_some() && draws == 0 {
-        return violation("the audit holds no draw".into());
+}
+
+/// A tick admits no more than its rate, itself no more than any show has. Ranges a hostile
+/// server wrote may overflow: checked, and their sum bounded by the rate, so walking them is
+/// at most `MAX_RATE` a tick.
+fn within_rate(r: &AuditRecord) -> Result<(), Violation> {
+    let mut count = 0u64;
+    for &[a, b] in &r.admitted {
+        let Some(n) = b.checked_sub(a).and_then(|d| d.checked_add(1)) else {
+            return violation(format!("record {}: a range {a}-{b}", r.id));
+        };
+        count = count.saturating_add(n);
     }
-    let report = arrival.map(|a| {
-        let drawn_place = permutation
-            .as_ref()
-            .filter(|p| (1..=p.len()).contains(&a))
-            .map(|p| p.place(a));
-        ArrivalReport {
-            arrival: a,
-            drawn_place,
-            place: order_key(a, permutation.as_ref()),
-            admitted: found,
+    let rate = u64::from(r.rate.unwrap_or(0));
+    if rate > u64::from(crate::store::MAX_RATE) {
+        return violation(format!(
+            "record {}: a rate of {rate}, above the most any show has",
+            r.id
+        ));
+    }
+    if count > rate {
+        return violation(format!(
+            "record {}: {count} admitted at a rate of {rate}",
+            r.id
+        ));
+    }
+    Ok(())
+}
+
+impl Sales {
+    /// An order: with an admission given and not yet spent (none needed while the gate is
+    /// lifted), and within the stock in force.
+    fn order(&mut self, r: &AuditRecord, let_in: &HashSet<u64>) -> Result<(), Violation> {
+        self.orders += 1;
+        match r.arrival {
+            Some(0) if self.lifted => {}
+            Some(0) | None => {
+                return violation(format!(
+                    "record {}: an order with no admission while the gate was shut",
+                    r.id
+                ));
+            }
+            Some(a) if !let_in.contains(&a) => {
+                return violation(format!(
+                    "record {}: an order by arrival {a}, who was never admitted",
+                    r.id
+                ));
+            }
+            Some(a) => {
+                if !self.spent.insert(a) {
+                    return violation(format!(
+                        "record {}: arrival {a}'s admission bought twice",
+                        r.id
+                    ));
+                }
+                self.orders_admitted += 1;
+            }
         }
-    });
-    Ok(Verified {
-        participants: permutation.as_ref().map(Permutation::len),
-        ticks,
-        admitted,
-        orders,
-        orders_admitted,
-        arrival: report,
-    })
+        if let Some(stock) = self.stock.filter(|&s| self.orders > s) {
+            return violation(format!(
+                "record {}: order {} of a stock of {stock}",
+                r.id, self.orders
+            ));
+        }
+        Ok(())
+    }
+
+    /// A redemption spends an admission given, once.
+    fn redeem(&mut self, r: &AuditRecord, let_in: &HashSet<u64>) -> Result<(), Violation> {
+        match r.arrival {
+            Some(a) if a > 0 && let_in.contains(&a) => {
+                if !self.spent.insert(a) {
+                    return violation(format!(
+                        "record {}: arrival {a}'s admission spent twice",
+                        r.id
+                    ));
+                }
+                Ok(())
+            }
+            _ => violation(format!(
+                "record {}: a redemption of an admission never given",
+                r.id
+            )),
+        }
+    }
 }
 
 /// Recomputes a revealed draw; its permutation when everything follows from the seed.

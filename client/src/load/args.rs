@@ -46,9 +46,18 @@ pub struct LoadArgs {
     pub duration: Duration,
 
     /// Loopback source addresses to spread connections over (`127.0.0.2-127.0.0.50`, or one
-    /// address): each gives every server another ~28,000 ephemeral ports.
+    /// address): each gives every server another ~28,000 ephemeral ports. Without it a run
+    /// spreads by itself from 127.0.0.2 up: one address for every 10 fans and for every 2
+    /// joins a second of --join-rate (at most one per fan, at most 65,536), half of what a
+    /// server allows one address by default (JOIN_RATE_LIMIT 5 a second, MAX_STREAMS_PER_CLIENT
+    /// 20), so a run against default settings is not throttled.
     #[arg(long, value_name = "FIRST-LAST")]
     pub source_ips: Option<SourceIps>,
+
+    /// Connect from one address (the system's choice, 127.0.0.1), as one browser would:
+    /// against a server's default limits most joins are then throttled.
+    #[arg(long, conflicts_with = "source_ips")]
+    pub no_source_spread: bool,
 
     /// The operator token, for `--open`, `--admit-per-second` and `--rate-change`.
     #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]

@@ -12,8 +12,8 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -139,6 +139,25 @@ pub async fn main(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Re
 /// Runs the crowd and the honest fans until `--duration` (or `interrupted`).
 pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Result<BotReport> {
     let bots = args.bots.context("--bots names the bot addresses")?;
+    let client = prepare(args).await?;
+    let crowd = Crowd {
+        client,
+        base: args.urls[0].clone(),
+        show: args.show.to_string(),
+        tally: Arc::default(),
+        stop: interrupted.child_token(),
+        tasks: TaskTracker::new(),
+        started: Instant::now(),
+        duration: args.duration,
+    };
+    crowd.start_bots(args, bots);
+    crowd.start_fans(args).await;
+    crowd.end().await;
+    Ok(crowd.report(args, bots))
+}
+
+/// Loopback servers only, the show prepared (and its challenge set) as asked, and known.
+async fn prepare(args: &LoadArgs) -> anyhow::Result<Client> {
     for url in &args.urls {
         setup::check_loopback(url)?;
     }
@@ -148,108 +167,135 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
         set_bits(args, &client, bits).await?;
     }
     setup::check_show(args, &client).await?;
-    let base = args.urls[0].clone();
-    let tally = std::sync::Arc::new(Tally::default());
-    let stop = interrupted.child_token();
-    let tasks = TaskTracker::new();
-    let started = Instant::now();
-    for b in 0..bots {
-        let key = format!("bot-{b}-{}", uuid::Uuid::new_v4().simple());
-        for _ in 0..args.bot_concurrency {
-            let (client, base, tally, stop) =
-                (client.clone(), base.clone(), tally.clone(), stop.clone());
-            let show = args.show.to_string();
-            let key = args.bots_idempotency_key.then(|| key.clone());
-            let solve = args.bots_solve;
-            tasks.spawn(async move {
-                while !stop.is_cancelled() {
-                    let addr = bot_addr(b).to_string();
-                    let joined =
-                        bot_join(&client, &base, &show, &addr, key.as_deref(), solve, &tally);
-                    tokio::select! {
-                        _ = stop.cancelled() => break,
-                        r = joined => if let Err(e) = r {
-                            tracing::debug!(error = %e, "bot join failed");
-                            tally.answered(0);
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                        },
+    Ok(client)
+}
+
+/// What the bots and the honest fans share: where they join, what they got, when to stop.
+struct Crowd {
+    client: Client,
+    base: Url,
+    show: String,
+    tally: Arc<Tally>,
+    stop: CancellationToken,
+    tasks: TaskTracker,
+    started: Instant,
+    duration: Duration,
+}
+
+impl Crowd {
+    /// `--bot-concurrency` tasks per bot address, each joining again and again until the end.
+    fn start_bots(&self, args: &LoadArgs, bots: u32) {
+        for b in 0..bots {
+            let key = format!("bot-{b}-{}", uuid::Uuid::new_v4().simple());
+            let addr = bot_addr(b).to_string();
+            for _ in 0..args.bot_concurrency {
+                let (client, base, tally, stop) = (
+                    self.client.clone(),
+                    self.base.clone(),
+                    self.tally.clone(),
+                    self.stop.clone(),
+                );
+                let (show, addr) = (self.show.clone(), addr.clone());
+                let key = args.bots_idempotency_key.then(|| key.clone());
+                let solve = args.bots_solve;
+                self.tasks.spawn(async move {
+                    while !stop.is_cancelled() {
+                        let joined =
+                            bot_join(&client, &base, &show, &addr, key.as_deref(), solve, &tally);
+                        tokio::select! {
+                            _ = stop.cancelled() => break,
+                            r = joined => if let Err(e) = r {
+                                tracing::debug!(error = %e, "bot join failed");
+                                tally.answered(0);
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                            },
+                        }
+                    }
+                });
+            }
+        }
+    }
+
+    /// Honest fans, at --join-rate, one address each, until all joined or the run ends.
+    async fn start_fans(&self, args: &LoadArgs) {
+        let every = Duration::from_secs_f64(1.0 / f64::from(args.join_rate));
+        for i in 0..args.fans {
+            let at = self.started + every.mul_f64(i as f64);
+            tokio::select! {
+                _ = self.stop.cancelled() => break,
+                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = tokio::time::sleep_until((self.started + self.duration).into()) => break,
+            }
+            let (client, base, tally) =
+                (self.client.clone(), self.base.clone(), self.tally.clone());
+            let show = self.show.clone();
+            self.tasks.spawn(async move {
+                let t0 = Instant::now();
+                match fan_join(&client, &base, &show, &fan_addr(i).to_string(), &tally).await {
+                    Ok(true) => tally
+                        .fan_ms
+                        .lock()
+                        .expect("never poisoned")
+                        .push(t0.elapsed().as_secs_f64() * 1000.0),
+                    _ => {
+                        tally.fans_refused.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             });
         }
     }
-    // Honest fans, at --join-rate, one address each.
-    let every = Duration::from_secs_f64(1.0 / f64::from(args.join_rate));
-    for i in 0..args.fans {
-        let at = started + every.mul_f64(i as f64);
+
+    /// Waits for `--duration` (or the interruption), then stops every bot and fan.
+    async fn end(&self) {
         tokio::select! {
-            _ = stop.cancelled() => break,
-            _ = tokio::time::sleep_until(at.into()) => {}
-            _ = tokio::time::sleep_until((started + args.duration).into()) => break,
+            _ = self.stop.cancelled() => {}
+            _ = tokio::time::sleep_until((self.started + self.duration).into()) => {}
         }
-        let (client, base, tally) = (client.clone(), base.clone(), tally.clone());
-        let show = args.show.to_string();
-        tasks.spawn(async move {
-            let t0 = Instant::now();
-            match fan_join(&client, &base, &show, &fan_addr(i).to_string(), &tally).await {
-                Ok(true) => tally
-                    .fan_ms
-                    .lock()
-                    .expect("never poisoned")
-                    .push(t0.elapsed().as_secs_f64() * 1000.0),
-                _ => {
-                    tally.fans_refused.fetch_add(1, Ordering::Relaxed);
-                }
+        self.stop.cancel();
+        self.tasks.close();
+        // A solve under way finishes on its blocking thread; nothing waits for more than that.
+        let _ = tokio::time::timeout(Duration::from_secs(30), self.tasks.wait()).await;
+    }
+
+    /// What the tally adds up to.
+    fn report(&self, args: &LoadArgs, bots: u32) -> BotReport {
+        let tally = &self.tally;
+        let seconds = self
+            .started
+            .elapsed()
+            .as_secs_f64()
+            .min(self.duration.as_secs_f64());
+        let mut fan_ms = tally.fan_ms.lock().expect("never poisoned").clone();
+        fan_ms.sort_by(f64::total_cmp);
+        let pick = |q: f64| {
+            if fan_ms.is_empty() {
+                0.0
+            } else {
+                fan_ms[((fan_ms.len() - 1) as f64 * q).round() as usize]
             }
-        });
-    }
-    tokio::select! {
-        _ = stop.cancelled() => {}
-        _ = tokio::time::sleep_until((started + args.duration).into()) => {}
-    }
-    stop.cancel();
-    tasks.close();
-    // A solve under way finishes on its blocking thread; nothing waits for more than that.
-    let _ = tokio::time::timeout(Duration::from_secs(30), tasks.wait()).await;
-    let seconds = started
-        .elapsed()
-        .as_secs_f64()
-        .min(args.duration.as_secs_f64());
-    let mut fan_ms = tally.fan_ms.lock().expect("never poisoned").clone();
-    fan_ms.sort_by(f64::total_cmp);
-    let pick = |q: f64| {
-        if fan_ms.is_empty() {
-            0.0
-        } else {
-            fan_ms[((fan_ms.len() - 1) as f64 * q).round() as usize]
+        };
+        let places = tally.places.load(Ordering::Relaxed);
+        BotReport {
+            bots,
+            solve: args.bots_solve,
+            idempotency_key: args.bots_idempotency_key,
+            join_challenge_bits: args.join_challenge_bits,
+            seconds,
+            bot_joins: tally.joins.load(Ordering::Relaxed),
+            bot_answers: tally.answers.lock().expect("never poisoned").clone(),
+            bot_places: places,
+            places_per_bot_per_minute: places as f64 / f64::from(bots) / seconds * 60.0,
+            bot_solve_ms: per(&tally.solve_us, &tally.solved) / 1000.0,
+            fans: args.fans,
+            fans_joined: fan_ms.len() as u64,
+            fans_refused: tally.fans_refused.load(Ordering::Relaxed),
+            fan_join_ms_p50: pick(0.5),
+            fan_join_ms_p90: pick(0.9),
+            fan_join_ms_max: fan_ms.last().copied().unwrap_or(0.0),
+            fan_solve_ms_mean: per(&tally.fan_solve_us, &tally.fan_solved) / 1000.0,
+            fan_hashes_per_second: per(&tally.fan_hashes, &tally.fan_solve_us) * 1e6,
         }
-    };
-    let places = tally.places.load(Ordering::Relaxed);
-    let solved = tally.solved.load(Ordering::Relaxed);
-    Ok(BotReport {
-        bots,
-        solve: args.bots_solve,
-        idempotency_key: args.bots_idempotency_key,
-        join_challenge_bits: args.join_challenge_bits,
-        seconds,
-        bot_joins: tally.joins.load(Ordering::Relaxed),
-        bot_answers: tally.answers.lock().expect("never poisoned").clone(),
-        bot_places: places,
-        places_per_bot_per_minute: places as f64 / f64::from(bots) / seconds * 60.0,
-        bot_solve_ms: if solved == 0 {
-            0.0
-        } else {
-            tally.solve_us.load(Ordering::Relaxed) as f64 / solved as f64 / 1000.0
-        },
-        fans: args.fans,
-        fans_joined: fan_ms.len() as u64,
-        fans_refused: tally.fans_refused.load(Ordering::Relaxed),
-        fan_join_ms_p50: pick(0.5),
-        fan_join_ms_p90: pick(0.9),
-        fan_join_ms_max: fan_ms.last().copied().unwrap_or(0.0),
-        fan_solve_ms_mean: per(&tally.fan_solve_us, &tally.fan_solved) / 1000.0,
-        fan_hashes_per_second: per(&tally.fan_hashes, &tally.fan_solve_us) * 1e6,
-    })
+    }
 }
 
 /// `a / b`, 0 when `b` is.

@@ -1,5 +1,6 @@
 //! One fan's life in a load run: join, follow, then buy, abandon or stay.
 
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -15,7 +16,7 @@ use super::eta::FanRecord;
 use super::run::{Counters, Run, add};
 use super::staleness::{Knowledge, since_tick};
 use crate::backoff::Backoff;
-use crate::follow::{self, FollowError, Joined, PushStream, Transport};
+use crate::follow::{self, FollowError, Joined, Push, PushStream, Transport};
 
 /// Attempts per fan at joining, and at connecting without hearing anything in between.
 const ATTEMPTS: u32 = 3;
@@ -26,6 +27,11 @@ const AMOUNT: u32 = 50;
 /// How one fan's run ended.
 pub(super) enum Outcome {
     JoinFailed,
+    /// The run stopped before it joined, while the server throttled it (its last join
+    /// answered 429).
+    Throttled,
+    /// The run stopped before it joined, its join queued for a slot or unanswered.
+    Joining,
     JoinOnly,
     /// Admitted, whatever it did next (bought, abandoned, stayed until it expired or the run
     /// stopped).
@@ -33,7 +39,21 @@ pub(super) enum Outcome {
     Unknown,
     Expired,
     Lost,
+    /// Joined, and still waiting when the run stopped.
     Unfinished,
+}
+
+impl Outcome {
+    /// Where a fan was when the run stopped it, by what its record says.
+    pub(super) fn stopped(record: &FanRecord) -> Outcome {
+        match record.ticket {
+            // Admitted and still following (it stays): admitted all the same.
+            Some(_) if record.admitted_at.is_some() => Outcome::Admitted,
+            Some(_) => Outcome::Unfinished,
+            None if record.throttled => Outcome::Throttled,
+            None => Outcome::Joining,
+        }
+    }
 }
 
 /// One open stream, counted while it lives (also when its task is cancelled).
@@ -69,112 +89,178 @@ pub(super) async fn fan(
     record: &mut FanRecord,
 ) -> Outcome {
     let url = &run.urls[(i % run.urls.len() as u64) as usize];
-    let (local, client) = &run.clients[(i % run.clients.len() as u64) as usize];
-    let c = &run.counters;
+    let (local, client) = match run.sources.client(i) {
+        Ok(source) => source,
+        Err(e) => {
+            // No server was asked: this machine could not make the fan an HTTP client.
+            tracing::debug!(error = %e, "no HTTP client");
+            add(&run.counters.join_errors);
+            return Outcome::JoinFailed;
+        }
+    };
     let Some(ticket) = join(run, client, url, permit, record).await else {
         return Outcome::JoinFailed;
     };
     if run.join_only {
         return Outcome::JoinOnly;
     }
+    let follower = Follower {
+        run,
+        i,
+        url,
+        local,
+        client,
+        ticket,
+        backoff: Backoff::new(Duration::from_millis(250), Duration::from_secs(4)),
+        last_event_id: None,
+        knowledge: Knowledge::default(),
+        count: PageCount::default(),
+        heard_any: false,
+    };
+    follower.follow(record).await
+}
 
-    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(4));
-    let mut last_event_id: Option<String> = None;
-    let mut knowledge = Knowledge::default();
-    let mut count = PageCount::default();
-    let mut heard_any = false;
-    let pushed = run.transport != Transport::Poll;
-    loop {
-        let asked = Instant::now();
-        let opened = match run.transport {
-            Transport::Sse => {
-                PushStream::sse(client, url, &run.show, ticket, last_event_id.as_deref()).await
-            }
-            Transport::Ws => PushStream::ws(url, &run.show, ticket, *local).await,
-            Transport::Poll => {
-                PushStream::poll(url, &run.show, ticket, *local, run.poll_interval).await
-            }
-        };
-        match opened {
-            Ok(mut stream) => {
-                let _held = Held::new(c);
-                let mut first = true;
-                let end = loop {
-                    match stream.next().await {
-                        Some(Ok(push)) => {
-                            let now = SystemTime::now();
-                            add(&c.messages);
-                            backoff.reset();
-                            if first {
-                                first = false;
-                                Run::record(&run.first_event, asked.elapsed());
-                            } else if push.kind != EventName::Expired && pushed {
-                                // Expiries follow the admission's TTL, not a tick; a
-                                // polled answer follows the poller's clock.
-                                Run::record(&run.push_latency, since_tick(now));
-                            }
-                            let at_ms = now
-                                .duration_since(std::time::UNIX_EPOCH)
-                                .unwrap_or_default()
-                                .as_millis() as i64;
-                            let learned = count.heard(&push.ticket, at_ms);
-                            if learned.count_wrong {
-                                add(&c.count_wrong);
-                            }
-                            // The state a fan first hears is no tick it waited for.
-                            if std::mem::replace(&mut heard_any, true) {
-                                for (second, late) in learned.ticks {
-                                    run.knew(second, late);
-                                }
-                            }
-                            if push.kind != EventName::Expired
-                                && let Some(stale) = knowledge.heard(&push.ticket, now, pushed)
-                            {
-                                add(&c.positions_learned);
-                                Run::record(&run.staleness, stale);
-                            }
-                            match push.kind {
-                                EventName::Waiting => run.told(record, &push.ticket),
-                                EventName::Admitted => {
-                                    if let Next::End(outcome) =
-                                        admitted(run, client, url, ticket, i, record).await
-                                    {
-                                        break Some(outcome);
-                                    }
-                                }
-                                // The show closed or ended under the run: its fans wait no more.
-                                EventName::Unknown | EventName::Closed | EventName::Ended => {
-                                    break Some(ended(record, Outcome::Unknown));
-                                }
-                                EventName::Expired => {
-                                    if record.admitted_at.is_some() {
-                                        record.expired = true;
-                                        add(&c.stayers_expired);
-                                    }
-                                    break Some(ended(record, Outcome::Expired));
-                                }
-                            }
-                        }
-                        Some(Err(_)) | None => break None,
+/// One fan following its ticket, over as many connections as it takes.
+struct Follower<'a> {
+    run: &'a Run,
+    i: u64,
+    url: &'a Url,
+    local: Option<IpAddr>,
+    client: &'a Client,
+    ticket: Uuid,
+    /// Between connections; reset by every push heard.
+    backoff: Backoff,
+    /// Where an SSE stream resumes.
+    last_event_id: Option<String>,
+    /// When the fan learned each change, and each tick ([`super::staleness`], [`super::count`]).
+    knowledge: Knowledge,
+    count: PageCount,
+    heard_any: bool,
+}
+
+impl Follower<'_> {
+    /// Connects, listens, and connects again after a dropped stream, until the fan's story
+    /// ends or `ATTEMPTS` connections in a row heard nothing.
+    async fn follow(mut self, record: &mut FanRecord) -> Outcome {
+        let c = &self.run.counters;
+        loop {
+            let asked = Instant::now();
+            match self.open().await {
+                Ok(mut stream) => {
+                    if let Some(outcome) = self.listen(&mut stream, asked, record).await {
+                        stream.close().await;
+                        return outcome;
                     }
-                };
-                if let Some(outcome) = end {
-                    stream.close().await;
-                    return outcome;
+                    add(&c.stream_errors);
+                    self.last_event_id = stream.last_event_id().map(str::to_owned);
                 }
-                add(&c.stream_errors);
-                last_event_id = stream.last_event_id().map(str::to_owned);
+                Err(FollowError::Fatal(_)) => {
+                    add(&c.stream_errors);
+                    return ended(record, Outcome::Lost);
+                }
+                Err(FollowError::Retry(_)) => add(&c.stream_errors),
             }
-            Err(FollowError::Fatal(_)) => {
-                add(&c.stream_errors);
+            if self.backoff.failures() + 1 >= ATTEMPTS {
                 return ended(record, Outcome::Lost);
             }
-            Err(FollowError::Retry(_)) => add(&c.stream_errors),
+            tokio::time::sleep(self.backoff.next_delay()).await;
         }
-        if backoff.failures() + 1 >= ATTEMPTS {
-            return ended(record, Outcome::Lost);
+    }
+
+    /// A stream over the run's transport, resuming after the last event heard.
+    async fn open(&self) -> Result<PushStream, FollowError> {
+        let (run, url, ticket) = (self.run, self.url, self.ticket);
+        match run.transport {
+            Transport::Sse => {
+                let resume = self.last_event_id.as_deref();
+                PushStream::sse(self.client, url, &run.show, ticket, resume).await
+            }
+            Transport::Ws => PushStream::ws(url, &run.show, ticket, self.local).await,
+            Transport::Poll => {
+                PushStream::poll(url, &run.show, ticket, self.local, run.poll_interval).await
+            }
         }
-        tokio::time::sleep(backoff.next_delay()).await;
+    }
+
+    /// Every push of one stream, measured and acted on: the outcome when the fan's story
+    /// ended, `None` when the stream did first.
+    async fn listen(
+        &mut self,
+        stream: &mut PushStream,
+        asked: Instant,
+        record: &mut FanRecord,
+    ) -> Option<Outcome> {
+        let _held = Held::new(&self.run.counters);
+        let mut first = true;
+        while let Some(Ok(push)) = stream.next().await {
+            self.measure(&push, std::mem::take(&mut first), asked);
+            if let Next::End(outcome) = self.act(&push, record).await {
+                return Some(outcome);
+            }
+        }
+        None
+    }
+
+    /// What one push says of the server's latency, and of when the fan knew each tick and
+    /// each change.
+    fn measure(&mut self, push: &Push, first: bool, asked: Instant) {
+        let (run, c) = (self.run, &self.run.counters);
+        let now = SystemTime::now();
+        let pushed = run.transport != Transport::Poll;
+        add(&c.messages);
+        self.backoff.reset();
+        if first {
+            Run::record(&run.first_event, asked.elapsed());
+        } else if push.kind != EventName::Expired && pushed {
+            // Expiries follow the admission's TTL, not a tick; a polled answer follows the
+            // poller's clock.
+            Run::record(&run.push_latency, since_tick(now));
+        }
+        let at_ms = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as i64;
+        let learned = self.count.heard(&push.ticket, at_ms);
+        if learned.count_wrong {
+            add(&c.count_wrong);
+        }
+        // The state a fan first hears is no tick it waited for.
+        if std::mem::replace(&mut self.heard_any, true) {
+            for (second, late) in learned.ticks {
+                run.knew(second, late);
+            }
+        }
+        if push.kind != EventName::Expired
+            && let Some(stale) = self.knowledge.heard(&push.ticket, now, pushed)
+        {
+            add(&c.positions_learned);
+            Run::record(&run.staleness, stale);
+        }
+    }
+
+    /// What the fan does on hearing `push`.
+    async fn act(&self, push: &Push, record: &mut FanRecord) -> Next {
+        let run = self.run;
+        match push.kind {
+            EventName::Waiting => {
+                run.told(record, &push.ticket);
+                Next::Follow
+            }
+            EventName::Admitted => {
+                admitted(run, self.client, self.url, self.ticket, self.i, record).await
+            }
+            // The show closed or ended under the run: its fans wait no more.
+            EventName::Unknown | EventName::Closed | EventName::Ended => {
+                Next::End(ended(record, Outcome::Unknown))
+            }
+            EventName::Expired => {
+                if record.admitted_at.is_some() {
+                    record.expired = true;
+                    add(&run.counters.stayers_expired);
+                }
+                Next::End(ended(record, Outcome::Expired))
+            }
+        }
     }
 }
 
@@ -307,9 +393,11 @@ async fn join(
             }
             Ok(Joined::TooMany(wait)) => {
                 add(&c.join_throttled);
+                record.throttled = true;
                 tokio::time::sleep(wait).await;
             }
             Err(e) => {
+                record.throttled = false;
                 add(&c.join_errors);
                 failures += 1;
                 if failures >= ATTEMPTS || matches!(e, FollowError::Fatal(_)) {

@@ -23,6 +23,9 @@
 //!
 //! - [`args`]: the command line.
 //! - [`setup`]: what is checked and prepared before the first join.
+//! - [`sources`]: the loopback source addresses a run connects from (spread by default, so
+//!   that the server's limits per client address do not throttle it).
+//! - [`outputs`]: the timeline, the ETA rows and the plots a run writes.
 //! - [`fans`]: one fan's life (join, follow, choose); [`run`]: what the fans share.
 //! - [`choices`]: who buys, abandons or stays.
 //! - [`report`]: the figures, printed and as JSON.
@@ -44,33 +47,31 @@ mod choices;
 mod count;
 mod eta;
 mod fans;
+mod outputs;
 mod rate_change;
 mod report;
 mod run;
 mod setup;
+pub mod sources;
 mod staleness;
 
-use std::net::IpAddr;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
-use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
-use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use waiting_room::words::thousands;
 
-use crate::follow;
-use crate::plot::{self, Sample};
+use crate::plot::Sample;
 pub use args::{LoadArgs, SourceIps};
 pub use eta::{EtaReport, Which};
 use fans::{Outcome, fan};
 pub use rate_change::{RateChange, RateChangeDone};
 pub use report::{LoadReport, Percentiles};
-use run::{Counters, Run, add};
+use run::{Run, add};
 
 /// Where in each wall-clock second the admitter ticks (`admitter::run` wakes at `.050`).
 pub const TICK_PHASE_MS: u64 = 50;
@@ -119,88 +120,82 @@ pub async fn main(args: LoadArgs) -> anyhow::Result<()> {
 /// Runs the load until every fan is done, `--duration` has passed or `interrupted` is
 /// cancelled; writes the CSVs and the plots, and returns what it measured.
 pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Result<LoadReport> {
-    for url in &args.urls {
-        setup::check_loopback(url)?;
-    }
-    let choices = args.choices()?;
-    setup::check_rate_changes(args)?;
-    // Fail before the run, not after it, if the results cannot be written.
-    let (eta_csv, eta_plot) = (args.eta_csv_path(), args.eta_plot_path());
-    let mut outputs = vec![
-        args.csv.clone(),
-        args.plot.clone(),
-        eta_csv.clone(),
-        eta_plot.clone(),
-    ];
-    if !args.rate_changes.is_empty() {
-        outputs.push(args.eta_after_change_plot_path());
-    }
-    for path in &outputs {
-        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    let sources: Vec<Option<IpAddr>> = match &args.source_ips {
-        Some(range) => range.addrs().into_iter().map(Some).collect(),
-        None => vec![None],
-    };
-    let clients = sources
-        .iter()
-        .map(|&ip| Ok((ip, follow::http_client(ip)?)))
-        .collect::<reqwest::Result<Vec<_>>>()?;
-    setup::prepare_show(args, &clients[0].1).await?;
-    setup::check_show(args, &clients[0].1).await?;
+    let choices = setup::check(args)?;
+    let sources = sources::Sources::of(args)?;
+    setup::prepare_show(args, sources.first()).await?;
+    setup::check_show(args, sources.first()).await?;
     if !args.join_only {
         setup::warn_about_open_files(args.fans);
     }
 
-    // 1 µs to 1 h, 3 significant figures: a few kB each.
-    let histogram =
-        || Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"));
-    let run = Arc::new(Run {
-        urls: args.urls.clone(),
-        show: args.show.clone(),
-        transport: args.transport,
-        poll_interval: args.poll_interval,
-        clients,
-        start: Instant::now(),
-        counters: Counters {
-            first_join_us: AtomicU64::new(u64::MAX),
-            rate_changed_us: AtomicU64::new(u64::MAX),
-            ..Counters::default()
-        },
-        join_latency: histogram(),
-        first_event: histogram(),
-        push_latency: histogram(),
-        staleness: histogram(),
-        knowledge: histogram(),
-        knowledge_by_second: Mutex::default(),
-        order_latency: histogram(),
-        orders: Mutex::default(),
-        records: Mutex::default(),
-        join_only: args.join_only,
-        choices,
-        joining: Arc::new(Semaphore::new(args.max_in_flight as usize)),
-    });
-
+    let run = Arc::new(Run::new(args, sources, choices));
     let stop = interrupted.child_token();
-    let deadline = run.start + args.duration;
     let bar = progress_bar(args);
-    let tasks = TaskTracker::new();
-    let sampler = tokio::spawn(sample_every_second(run.clone(), bar.clone(), stop.clone()));
-    let stopper = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep_until(deadline.into()).await;
-            stop.cancel();
-        })
-    };
-    let rate_changer = tokio::spawn(rate_change::run(
-        run.clone(),
-        args.admin_token.clone().unwrap_or_default(),
-        args.rate_changes.clone(),
-        args.announce_rate_changes,
-        stop.clone(),
-    ));
+    let beside = Beside::start(&run, args, &bar, &stop);
+    let fans = start_fans(&run, args, &bar, &stop).await;
+    wait_for(fans, &stop).await;
+    let (samples, rate_changes) = beside.finish(&run).await?;
+    bar.finish_and_clear();
 
+    let records = run.take_records();
+    let eta = EtaReport::of(&records, args.eta_min_wait);
+    let eta_after_rate_change = (!args.rate_changes.is_empty())
+        .then(|| EtaReport::of_which(&records, args.eta_min_wait, Which::AfterRateChange));
+    let report = report::report(args, &run, eta, eta_after_rate_change, rate_changes);
+    outputs::write(args, &samples, &records, &report)?;
+    Ok(report)
+}
+
+/// What runs beside the fans: the once-a-second sampler, the deadline, the rate changer.
+struct Beside {
+    sampler: JoinHandle<Vec<Sample>>,
+    stopper: JoinHandle<()>,
+    rate_changer: JoinHandle<Vec<RateChangeDone>>,
+}
+
+impl Beside {
+    fn start(run: &Arc<Run>, args: &LoadArgs, bar: &ProgressBar, stop: &CancellationToken) -> Self {
+        let deadline = run.start + args.duration;
+        let stopper = {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(deadline.into()).await;
+                stop.cancel();
+            })
+        };
+        Beside {
+            sampler: tokio::spawn(sample_every_second(run.clone(), bar.clone(), stop.clone())),
+            stopper,
+            rate_changer: tokio::spawn(rate_change::run(
+                run.clone(),
+                args.admin_token.clone().unwrap_or_default(),
+                args.rate_changes.clone(),
+                args.announce_rate_changes,
+                stop.clone(),
+            )),
+        }
+    }
+
+    /// Once the fans are done: the timeline (with a last sample) and the rate changes made.
+    /// The run's stop must have been cancelled.
+    async fn finish(self, run: &Run) -> anyhow::Result<(Vec<Sample>, Vec<RateChangeDone>)> {
+        self.stopper.abort();
+        let rate_changes = self.rate_changer.await.context("the rate changer failed")?;
+        let mut samples = self.sampler.await.context("the sampler failed")?;
+        samples.push(run.sample());
+        Ok((samples, rate_changes))
+    }
+}
+
+/// Starts fan after fan at `--join-rate` until all are started or the run stops; returns
+/// their tasks.
+async fn start_fans(
+    run: &Arc<Run>,
+    args: &LoadArgs,
+    bar: &ProgressBar,
+    stop: &CancellationToken,
+) -> TaskTracker {
+    let tasks = TaskTracker::new();
     let rate = f64::from(args.join_rate);
     for i in 0..args.fans {
         let due = run.start + Duration::from_secs_f64(i as f64 / rate);
@@ -221,81 +216,29 @@ pub async fn run(args: &LoadArgs, interrupted: CancellationToken) -> anyhow::Res
             let mut record = eta::FanRecord::new(i, run.choices.of(i));
             let outcome = tokio::select! {
                 outcome = fan(&run, i, permit, &mut record) => outcome,
-                _ = stop.cancelled() => Outcome::Unfinished,
+                _ = stop.cancelled() => Outcome::stopped(&record),
             };
-            // A fan admitted and still following (it stays) when the run stopped was
-            // admitted all the same.
-            let outcome = match outcome {
-                Outcome::Unfinished if record.admitted_at.is_some() => Outcome::Admitted,
-                other => other,
-            };
-            let c = &run.counters;
-            add(match outcome {
-                Outcome::JoinFailed => &c.join_failed,
-                Outcome::Admitted => &c.admitted,
-                Outcome::Unknown => &c.unknown,
-                Outcome::Expired => &c.expired,
-                Outcome::Lost => &c.lost,
-                Outcome::Unfinished => &c.unfinished,
-                Outcome::JoinOnly => &c.join_only,
-            });
-            if record.ticket.is_some() {
-                run.records
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(record);
-            }
-            add(&c.done);
+            run.ended(outcome, record);
             bar.inc(1);
         });
     }
     tasks.close();
+    tasks
+}
+
+/// Waits until every fan is done, or, once the run stops, `WIND_DOWN` for them to stop too;
+/// then stops the run for whatever runs beside it.
+async fn wait_for(fans: TaskTracker, stop: &CancellationToken) {
     tokio::select! {
-        _ = tasks.wait() => {}
+        _ = fans.wait() => {}
         _ = stop.cancelled() => {
-            if tokio::time::timeout(WIND_DOWN, tasks.wait()).await.is_err() {
+            if tokio::time::timeout(WIND_DOWN, fans.wait()).await.is_err() {
                 // Said whatever RUST_LOG says (logs are off by default).
                 eprintln!("note: some fans did not stop within {WIND_DOWN:?}");
             }
         }
     }
     stop.cancel();
-    stopper.abort();
-    let rate_changes = rate_changer.await.context("the rate changer failed")?;
-    let mut samples = sampler.await.context("the sampler failed")?;
-    samples.push(run.sample());
-    bar.finish_and_clear();
-
-    let mut records = std::mem::take(&mut *run.records.lock().unwrap_or_else(|e| e.into_inner()));
-    records.sort_by_key(|r| r.fan);
-    let eta = EtaReport::of(&records, args.eta_min_wait);
-    let eta_after_rate_change = (!args.rate_changes.is_empty())
-        .then(|| EtaReport::of_which(&records, args.eta_min_wait, Which::AfterRateChange));
-    let report = report::report(args, &run, eta, eta_after_rate_change, rate_changes);
-    plot::write_csv(&args.csv, &samples)?;
-    let title = format!(
-        "{} fans over {}, {} joins/s asked",
-        thousands(args.fans),
-        args.transport.name(),
-        thousands(u64::from(args.join_rate))
-    );
-    plot::draw_svg(&args.plot, &title, &samples)?;
-    eta::write_csv(&eta_csv, &records, args.eta_min_wait)?;
-    plot::draw_eta_svg(
-        &eta_plot,
-        &report.eta.title(),
-        &eta::points(&records, Which::First),
-        args.eta_min_wait.as_secs_f64(),
-    )?;
-    if let Some(after) = &report.eta_after_rate_change {
-        plot::draw_eta_svg(
-            &args.eta_after_change_plot_path(),
-            &after.title(),
-            &eta::points(&records, Which::AfterRateChange),
-            args.eta_min_wait.as_secs_f64(),
-        )?;
-    }
-    Ok(report)
 }
 
 async fn sample_every_second(

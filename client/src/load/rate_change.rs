@@ -95,7 +95,7 @@ pub async fn run(
     announce: bool,
     stop: CancellationToken,
 ) -> Vec<RateChangeDone> {
-    let (client, base, show, start) = (&run.clients[0].1, &run.urls[0], &run.show, run.start);
+    let (client, base, show, start) = (run.sources.first(), &run.urls[0], &run.show, run.start);
     let mut order: Vec<usize> = (0..changes.len()).collect();
     order.sort_by_key(|&i| changes[i].after);
     let mut done: Vec<RateChangeDone> = changes

@@ -55,8 +55,8 @@ impl fmt::Display for Percentiles {
     }
 }
 
-/// What a run measured. The fan outcomes add up to `fans`:
-/// `not_started + join_failed + join_only + admitted + unknown + expired + lost + unfinished`.
+/// What a run measured. The fan outcomes add up to `fans`: `not_started + join_failed +
+/// throttled + joining + join_only + admitted + unknown + expired + lost + unfinished`.
 #[derive(Clone, Debug, Serialize)]
 pub struct LoadReport {
     pub fans: u64,
@@ -69,7 +69,7 @@ pub struct LoadReport {
     /// Joins per second achieved, from the first join sent to the last one answered.
     pub joins_per_second: f64,
     pub join_latency: Percentiles,
-    /// 429s met on the way (retried after `Retry-After`).
+    /// Joins answered 429 (each retried after its `Retry-After`).
     pub join_throttled: u64,
     /// Streams opened, reconnections included.
     pub streams_opened: u64,
@@ -101,8 +101,16 @@ pub struct LoadReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub poll_interval_seconds: Option<f64>,
     pub stream_errors: u64,
+    /// Fans the run stopped before their turn to join came.
     pub not_started: u64,
+    /// Fans whose join was refused (or failed `ATTEMPTS` times).
     pub join_failed: u64,
+    /// Fans that never joined: when the run stopped, the server was throttling them (their
+    /// last join answered 429).
+    pub throttled: u64,
+    /// Fans that never joined: when the run stopped, their join was queued for a slot
+    /// (`--max-in-flight`) or unanswered.
+    pub joining: u64,
     /// Fans that joined and, with `--join-only`, stopped there.
     pub join_only: u64,
     /// Fans told `admitted`, whatever they did next:
@@ -112,7 +120,7 @@ pub struct LoadReport {
     pub expired: u64,
     /// Fans whose stream failed `ATTEMPTS` times in a row.
     pub lost: u64,
-    /// Fans still waiting (or joining) when the run stopped.
+    /// Fans that joined and were still waiting in the queue when the run stopped.
     pub unfinished: u64,
     /// Admitted fans who ordered (`--buy`).
     pub buyers: u64,
@@ -150,7 +158,7 @@ impl fmt::Display for LoadReport {
         )?;
         writeln!(
             f,
-            "joins:        {} answered at {:.0}/s · {} throttled",
+            "joins:        {} answered at {:.0}/s · {} throttled (429, asked again later)",
             n(self.joined),
             self.joins_per_second,
             n(self.join_throttled)
@@ -190,6 +198,15 @@ impl fmt::Display for LoadReport {
             n(self.expired),
             n(self.not_started)
         )?;
+        if self.throttled + self.joining > 0 {
+            writeln!(f)?;
+            write!(
+                f,
+                "never joined: {} throttled (their last join answered 429) · {} still joining",
+                n(self.throttled),
+                n(self.joining)
+            )?;
+        }
         if self.admitted > 0 {
             writeln!(f)?;
             write!(
@@ -261,7 +278,7 @@ pub(super) fn report(
         fans: args.fans,
         transport: args.transport,
         servers: args.urls.len(),
-        source_ips: run.clients.len(),
+        source_ips: run.sources.len(),
         elapsed_seconds: run.start.elapsed().as_secs_f64(),
         joined,
         joins_per_second: if joined > 1 && window_us > 0 && window_us != u64::MAX {
@@ -296,6 +313,8 @@ pub(super) fn report(
         stream_errors: get(&c.stream_errors),
         not_started: args.fans - get(&c.spawned),
         join_failed: get(&c.join_failed),
+        throttled: get(&c.throttled),
+        joining: get(&c.joining),
         admitted: get(&c.admitted),
         unknown: get(&c.unknown),
         expired: get(&c.expired),

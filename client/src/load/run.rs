@@ -1,18 +1,20 @@
 //! What every fan task of a run shares: the counters, the histograms, the records.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use reqwest::{Client, Url};
+use reqwest::Url;
 use tokio::sync::Semaphore;
 use waiting_room::model::{ShowId, TicketView};
 
+use super::LoadArgs;
 use super::choices::Choices;
 use super::eta::{FanRecord, Told};
+use super::fans::Outcome;
+use super::sources::Sources;
 use crate::follow::Transport;
 use crate::plot::Sample;
 
@@ -30,6 +32,10 @@ pub(super) struct Counters {
     pub join_errors: AtomicU64,
     pub done: AtomicU64,
     pub join_failed: AtomicU64,
+    /// Fans that never joined: the run stopped while the server throttled them (their last
+    /// answer was 429), or while their join was queued or unanswered.
+    pub throttled: AtomicU64,
+    pub joining: AtomicU64,
     /// Fans whose `admitted` arrived, as it arrives (the timeline's figure).
     pub admissions: AtomicU64,
     /// Outcomes, counted as each fan ends.
@@ -72,8 +78,8 @@ pub(super) struct Run {
     pub transport: Transport,
     /// How often polling fans ask (`--transport poll`).
     pub poll_interval: Duration,
-    /// One HTTP client per source address (reqwest binds per client).
-    pub clients: Vec<(Option<IpAddr>, Client)>,
+    /// The source addresses and their HTTP clients.
+    pub sources: Sources,
     pub start: Instant,
     pub counters: Counters,
     pub join_latency: Mutex<Histogram<u64>>,
@@ -97,6 +103,70 @@ pub(super) struct Run {
 }
 
 impl Run {
+    /// A run of `args` starting now, its fans connecting from `sources` and choosing as
+    /// `choices` say.
+    pub(super) fn new(args: &LoadArgs, sources: Sources, choices: Choices) -> Run {
+        // 1 µs to 1 h, 3 significant figures: a few kB each.
+        let histogram =
+            || Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"));
+        Run {
+            urls: args.urls.clone(),
+            show: args.show.clone(),
+            transport: args.transport,
+            poll_interval: args.poll_interval,
+            sources,
+            start: Instant::now(),
+            counters: Counters {
+                first_join_us: AtomicU64::new(u64::MAX),
+                rate_changed_us: AtomicU64::new(u64::MAX),
+                ..Counters::default()
+            },
+            join_latency: histogram(),
+            first_event: histogram(),
+            push_latency: histogram(),
+            staleness: histogram(),
+            knowledge: histogram(),
+            knowledge_by_second: Mutex::default(),
+            order_latency: histogram(),
+            orders: Mutex::default(),
+            records: Mutex::default(),
+            join_only: args.join_only,
+            choices,
+            joining: Arc::new(Semaphore::new(args.max_in_flight as usize)),
+        }
+    }
+
+    /// A fan ended as `outcome`: counted, and its record kept if it joined.
+    pub(super) fn ended(&self, outcome: Outcome, record: FanRecord) {
+        let c = &self.counters;
+        add(match outcome {
+            Outcome::JoinFailed => &c.join_failed,
+            Outcome::Throttled => &c.throttled,
+            Outcome::Joining => &c.joining,
+            Outcome::Admitted => &c.admitted,
+            Outcome::Unknown => &c.unknown,
+            Outcome::Expired => &c.expired,
+            Outcome::Lost => &c.lost,
+            Outcome::Unfinished => &c.unfinished,
+            Outcome::JoinOnly => &c.join_only,
+        });
+        if record.ticket.is_some() {
+            self.records
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(record);
+        }
+        add(&c.done);
+    }
+
+    /// The records of every fan that joined, by fan, taken out of the run.
+    pub(super) fn take_records(&self) -> Vec<FanRecord> {
+        let mut records =
+            std::mem::take(&mut *self.records.lock().unwrap_or_else(|e| e.into_inner()));
+        records.sort_by_key(|r| r.fan);
+        records
+    }
+
     pub(super) fn since_start_us(&self) -> u64 {
         self.start.elapsed().as_micros() as u64
     }

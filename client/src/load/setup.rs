@@ -10,8 +10,21 @@ use waiting_room::model::{TicketStatus, TicketView};
 use waiting_room::protocol::{ErrorBody, routes};
 use waiting_room::words::thousands;
 
-use super::LoadArgs;
+use super::choices::Choices;
+use super::{LoadArgs, outputs};
 use crate::follow;
+
+/// Everything that can be checked without a server: loopback URLs, the buyers' and
+/// abandoners' shares (what admitted fans do), the rate changes, the outputs.
+pub(super) fn check(args: &LoadArgs) -> anyhow::Result<Choices> {
+    for url in &args.urls {
+        check_loopback(url)?;
+    }
+    let choices = args.choices()?;
+    check_rate_changes(args)?;
+    outputs::check_writable(args)?;
+    Ok(choices)
+}
 
 /// Loopback only: a load generator pointed at the wrong host is a denial of service.
 pub(super) fn check_loopback(url: &Url) -> anyhow::Result<()> {

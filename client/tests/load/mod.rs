@@ -2,6 +2,7 @@
 
 mod admitted;
 mod bots;
+mod defaults;
 mod poll;
 mod refusals;
 
@@ -28,6 +29,7 @@ pub(super) fn args(app: &TestApp, show_name: &str, fans: u64, transport: Transpo
         join_rate: 400,
         duration: Duration::from_secs(30),
         source_ips: None,
+        no_source_spread: false,
         admin_token: Some(TOKEN.into()),
         open: true,
         admit_per_second: Some(100),
@@ -76,6 +78,8 @@ pub(super) fn clean_up(args: &LoadArgs) {
 pub(super) fn outcomes(r: &LoadReport) -> u64 {
     r.not_started
         + r.join_failed
+        + r.throttled
+        + r.joining
         + r.join_only
         + r.admitted
         + r.unknown

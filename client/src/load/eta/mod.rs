@@ -69,6 +69,8 @@ pub struct FanRecord {
     pub order_status: Option<u16>,
     /// A stayer told its admission expired.
     pub expired: bool,
+    /// The server's last answer to its join was 429: it was waiting to ask again.
+    pub throttled: bool,
 }
 
 impl FanRecord {
@@ -82,6 +84,7 @@ impl FanRecord {
             admitted_at: None,
             order_status: None,
             expired: false,
+            throttled: false,
         }
     }
 
