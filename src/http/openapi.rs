@@ -294,6 +294,29 @@ mod tests {
     }
 
     #[test]
+    fn a_body_a_route_may_go_without_is_optional_not_null() {
+        let doc = document();
+        let show = &doc["paths"]["/orders/waiting-room/{showId}"]["put"];
+        let config = &doc["paths"]["/orders/waiting-room/{showId}/config"]["put"];
+        let schema =
+            |op: &Value| op["requestBody"]["content"]["application/json"]["schema"].clone();
+        let show_config = serde_json::json!({"$ref": "#/components/schemas/ShowConfig"});
+        // `Option<ShowConfig>` in the attribute: no body is fine, JSON `null` is not offered.
+        assert_eq!(show["requestBody"]["required"], false);
+        assert_eq!(schema(show), show_config);
+        assert!(show["responses"].get("415").is_none(), "{show}");
+        // `ShowConfig`: required, so the answers of a missing or mistyped body apply.
+        assert_eq!(config["requestBody"]["required"], true);
+        assert_eq!(schema(config), show_config);
+        for status in ["400", "413", "415", "422", "401", "503"] {
+            assert!(
+                config["responses"].get(status).is_some(),
+                "{status}: {config}"
+            );
+        }
+    }
+
+    #[test]
     fn every_operation_has_a_unique_id() {
         let doc = document();
         let mut ids: Vec<&str> = doc["paths"]
