@@ -11,6 +11,9 @@ use waiting_room::protocol::routes;
 use super::{WAIT, document};
 use crate::support::app::spawn_app;
 use crate::support::backend::Backend;
+use crate::support::origin::Origin;
+use crate::support::process::ServerProcess;
+use crate::support::redis::RedisServer;
 
 /// The methods a route could be served with.
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "DELETE", "PATCH"];
@@ -257,4 +260,30 @@ fn the_router_routes_only_described_handlers_of_the_contract() {
         }
     }
     assert!(described > 20, "the handlers' attributes: {described}");
+}
+
+/// In gateway mode the home page is the origin's: the document that instance serves does not
+/// claim it, and still describes every route the waiting room keeps.
+#[tokio::test]
+async fn a_gateway_documents_what_it_serves_and_not_the_origins_home_page() {
+    let redis = RedisServer::start().await;
+    let origin = Origin::start();
+    let upstream = origin.url();
+    let gateway = ServerProcess::start(&redis.url(), 20, &[("UPSTREAM_URL", &upstream)]).await;
+    let r = gateway.get(routes::OPENAPI).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let doc: Value = r.json().await.unwrap();
+    let documented: BTreeSet<String> = operations(&doc)
+        .into_iter()
+        .map(|(path, _)| shape(&path))
+        .collect();
+    let kept: BTreeSet<String> = contract_routes()
+        .iter()
+        .filter(|(name, _)| name != "INDEX")
+        .map(|(_, path)| shape(path))
+        .collect();
+    assert_eq!(documented, kept, "a gateway's document");
+    // The home page it does not document is the origin's indeed.
+    let home: Value = gateway.get(routes::INDEX).await.json().await.unwrap();
+    assert_eq!(home["path"], "/", "{home}");
 }
