@@ -55,40 +55,10 @@ pub mod routes {
     pub const WAIT_PASS: &str = "/wait/{show_id}/pass";
     pub const ADMIN: &str = "/admin";
     pub const ADMIN_STATS_EVENTS: &str = "/admin/stats/events";
+    /// The pages' scripts, styles and icons: a nested service, not a route.
     pub const STATIC: &str = "/static";
-
-    /// Every route above with its methods, as the router serves them.
-    pub const ALL: &[(&str, &[&str])] = &[
-        (SHOW, &["PUT", "DELETE"]),
-        (OPEN, &["POST"]),
-        (PAUSE, &["POST"]),
-        (CLOSE, &["POST"]),
-        (END, &["POST"]),
-        (STATS, &["GET"]),
-        (CONFIG, &["PUT"]),
-        (JOIN, &["POST"]),
-        (DRAW, &["GET"]),
-        (AUDIT, &["GET"]),
-        (CHALLENGE, &["POST"]),
-        (PASS_CHECK, &["GET"]),
-        (REDEEM, &["POST"]),
-        (JWKS, &["GET"]),
-        (TICKET, &["GET", "DELETE"]),
-        (EVENTS, &["GET"]),
-        (WS, &["GET"]),
-        (ORDERS, &["POST"]),
-        (ORDER, &["GET"]),
-        (HEALTHZ, &["GET"]),
-        (READYZ, &["GET"]),
-        (METRICS, &["GET"]),
-        (OPENAPI, &["GET"]),
-        (INDEX, &["GET"]),
-        (WAIT_PAGE, &["GET"]),
-        (WAIT_JOIN, &["POST"]),
-        (WAIT_PASS, &["POST"]),
-        (ADMIN, &["GET"]),
-        (ADMIN_STATS_EVENTS, &["GET"]),
-    ];
+    /// A file under [`STATIC`], as the document names it.
+    pub const STATIC_FILE: &str = "/static/{file}";
 
     /// `template` with its `{show_id}`, `{ticket_id}` and `{id}` filled in.
     pub fn path(template: &str, show: &str, ticket: &str) -> String {

@@ -65,6 +65,21 @@ struct ConsoleRoutes {
 
 /// `GET /admin`: the console's page. It is public on purpose: it carries no data, and the
 /// script asks for the operator token and sends it as a bearer header on every call.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::ADMIN,
+    operation_id = "console",
+    tag = crate::http::openapi::PAGES,
+    summary = "The operator's console; it asks for the token",
+    responses(
+        (
+            status = 200,
+            description = crate::http::openapi::PAGE,
+            body = String,
+            content_type = "text/html",
+        ),
+    ),
+)]
 pub(super) async fn console() -> Response {
     html(
         StatusCode::OK,
@@ -115,6 +130,18 @@ pub(super) struct ShowSample {
 
 /// `GET /admin/stats/events?shows=a,b` (operator): a `stats` event with a [`Sample`] of the
 /// open shows and the named ones, every [`SAMPLE_EVERY`], until the client goes away.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::ADMIN_STATS_EVENTS,
+    operation_id = "statsEvents",
+    tag = crate::http::openapi::OPERATOR,
+    summary = "The open and the named shows' figures each second, over Server-Sent Events",
+    params(crate::http::openapi::params::WatchedShows),
+    responses(
+        (status = 200, response = inline(crate::http::openapi::StatsEvents)),
+        (status = 400, description = "A bad show id in `shows`", body = crate::protocol::ErrorBody),
+    ),
+)]
 #[tracing::instrument(skip_all)]
 pub(super) async fn stats_events(
     _: Operator,

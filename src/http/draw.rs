@@ -14,6 +14,25 @@ use crate::store::DrawState;
 
 /// `GET …/{showId}/draw`: the commitment from the start; the seed, the participants, the
 /// beacon's value and the key once drawn. 404 for a show that was never scheduled.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::DRAW,
+    operation_id = "draw",
+    tag = crate::http::openapi::FAN,
+    summary = "A scheduled show's draw: the commitment to its seed from the start; once drawn, the \
+         seed, the participants and their digest, the beacon's value and the key, from which \
+         anyone recomputes the drawn order",
+    params(crate::http::openapi::params::ShowPath),
+    responses(
+        (status = 200, description = "The draw", body = DrawView),
+        (
+            status = 404,
+            description = "No show of that id, or a show that was never scheduled",
+            body = crate::protocol::ErrorBody,
+        ),
+        (status = 503, description = crate::http::openapi::LOST, body = crate::protocol::ErrorBody),
+    ),
+)]
 pub(super) async fn draw(
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
@@ -74,6 +93,29 @@ const AUDIT_PAGE_MAX: usize = 1000;
 
 /// `GET …/{showId}/audit?after=ID&limit=N`: up to `limit` records after `after`, oldest
 /// first; `next` pages on.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::AUDIT,
+    operation_id = "audit",
+    tag = crate::http::openapi::FAN,
+    summary = "A page of the show's audit, oldest first: one record per tick that admitted anyone \
+         (time, fencing token, rate, epoch, the arrival numbers admitted) and the draw. Never a \
+         ticket id",
+    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::AuditPaging),
+    responses(
+        (status = 200, description = "Up to `limit` records after `after`", body = AuditPage),
+        (
+            status = 400,
+            description = "`after` is not a record id, or `limit` is out of range",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 404,
+            description = crate::http::openapi::NO_SHOW,
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 pub(super) async fn audit(
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,

@@ -19,6 +19,62 @@ use crate::shown::Shown;
 
 /// `POST …/{showId}/join`: 202 with a fresh ticket. Joining a show that is not open yet is
 /// allowed: the fan waits until it opens.
+#[utoipa::path(
+    post,
+    path = crate::protocol::routes::JOIN,
+    operation_id = "join",
+    tag = crate::http::openapi::FAN,
+    summary = "Join the queue (also before the on-sale opens). With an `Idempotency-Key` header (1 \
+         to 128 visible ASCII characters) the same key gets the same ticket back while it lives: \
+         200 and `Idempotent-Replayed: true` instead of a new place",
+    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::JoinHeaders),
+    responses(
+        (
+            status = 202,
+            description = "A fresh ticket",
+            body = crate::protocol::TicketView,
+            headers(("Set-Cookie" = String, description = "`wr_ticket`, for the show's page")),
+        ),
+        (
+            status = 200,
+            description = "The ticket this Idempotency-Key already holds",
+            body = crate::protocol::TicketView,
+            headers(("Set-Cookie" = String, description = "`wr_ticket`, for the show's page")),
+        ),
+        (
+            status = 400,
+            description = "A malformed Idempotency-Key or X-Join-Proof",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 403,
+            description = "The proof is forged, for another show, ran out, or too weak",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 404,
+            description = crate::http::openapi::NO_SHOW,
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 409,
+            description = "The proof's challenge was used already",
+            body = crate::protocol::ErrorBody,
+        ),
+        (status = 410, description = "The on-sale has ended", body = crate::protocol::ErrorBody),
+        (
+            status = 428,
+            description = "The show asks a proof of work and none came",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 429,
+            description = "Past the per-client join limit",
+            body = crate::protocol::ErrorBody,
+        ),
+        (status = 503, description = crate::http::openapi::LOST, body = crate::protocol::ErrorBody),
+    ),
+)]
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub(super) async fn join(
     State(state): State<AppState>,
@@ -58,6 +114,18 @@ pub(super) async fn join(
 }
 
 /// `GET …/tickets/{ticketId}`: 200 while waiting or admitted, 404 UNKNOWN otherwise.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::TICKET,
+    operation_id = "ticket",
+    tag = crate::http::openapi::FAN,
+    summary = "Where a ticket stands",
+    params(crate::http::openapi::params::TicketPath),
+    responses(
+        (status = 200, description = "Waiting or admitted", body = crate::protocol::TicketView),
+        (status = 404, response = inline(crate::http::openapi::NoTicket)),
+    ),
+)]
 pub(super) async fn status(
     State(state): State<AppState>,
     AppPath((show, ticket)): AppPath<(String, String)>,
@@ -75,6 +143,22 @@ pub(super) async fn status(
 
 /// `DELETE …/tickets/{ticketId}`: 204 once the fan is out of the queue (or has given its
 /// admission back); 404 UNKNOWN for a ticket that is not live.
+#[utoipa::path(
+    delete,
+    path = crate::protocol::routes::TICKET,
+    operation_id = "leave",
+    tag = crate::http::openapi::FAN,
+    summary = "Leave the queue, or give the admission back",
+    params(crate::http::openapi::params::TicketPath),
+    responses(
+        (
+            status = 204,
+            description = "Out",
+            headers(("Set-Cookie" = String, description = "`wr_ticket`, for the show's page")),
+        ),
+        (status = 404, response = inline(crate::http::openapi::NoTicket)),
+    ),
+)]
 pub(super) async fn leave(
     State(state): State<AppState>,
     AppPath((show, ticket)): AppPath<(String, String)>,
@@ -91,6 +175,23 @@ pub(super) async fn leave(
 /// `POST …/{showId}/challenge`: a fresh join challenge and the show's difficulty now; 404
 /// for a show nobody made. Minting is a signature, not a write: one store call (the
 /// difficulty), and the challenge is spent with the join it proves.
+#[utoipa::path(
+    post,
+    path = crate::protocol::routes::CHALLENGE,
+    operation_id = "challenge",
+    tag = crate::http::openapi::FAN,
+    summary = "A single-use join challenge and the show's difficulty (`bits`, 0: none asked)",
+    params(crate::http::openapi::params::ShowPath),
+    responses(
+        (status = 200, description = "A challenge", body = crate::protocol::Challenge),
+        (
+            status = 404,
+            description = crate::http::openapi::NO_SHOW,
+            body = crate::protocol::ErrorBody,
+        ),
+        (status = 503, description = crate::http::openapi::LOST, body = crate::protocol::ErrorBody),
+    ),
+)]
 pub(super) async fn challenge(
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,

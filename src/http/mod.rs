@@ -30,13 +30,15 @@ use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use crate::error::AppError;
 use crate::hub::Hub;
@@ -111,53 +113,9 @@ pub fn router(state: AppState) -> Router {
     // on to the store's check, as the original's clients send it.
     let gate = RequireAdmission::new(state.passes.clone());
     let gateway = state.gateway.is_some();
-    let router = Router::new()
-        .route(routes::SHOW, put(operator::create).delete(operator::delete))
-        .route(routes::OPEN, post(operator::open))
-        .route(routes::PAUSE, post(operator::pause))
-        .route(routes::CLOSE, post(operator::close))
-        .route(routes::END, post(operator::end))
-        .route(routes::STATS, get(operator::stats))
-        .route(routes::CONFIG, put(operator::set_config))
-        .route(routes::JOIN, post(fan::join))
-        .route(routes::DRAW, get(draw::draw))
-        .route(routes::AUDIT, get(draw::audit))
-        .route(routes::CHALLENGE, post(fan::challenge))
-        .route(
-            routes::PASS_CHECK,
-            get(orders::check_pass).layer(gate.clone()),
-        )
-        .route(routes::REDEEM, post(orders::redeem))
-        .route(routes::JWKS, get(orders::jwks))
-        .route(routes::TICKET, get(fan::status).delete(fan::leave))
-        .route(routes::EVENTS, get(sse::events))
-        .route(routes::WS, get(ws::upgrade))
-        .route(
-            routes::ORDERS,
-            post(orders::place).layer(gate.or_ticket_ids()),
-        )
-        .route(routes::ORDER, get(orders::get))
-        .route(routes::HEALTHZ, get(health::healthz))
-        .route(routes::READYZ, get(health::readyz))
-        .route(routes::METRICS, get(health::metrics))
-        .route(routes::OPENAPI, get(openapi::document))
-        .route(routes::WAIT_PAGE, get(page::wait))
-        .route(routes::WAIT_JOIN, post(page::join))
-        .route(routes::WAIT_PASS, post(page::keep_pass))
-        .route(routes::ADMIN, get(console::console))
-        .route(routes::ADMIN_STATS_EVENTS, get(console::stats_events))
-        .nest_service(routes::STATIC, page::static_files());
-    // In gateway mode the shop's own home page is the origin's, and every path the waiting
-    // room does not serve goes there.
-    let router = if gateway {
-        router
-    } else {
-        router.route(routes::INDEX, get(page::index))
-    };
-    // Pages, scripts, styles and JSON gzipped for a client that asks (a third of the bytes at
-    // two million fans); never an event stream (tower-http's default predicate), and never
-    // what the gateway passes on from the origin (the fallback is not a route).
-    let router = router.route_layer(CompressionLayer::new());
+    let served = openapi::Served::default();
+    let (router, api) = described(&gate, gateway, &served).split_for_parts();
+    served.set(api);
     let router = if gateway {
         router.fallback(gateway::proxy)
     } else {
@@ -168,6 +126,74 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// The OpenAPI document of the API outside gateway mode, as `GET /openapi.json` serves it.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    // The gate's keys shape no part of the document.
+    let gate = RequireAdmission::new(Keyring::generate());
+    let (_, api) = described(&gate, false, &openapi::Served::default()).split_for_parts();
+    openapi::finish(api)
+}
+
+/// Every route and its handler, each described by its handler's `#[utoipa::path]`
+/// attribute: the map the router serves and the document says are one. Only `routes!`
+/// adds a route here (tests/api/openapi/coverage.rs checks it), so nothing is served
+/// undescribed; the static files are the one nested service, described by
+/// [`page::static_files`]' attribute.
+fn described(
+    gate: &RequireAdmission,
+    gateway: bool,
+    served: &openapi::Served,
+) -> OpenApiRouter<AppState> {
+    let router = OpenApiRouter::new()
+        .routes(routes!(operator::create, operator::delete))
+        .routes(routes!(operator::open))
+        .routes(routes!(operator::pause))
+        .routes(routes!(operator::close))
+        .routes(routes!(operator::end))
+        .routes(routes!(operator::stats))
+        .routes(routes!(operator::set_config))
+        .routes(routes!(fan::join))
+        .routes(routes!(draw::draw))
+        .routes(routes!(draw::audit))
+        .routes(routes!(fan::challenge))
+        .routes(routes!(orders::check_pass).layer(gate.clone()))
+        .routes(routes!(orders::redeem))
+        .routes(routes!(orders::jwks))
+        .routes(routes!(fan::status, fan::leave))
+        .routes(routes!(sse::events))
+        .routes(routes!(ws::upgrade))
+        .routes(routes!(orders::place).layer(gate.clone().or_ticket_ids()))
+        .routes(routes!(orders::get))
+        .routes(routes!(health::healthz))
+        .routes(routes!(health::readyz))
+        .routes(routes!(health::metrics))
+        .routes(routes!(openapi::document).layer(Extension(served.clone())))
+        .routes(routes!(page::wait))
+        .routes(routes!(page::join))
+        .routes(routes!(page::keep_pass))
+        .routes(routes!(console::console))
+        .routes(routes!(console::stats_events))
+        .nest_service(routes::STATIC, page::static_files());
+    let mut router = if gateway {
+        // In gateway mode the shop's own home page is the origin's, and every path the
+        // waiting room does not serve goes there.
+        router
+    } else {
+        router.routes(routes!(page::index))
+    };
+    // The static files are a service, not a handler `routes!` takes: their description is
+    // merged in beside it.
+    #[derive(utoipa::OpenApi)]
+    #[openapi(paths(page::static_files))]
+    struct StaticFiles;
+    let api = router.get_openapi_mut();
+    api.paths.paths.extend(StaticFiles::openapi().paths.paths);
+    // Pages, scripts, styles and JSON gzipped for a client that asks (a third of the bytes at
+    // two million fans); never an event stream (tower-http's default predicate), and never
+    // what the gateway passes on from the origin (the fallback is not a route).
+    router.route_layer(CompressionLayer::new())
 }
 
 async fn not_found() -> AppError {

@@ -1,87 +1,231 @@
-//! `GET /openapi.json`: the API described as OpenAPI 3.1, generated from the contract.
+//! `GET /openapi.json`: the API described as OpenAPI 3.1, from the description the router
+//! is built from.
 //!
-//! Every path and method comes from [`routes::ALL`] (plus the `/static` files), every schema
-//! from the contract's types (`#[derive(utoipa::ToSchema)]`); what each route answers is the
-//! table in [`table`]. OpenAPI 3.1 cannot type a Server-Sent Events stream or a WebSocket's
-//! messages: those are described in words, with an example, and by `x-event-stream` and
-//! `x-websocket` extensions that `$ref` the schema of each message.
+//! Each handler carries its own part in a `#[utoipa::path]` attribute (its method, its path
+//! from [`routes`], its parameters from [`params`], what it takes and every answer of its
+//! own), and the router is an `OpenApiRouter` of those handlers: a route cannot be served
+//! without being described. [`finish`] adds what every route of a kind shares (the answers
+//! of a bad show id, a bad body, a missing operator token, a store that does not answer),
+//! the component schemas ([`schemas`]), and writes the paths' parameters in camel case.
 
-mod fan_table;
+mod answers;
+pub(super) mod params;
 mod schemas;
-mod table;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
+use axum::Extension;
 use axum::http::header;
-use axum::response::IntoResponse;
-use serde_json::{Value, json};
-use utoipa::ToSchema;
-use utoipa::openapi::extensions::Extensions;
-use utoipa::openapi::path::{HttpMethod, Operation, Parameter, ParameterIn, PathItem};
+use axum::response::{IntoResponse, Response as HttpResponse};
+use bytes::Bytes;
+use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::request_body::RequestBody;
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOf};
+use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::tag::Tag;
 use utoipa::openapi::{
-    Components, Content, Header, Info, OpenApi, Paths, RefOr, Required, Response, Schema,
+    Components, Content, Header, Info, OpenApi, RefOr, Required, Response, Schema,
     SecurityRequirement,
 };
 
-use self::schemas::{integer, object, ref_path, reference, schemas, string};
-use self::table::{Answer, Audience, Body, Extra, Op, STATIC_FILE, describe};
-use crate::protocol::{ADMISSION_HEADER, EventName, Frame, JOIN_PROOF_HEADER, TicketView, routes};
+pub(super) use self::answers::{
+    Frames, LOST, NO_SHOW, NoTicket, PAGE, StatsEvents, TOO_MANY_STREAMS, TicketEvents,
+};
+use self::schemas::{integer, reference, schemas, string};
+use crate::error::AppError;
+use crate::protocol::routes;
+
+/// The tag of the operator's routes: they need the bearer token, and the store.
+pub(super) const OPERATOR: &str = "operator";
+/// The tag of a fan's routes.
+pub(super) const FAN: &str = "fan";
+/// The tag of the routes behind the gate.
+pub(super) const ORDERS: &str = "orders";
+/// The tag of the pages: their errors are pages too.
+pub(super) const PAGES: &str = "pages";
+/// The tag of what serves the service itself.
+pub(super) const SERVICE: &str = "service";
+
+/// Every tag, with its description.
+const TAGS: [(&str, &str); 5] = [
+    (OPERATOR, "Shows and their on-sales; bearer token required"),
+    (FAN, "Join, follow a ticket (poll, SSE, WebSocket), leave"),
+    (
+        ORDERS,
+        "Orders, behind the gate: only an admitted ticket buys",
+    ),
+    (PAGES, "HTML pages for browsers; their errors are pages too"),
+    (SERVICE, "Health, readiness, metrics and this document"),
+];
 
 /// The name of the operator's bearer-token security scheme.
 const OPERATOR_TOKEN: &str = "operatorToken";
 
-/// The OpenAPI document, built once.
-pub(super) async fn document() -> impl IntoResponse {
-    static JSON: OnceLock<String> = OnceLock::new();
-    let body = JSON.get_or_init(|| spec().to_json().expect("the document serialises"));
-    ([(header::CONTENT_TYPE, "application/json")], body.as_str())
+/// The document one router serves: set once the router it describes is built, which is
+/// before anything is served (each router has its own, so a gateway-mode instance describes
+/// what it serves).
+#[derive(Clone, Default)]
+pub(super) struct Served(Arc<OnceLock<Bytes>>);
+
+impl Served {
+    /// Keeps `api`, finished, as the JSON to serve.
+    pub(super) fn set(&self, api: OpenApi) {
+        let json = finish(api).to_json().expect("the document serialises");
+        // A router is built once: a second `set` would describe the same routes.
+        let _ = self.0.set(Bytes::from(json));
+    }
 }
 
-/// The document.
-pub(super) fn spec() -> OpenApi {
-    let mut paths = Paths::builder();
-    const STATIC: (&str, &[&str]) = (STATIC_FILE, &["GET"]);
-    let every = routes::ALL.iter().chain([&STATIC]);
-    for &(route, methods) in every {
-        let mut item = PathItem::default();
-        for &method in methods {
-            let op = match describe(route, method) {
-                Some(op) => operation(route, &op),
-                // Listed without answers: not valid OpenAPI, which the tests notice.
-                None => Operation::builder()
-                    .summary(Some("Not described yet"))
-                    .build(),
-            };
-            item.merge_operations(PathItem::new(http_method(method), op));
+#[utoipa::path(
+    get,
+    path = routes::OPENAPI,
+    operation_id = "openapi",
+    tag = SERVICE,
+    summary = "This document",
+    responses((status = 200, description = "OpenAPI 3.1", body = Object)),
+)]
+/// `GET /openapi.json`: the document of the router this handler is part of.
+pub(super) async fn document(Extension(served): Extension<Served>) -> HttpResponse {
+    match served.0.get() {
+        Some(json) => ([(header::CONTENT_TYPE, "application/json")], json.clone()).into_response(),
+        // (Never: the router sets it before it serves.)
+        None => AppError::Unavailable("the document is not built yet".into()).into_response(),
+    }
+}
+
+/// The document `api` (what the handlers' attributes say) with what every route of a kind
+/// shares, its components, tags and info.
+pub(super) fn finish(mut api: OpenApi) -> OpenApi {
+    let paths = std::mem::take(&mut api.paths.paths);
+    for (path, mut item) in paths {
+        let path = openapi_path(&path);
+        for op in operations(&mut item) {
+            optional_body(op);
+            shared_answers(&path, op);
         }
-        paths = paths.path(openapi_path(route), item);
+        api.paths.paths.insert(path, item);
     }
     let bearer = Http::builder()
         .scheme(HttpAuthScheme::Bearer)
         .description(Some("The server's `ADMIN_TOKEN`"))
         .build();
-    let components = Components::builder()
-        .schemas_from_iter(schemas())
-        .security_scheme(OPERATOR_TOKEN, SecurityScheme::Http(bearer))
-        .build();
-    let tags = Audience::ALL.map(|a| {
-        let (name, about) = a.tag();
-        Tag::builder().name(name).description(Some(about)).build()
-    });
-    let info = Info::builder()
+    let components = api.components.get_or_insert_with(Components::new);
+    components.schemas.extend(schemas());
+    components
+        .security_schemes
+        .insert(OPERATOR_TOKEN.into(), SecurityScheme::Http(bearer).into());
+    let tags = TAGS.map(|(name, about)| Tag::builder().name(name).description(Some(about)).build());
+    api.tags = Some(tags.into());
+    api.info = Info::builder()
         .title(env!("CARGO_PKG_NAME"))
         .version(env!("CARGO_PKG_VERSION"))
-        .description(Some(env!("CARGO_PKG_DESCRIPTION")));
-    OpenApi::builder()
-        .info(info)
-        .paths(paths.build())
-        .components(Some(components))
-        .tags(Some(tags))
-        .build()
+        .description(Some(env!("CARGO_PKG_DESCRIPTION")))
+        .build();
+    api
+}
+
+/// The operations of a path.
+fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.patch,
+        &mut item.head,
+        &mut item.options,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .filter_map(Option::as_mut)
+}
+
+/// A body the attribute names as `Option<T>` is one the route may go without: the
+/// document says so (`required: false`) rather than offering JSON `null`, which no route
+/// takes.
+fn optional_body(op: &mut Operation) {
+    let Some(RefOr::T(body)) = &mut op.request_body else {
+        return;
+    };
+    if body.required.is_some() {
+        return;
+    }
+    let null = |s: &RefOr<Schema>| {
+        let null = SchemaType::Type(Type::Null);
+        matches!(s, RefOr::T(Schema::Object(o)) if o.schema_type == null)
+    };
+    for content in body.content.values_mut() {
+        let RefOr::T(content) = content else { continue };
+        let Some(RefOr::T(Schema::OneOf(either))) = &content.schema else {
+            continue;
+        };
+        let (nulls, some): (Vec<_>, Vec<_>) = either.items.iter().partition(|s| null(s));
+        if let ([_], [some]) = (&nulls[..], &some[..]) {
+            content.schema = Some((*some).clone());
+        }
+    }
+    body.required = Some(Required::False);
+}
+
+/// Adds to `op` on `path` the answers every route of its kind gives (unless it says its
+/// own), the operator's security, and the headers some statuses always carry.
+fn shared_answers(path: &str, op: &mut Operation) {
+    let tag = op.tags.as_ref().and_then(|t| t.first()).cloned();
+    let tag = tag.as_deref().unwrap_or_default();
+    let mut add = |status: u16, about: &str| {
+        let error = Response::builder().description(about).content(
+            "application/json",
+            Content::new(Some(reference("ErrorBody"))),
+        );
+        op.responses
+            .responses
+            .entry(status.to_string())
+            .or_insert_with(|| error.build().into());
+    };
+    if tag != PAGES && path.contains("{showId}") {
+        add(400, "A showId outside `[A-Za-z0-9._-]{1,64}`");
+    }
+    if let Some(RefOr::T(RequestBody { required, .. })) = &op.request_body {
+        let required = matches!(required, Some(Required::True));
+        add(400, "Malformed JSON");
+        add(413, "A body over 16 KiB");
+        if required {
+            add(415, "Not `Content-Type: application/json`");
+            add(
+                422,
+                "JSON of the wrong shape: a missing, unknown or mistyped field",
+            );
+        }
+    }
+    if tag == OPERATOR {
+        add(401, "Operator token missing or wrong");
+        op.security = Some(vec![SecurityRequirement::new(
+            OPERATOR_TOKEN,
+            Vec::<String>::new(),
+        )]);
+    }
+    if [OPERATOR, FAN, ORDERS].contains(&tag) {
+        add(503, "The store is unavailable");
+    }
+    let header = |schema: ObjectBuilder, about: &str| {
+        Header::builder()
+            .schema(Some(schema))
+            .description(Some(about))
+            .build()
+    };
+    for (status, answer) in &mut op.responses.responses {
+        let RefOr::T(answer) = answer else { continue };
+        let (name, value) = match status.as_str() {
+            "303" => (
+                "Location",
+                header(string(None), "The page, with `?ticket=`"),
+            ),
+            "401" => ("WWW-Authenticate", header(string(None), "`Bearer realm=…`")),
+            "429" => ("Retry-After", header(integer(1), "Seconds to wait")),
+            _ => continue,
+        };
+        answer.headers.entry(name.into()).or_insert(value.into());
+    }
 }
 
 /// An axum route template as an OpenAPI path: `{show_id}` becomes `{showId}`.
@@ -102,276 +246,14 @@ pub(super) fn openapi_path(template: &str) -> String {
     out
 }
 
-fn http_method(method: &str) -> HttpMethod {
-    match method {
-        "GET" => HttpMethod::Get,
-        "POST" => HttpMethod::Post,
-        "PUT" => HttpMethod::Put,
-        "DELETE" => HttpMethod::Delete,
-        "PATCH" => HttpMethod::Patch,
-        other => panic!("routes::ALL names a method the document cannot hold: {other}"),
-    }
-}
-
-fn operation(route: &str, op: &Op) -> Operation {
-    let path = openapi_path(route);
-    let parameters = path_parameters(&path).chain(op.extra.iter().map(|&e| extra(e)));
-    let mut builder = Operation::builder()
-        .operation_id(Some(op.id))
-        .tag(op.audience.tag().0)
-        .summary(Some(op.summary))
-        .parameters(Some(parameters));
-    let mut answers: Vec<Answer> = op.answers.to_vec();
-    let mut add = |answer: Answer| {
-        if !answers.iter().any(|a| a.0 == answer.0) {
-            answers.push(answer);
-        }
-    };
-    const ERROR: Body = Body::Json("ErrorBody");
-    if op.audience != Audience::Pages && path.contains("{showId}") {
-        add((400, ERROR, "A showId outside `[A-Za-z0-9._-]{1,64}`"));
-    }
-    if let Some((schema, required)) = op.request {
-        let body = RequestBody::builder()
-            .content("application/json", Content::new(Some(reference(schema))))
-            .required(Some(if required {
-                Required::True
-            } else {
-                Required::False
-            }));
-        builder = builder.request_body(Some(body.build()));
-        add((400, ERROR, "Malformed JSON"));
-        add((413, ERROR, "A body over 16 KiB"));
-        if required {
-            add((415, ERROR, "Not `Content-Type: application/json`"));
-            add((
-                422,
-                ERROR,
-                "JSON of the wrong shape: a missing, unknown or mistyped field",
-            ));
-        }
-    }
-    if op.audience == Audience::Operator {
-        add((401, ERROR, "Operator token missing or wrong"));
-        builder = builder.security(SecurityRequirement::new(
-            OPERATOR_TOKEN,
-            Vec::<String>::new(),
-        ));
-    }
-    if matches!(
-        op.audience,
-        Audience::Operator | Audience::Fan | Audience::Orders
-    ) {
-        add((503, ERROR, "The store is unavailable"));
-    }
-    for answer in answers {
-        builder = builder.response(answer.0.to_string(), response(answer, op.cookie));
-    }
-    builder.build()
-}
-
-fn response((status, body, description): Answer, cookie: bool) -> Response {
-    let mut r = Response::builder().description(description);
-    let header = |schema: ObjectBuilder, about: &str| {
-        Header::builder()
-            .schema(Some(schema))
-            .description(Some(about))
-            .build()
-    };
-    match status {
-        303 => {
-            r = r.header(
-                "Location",
-                header(string(None), "The page, with `?ticket=`"),
-            )
-        }
-        401 => r = r.header("WWW-Authenticate", header(string(None), "`Bearer realm=…`")),
-        429 => r = r.header("Retry-After", header(integer(1), "Seconds to wait")),
-        _ => {}
-    }
-    if cookie && status < 400 {
-        r = r.header(
-            "Set-Cookie",
-            header(string(None), "`wr_ticket`, for the show's page"),
-        );
-    }
-    let json = |schema: RefOr<Schema>| Content::new(Some(schema));
-    let r = match body {
-        Body::Empty => r,
-        Body::Json(schema) => r.content("application/json", json(reference(schema))),
-        Body::Created(schema) => r
-            .header("Location", header(string(None), "Where it can be read"))
-            .content("application/json", json(reference(schema))),
-        Body::TicketNotFound => {
-            let either = OneOf::builder()
-                .item(reference("UnknownTicket"))
-                .item(reference("ErrorBody"));
-            r.content("application/json", json(either.into()))
-        }
-        Body::Document => r.content("application/json", json(object().into())),
-        Body::Html => r.content("text/html", json(string(None).into())),
-        Body::Text(media) => r.content(media, json(string(None).into())),
-        Body::File => r.content("application/octet-stream", json(string(None).into())),
-        Body::TicketEvents => r.content(
-            "text/event-stream",
-            event_stream(
-                json!({"$ref": ref_path(&EventName::name())}),
-                &TicketView::name(),
-                "event: waiting\nid: 42\ndata: {\"ticketId\":\"0b7e4f8e-3f3a-4d5a-9d59-\
-                 0d8c2a8f6b11\",\"status\":\"WAITING\",\"position\":3,\"etaSeconds\":2}\n\n",
-            ),
-        ),
-        Body::StatsEvents => r.content(
-            "text/event-stream",
-            event_stream(
-                json!({"const": "stats"}),
-                "StatsSample",
-                "event: stats\ndata: {\"at\":1767225600000,\"shows\":[]}\n\n",
-            ),
-        ),
-        Body::Frames => {
-            let socket = json!({
-                "description": "After the upgrade the server sends a text frame per change, \
-                    each a Frame: the ticket JSON plus its event name and show version; it \
-                    pings every 10 s; the client sends nothing but pongs and a close",
-                "serverTextFrame": {"$ref": ref_path(&Frame::name())},
-            });
-            r.extensions(Some(extension("x-websocket", socket)))
-        }
-    };
-    r.build()
-}
-
-/// A `text/event-stream` body: events named as `event` says, each `data` one line of JSON
-/// of the `data` schema.
-fn event_stream(event: Value, data: &str, example: &str) -> Content {
-    let about = "Server-Sent Events: `event:` the event name, `id:` the show version it holds \
-        at (sent back as `Last-Event-ID` on reconnect), `data:` one line of JSON; comments \
-        keep the stream alive";
-    let stream = json!({"event": event, "data": {"$ref": ref_path(data)}});
-    Content::builder()
-        .schema(Some(string(None).description(Some(about))))
-        .example(Some(example.into()))
-        .extensions(Some(extension("x-event-stream", stream)))
-        .build()
-}
-
-/// The parameters of a path's `{name}`s.
-fn path_parameters(path: &str) -> impl Iterator<Item = Parameter> + use<> {
-    let names: Vec<String> = path
-        .split('{')
-        .skip(1)
-        .filter_map(|s| s.split_once('}').map(|(name, _)| name.to_owned()))
-        .collect();
-    names.into_iter().map(|name| {
-        let uuid = || string(Some(KnownFormat::Uuid)).into();
-        let (schema, about) = match name.as_str() {
-            "showId" => (reference("ShowId"), "The show"),
-            "ticketId" => (
-                uuid(),
-                "The ticket; anything but a UUID is a ticket nobody holds",
-            ),
-            "id" => (uuid(), "The order"),
-            _ => (string(None).into(), "A file's name"),
-        };
-        Parameter::builder()
-            .name(name)
-            .parameter_in(ParameterIn::Path)
-            .required(Required::True)
-            .schema(Some(schema))
-            .description(Some(about))
-            .build()
-    })
-}
-
-fn extra(e: Extra) -> Parameter {
-    use ParameterIn::{Header, Query};
-    let uuid = Some(KnownFormat::Uuid);
-    let (name, place, about, format) = match e {
-        Extra::AdmissionTicket => (
-            ADMISSION_HEADER,
-            Header,
-            "The fan's admitted ticket id, or its signed pass \
-             (`v1:<kid>:<showId>:<ticketId>:<exp>:<mac>`, see the README)",
-            None,
-        ),
-        Extra::JoinProof => (
-            JOIN_PROOF_HEADER,
-            Header,
-            "Proof of work when the show asks one: `<challenge>:<nonce>`, SHA-256 of which \
-             starts with the challenge's `bits` zero bits",
-            None,
-        ),
-        Extra::IdempotencyKey => (
-            "Idempotency-Key",
-            Header,
-            "1 to 128 visible ASCII characters: the same key, the same ticket while it lives",
-            None,
-        ),
-        Extra::LastEventId => (
-            "Last-Event-ID",
-            Header,
-            "Sent by a reconnecting EventSource",
-            None,
-        ),
-        Extra::WatchedShows => (
-            "shows",
-            Query,
-            "Comma-separated shows besides the open ones",
-            None,
-        ),
-        Extra::PageTicket => ("ticket", Query, "A ticket to show, else the cookie's", uuid),
-        Extra::AuditAfter => (
-            "after",
-            Query,
-            "The id of the last record seen (`next` of the page before)",
-            None,
-        ),
-        Extra::AuditLimit => ("limit", Query, "Records a page, 1 to 1000 (100)", None),
-        Extra::Upgrade => (
-            "Upgrade",
-            Header,
-            "With the rest of an RFC 6455 handshake",
-            None,
-        ),
-    };
-    let mut schema = string(format);
-    let mut required = Required::False;
-    if let Extra::Upgrade = e {
-        schema = schema.enum_values(Some(["websocket"]));
-        required = Required::True;
-    }
-    Parameter::builder()
-        .name(name)
-        .parameter_in(place)
-        .required(required)
-        .description(Some(about))
-        .schema(Some(schema))
-        .build()
-}
-
-fn extension(name: &str, value: Value) -> Extensions {
-    [(name.to_owned(), value)].into_iter().collect()
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     fn document() -> Value {
-        serde_json::to_value(spec()).unwrap()
-    }
-
-    #[test]
-    fn every_route_is_described() {
-        for (route, methods) in routes::ALL {
-            for method in *methods {
-                assert!(
-                    describe(route, method).is_some(),
-                    "{method} {route} is not described"
-                );
-            }
-        }
+        serde_json::to_value(crate::http::openapi_document()).unwrap()
     }
 
     #[test]
@@ -408,6 +290,29 @@ mod tests {
         for r in found {
             let target = r.strip_prefix('#').expect("a local reference");
             assert!(doc.pointer(target).is_some(), "{r} resolves to nothing");
+        }
+    }
+
+    #[test]
+    fn a_body_a_route_may_go_without_is_optional_not_null() {
+        let doc = document();
+        let show = &doc["paths"]["/orders/waiting-room/{showId}"]["put"];
+        let config = &doc["paths"]["/orders/waiting-room/{showId}/config"]["put"];
+        let schema =
+            |op: &Value| op["requestBody"]["content"]["application/json"]["schema"].clone();
+        let show_config = serde_json::json!({"$ref": "#/components/schemas/ShowConfig"});
+        // `Option<ShowConfig>` in the attribute: no body is fine, JSON `null` is not offered.
+        assert_eq!(show["requestBody"]["required"], false);
+        assert_eq!(schema(show), show_config);
+        assert!(show["responses"].get("415").is_none(), "{show}");
+        // `ShowConfig`: required, so the answers of a missing or mistyped body apply.
+        assert_eq!(config["requestBody"]["required"], true);
+        assert_eq!(schema(config), show_config);
+        for status in ["400", "413", "415", "422", "401", "503"] {
+            assert!(
+                config["responses"].get(status).is_some(),
+                "{status}: {config}"
+            );
         }
     }
 

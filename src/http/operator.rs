@@ -21,6 +21,18 @@ use crate::store::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSe
 /// `POST …/{showId}/open`: 204; creates the show if needed, the admitter serves it and the
 /// gate closes. A show whose state was lost starts again from nothing: this is the
 /// operator's deliberate re-open.
+#[utoipa::path(
+    post,
+    path = crate::protocol::routes::OPEN,
+    operation_id = "openShow",
+    tag = crate::http::openapi::OPERATOR,
+    summary = "Open the on-sale (the gate closes), creating the show if needed; re-opens a lost \
+         show from nothing",
+    params(crate::http::openapi::params::ShowPath),
+    responses(
+        (status = 204, description = "Open"),
+    ),
+)]
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub(super) async fn open(
     _: Operator,
@@ -39,6 +51,23 @@ pub(super) async fn open(
 
 /// `POST …/{showId}/close`: 204; the original's close: no more admissions and no gate, and
 /// fans still queued are sent on. 404 for a show nobody made.
+#[utoipa::path(
+    post,
+    path = crate::protocol::routes::CLOSE,
+    operation_id = "closeShow",
+    tag = crate::http::openapi::OPERATOR,
+    summary = "Close the on-sale (the original's close): no more admissions and no gate; fans \
+         still queued are told `CLOSED` and sent on",
+    params(crate::http::openapi::params::ShowPath),
+    responses(
+        (status = 204, description = "Closed"),
+        (
+            status = 404,
+            description = crate::http::openapi::NO_SHOW,
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub(super) async fn close(
     _: Operator,
@@ -53,6 +82,28 @@ pub(super) async fn close(
 
 /// `POST …/{showId}/pause`: 204; admission stops at once, every place is kept and the gate
 /// stays shut (`open` resumes). 409 before the show opened or once it ended.
+#[utoipa::path(
+    post,
+    path = crate::protocol::routes::PAUSE,
+    operation_id = "pauseShow",
+    tag = crate::http::openapi::OPERATOR,
+    summary = "Pause the on-sale: admission stops at once, every place is kept, the gate stays \
+         shut; `open` resumes",
+    params(crate::http::openapi::params::ShowPath),
+    responses(
+        (status = 204, description = "Paused"),
+        (
+            status = 409,
+            description = "Not opened yet, or ended: nothing to pause",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 404,
+            description = crate::http::openapi::NO_SHOW,
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub(super) async fn pause(
     _: Operator,
@@ -77,6 +128,29 @@ pub(super) struct EndRequest {
 /// `POST …/{showId}/end` `{"reason"}` (optional body): 204; the on-sale is over: joins are
 /// 410, the gate stays shut (fans admitted before may finish), every fan still queued is
 /// pushed the end.
+#[utoipa::path(
+    post,
+    path = crate::protocol::routes::END,
+    operation_id = "endShow",
+    tag = crate::http::openapi::OPERATOR,
+    summary = "End the on-sale: joins are 410, the gate stays shut (admissions running may still \
+         buy), every fan still queued is told `ENDED` with the reason",
+    params(crate::http::openapi::params::ShowPath),
+    request_body = Option<EndRequest>,
+    responses(
+        (status = 204, description = "Ended"),
+        (
+            status = 400,
+            description = "A reason that is empty, too long or not printable",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 404,
+            description = crate::http::openapi::NO_SHOW,
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub(super) async fn end(
     _: Operator,
@@ -105,6 +179,22 @@ pub(super) async fn end(
 }
 
 /// `GET …/{showId}/stats`: open or not, lost or not, queue length, valid admissions, rate.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::STATS,
+    operation_id = "showStats",
+    tag = crate::http::openapi::OPERATOR,
+    summary = "A show's figures",
+    params(crate::http::openapi::params::ShowPath),
+    responses(
+        (status = 200, description = "The figures", body = ShowStats),
+        (
+            status = 404,
+            description = crate::http::openapi::NO_SHOW,
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 pub(super) async fn stats(
     _: Operator,
     State(state): State<AppState>,
@@ -303,6 +393,24 @@ fn future_time(field: &str, text: &str) -> Result<u64, AppError> {
 /// `PUT /orders/waiting-room/{showId}` with the show's settings (an empty object or no body
 /// takes the server's defaults): 201 with its figures when it is new, 200 when it existed.
 /// The on-sale stays closed until `open`.
+#[utoipa::path(
+    put,
+    path = crate::protocol::routes::SHOW,
+    operation_id = "createShow",
+    tag = crate::http::openapi::OPERATOR,
+    summary = "Create a show, or change its settings; its on-sale stays closed",
+    params(crate::http::openapi::params::ShowPath),
+    request_body = Option<ShowConfig>,
+    responses(
+        (status = 201, description = "The show is new: its figures", body = ShowStats),
+        (status = 200, description = "The show existed: its figures", body = ShowStats),
+        (
+            status = 400,
+            description = "A bad showId, or a setting out of range",
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub(super) async fn create(
     _: Operator,
@@ -333,6 +441,22 @@ pub(super) async fn create(
 /// `DELETE /orders/waiting-room/{showId}`: 204 once the show and all its state are gone
 /// (fans following it are told their tickets are unknown); 404 if there was none. Orders
 /// already placed stay readable at `/orders/{id}`.
+#[utoipa::path(
+    delete,
+    path = crate::protocol::routes::SHOW,
+    operation_id = "deleteShow",
+    tag = crate::http::openapi::OPERATOR,
+    summary = "Delete a show and its state; its followers are told `unknown`; orders stay",
+    params(crate::http::openapi::params::ShowPath),
+    responses(
+        (status = 204, description = "Gone"),
+        (
+            status = 404,
+            description = crate::http::openapi::NO_SHOW,
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub(super) async fn delete(
     _: Operator,
@@ -352,6 +476,24 @@ pub(super) async fn delete(
 /// `PUT …/{showId}/config` with `{"admitPerSecond": N, "maxActiveBuyers": M}`: creates the
 /// show if needed; takes effect at the next tick; a new rate pushes every waiting fan a new
 /// ETA. Answers the show's figures.
+#[utoipa::path(
+    put,
+    path = crate::protocol::routes::CONFIG,
+    operation_id = "configureShow",
+    tag = crate::http::openapi::OPERATOR,
+    summary = "Change any of a show's settings, creating it if needed; applies from the next tick; \
+         a new rate pushes every waiting fan a new ETA",
+    params(crate::http::openapi::params::ShowPath),
+    request_body = ShowConfig,
+    responses(
+        (status = 200, description = "The figures after", body = ShowStats),
+        (
+            status = 400,
+            description = "No setting sent, or one out of range",
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub(super) async fn set_config(
     _: Operator,

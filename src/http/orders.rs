@@ -22,6 +22,46 @@ pub(super) use crate::protocol::ADMISSION_HEADER;
 /// admission already bought; 403 when the gate refuses; 404 for a show nobody made; 400 on
 /// invalid input. The gate, the hold and the admission are checked and claimed in one store
 /// step, so two racing requests can never both pass.
+#[utoipa::path(
+    post,
+    path = crate::protocol::routes::ORDERS,
+    operation_id = "placeOrder",
+    tag = crate::http::openapi::ORDERS,
+    summary = "Place an order; while the on-sale is open only an admitted ticket (or its pass) \
+         may, once",
+    params(crate::http::openapi::params::AdmissionTicket),
+    request_body = OrderRequest,
+    responses(
+        (
+            status = 201,
+            description = "Placed",
+            body = Order,
+            headers(("Location" = String, description = "Where it can be read")),
+        ),
+        (status = 200, description = "The very same request again: the same order", body = Order),
+        (
+            status = 400,
+            description = "Malformed JSON, or an invalid field (named)",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 403,
+            description = "The gate refuses: join first (the join URL is named), or a bad pass",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 404,
+            description = crate::http::openapi::NO_SHOW,
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 409,
+            description = "The hold was ordered otherwise, or the admission bought",
+            body = crate::protocol::ErrorBody,
+        ),
+        (status = 503, description = crate::http::openapi::LOST, body = crate::protocol::ErrorBody),
+    ),
+)]
 #[tracing::instrument(skip_all)]
 pub(super) async fn place(
     State(state): State<AppState>,
@@ -85,6 +125,18 @@ pub(super) async fn place(
 }
 
 /// `GET /orders/{id}`: the order, or 404.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::ORDER,
+    operation_id = "order",
+    tag = crate::http::openapi::ORDERS,
+    summary = "An order",
+    params(crate::http::openapi::params::OrderPath),
+    responses(
+        (status = 200, description = "The order", body = Order),
+        (status = 404, description = "No such order", body = crate::protocol::ErrorBody),
+    ),
+)]
 pub(super) async fn get(
     State(state): State<AppState>,
     AppPath(id): AppPath<String>,
@@ -108,6 +160,25 @@ pub(super) async fn get(
 /// `pass_checks{outcome="unverified"}` metric): an edge (nginx `auth_request`) keeps letting
 /// admitted fans through, and a spent pass that slips by is refused by the checkout's own
 /// redemption, which does need the store.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::PASS_CHECK,
+    operation_id = "checkPass",
+    tag = crate::http::openapi::ORDERS,
+    summary = "Whether `X-Admission-Ticket` holds a valid pass of this show whose admission runs \
+         unspent (an edge's `auth_request`). While the store cannot be asked, the signature and \
+         expiry alone decide, and the answer says so in `X-Admission-Checked: signature`",
+    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::AdmissionTicket),
+    responses(
+        (status = 204, description = "A valid pass of a running, unspent admission of this show"),
+        (
+            status = 403,
+            description = "No pass, or forged, expired, of another show or of an unknown key; or \
+                 its admission spent, released, or of a show made anew",
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 pub(super) async fn check_pass(
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
@@ -161,6 +232,43 @@ const SPENT: &str = "this admission no longer runs: it was spent (an order or a 
 /// names (a pass, or the ticket id): 200 with the admission the first time, on any instance;
 /// 409 every time after (and for an admission that ordered through `POST /orders`); 403 for
 /// no running admission of this show; 400 without the header.
+#[utoipa::path(
+    post,
+    path = crate::protocol::routes::REDEEM,
+    operation_id = "redeem",
+    tag = crate::http::openapi::ORDERS,
+    summary = "A checkout outside spends the admission `X-Admission-Ticket` names (its pass or the \
+         ticket id), once, on any instance: spent, it places no order and gets no pass again",
+    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::AdmissionTicket),
+    responses(
+        (
+            status = 200,
+            description = "Spent now: whose admission, and its arrival",
+            body = Redemption,
+        ),
+        (
+            status = 400,
+            description = "No X-Admission-Ticket, or neither a pass nor a ticket id",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 403,
+            description = "A bad pass, or no running admission of this show for the ticket",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 404,
+            description = crate::http::openapi::NO_SHOW,
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 409,
+            description = "Spent before: redeemed, or an order placed with it",
+            body = crate::protocol::ErrorBody,
+        ),
+        (status = 503, description = crate::http::openapi::LOST, body = crate::protocol::ErrorBody),
+    ),
+)]
 #[tracing::instrument(skip_all, fields(show = %show))]
 pub(super) async fn redeem(
     State(state): State<AppState>,
@@ -217,6 +325,17 @@ pub(super) async fn redeem(
 /// signing one first. A shared key is published before it signs (see `PASS_KEY_ROTATION`),
 /// so an edge caching this document as long as `Cache-Control` says never meets a pass it
 /// cannot verify.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::JWKS,
+    operation_id = "jwks",
+    tag = crate::http::openapi::ORDERS,
+    summary = "The public keys (JWK Set, Ed25519) that verify admission passes (JWTs, EdDSA), the \
+         signing one first; a new key is published before it signs",
+    responses(
+        (status = 200, description = "The key set", body = Object),
+    ),
+)]
 pub(super) async fn jwks(State(state): State<AppState>) -> Response {
     (
         [(

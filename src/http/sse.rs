@@ -26,6 +26,23 @@ const RETRY: Duration = Duration::from_secs(2);
 /// `id` is the show version it holds at; a reconnecting EventSource sends it back as
 /// `Last-Event-ID` and is answered with the state now, so it never loses its place.
 /// A client with `MAX_STREAMS_PER_CLIENT` streams open already gets 429 instead.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::EVENTS,
+    operation_id = "ticketEvents",
+    tag = crate::http::openapi::FAN,
+    summary = "Follow a ticket over Server-Sent Events",
+    params(crate::http::openapi::params::TicketPath, crate::http::openapi::params::LastEventId),
+    responses(
+        (status = 200, response = inline(crate::http::openapi::TicketEvents)),
+        (status = 404, response = inline(crate::http::openapi::NoTicket)),
+        (
+            status = 429,
+            description = crate::http::openapi::TOO_MANY_STREAMS,
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 #[tracing::instrument(skip_all, fields(show = %show, ticket = %ticket))]
 pub(super) async fn events(
     State(state): State<AppState>,

@@ -31,6 +31,28 @@ const READ_BUFFER: usize = 256;
 
 /// Upgrades after checking the ids and the client's stream count, so bad input and a
 /// greedy client still get a plain 4xx.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::WS,
+    operation_id = "ticketSocket",
+    tag = crate::http::openapi::FAN,
+    summary = "Follow a ticket over a WebSocket",
+    params(crate::http::openapi::params::TicketPath, crate::http::openapi::params::Upgrade),
+    responses(
+        (status = 101, response = inline(crate::http::openapi::Frames)),
+        (
+            status = 400,
+            description = "Not a WebSocket handshake, or a bad showId",
+            body = crate::protocol::ErrorBody,
+        ),
+        (status = 404, response = inline(crate::http::openapi::NoTicket)),
+        (
+            status = 429,
+            description = crate::http::openapi::TOO_MANY_STREAMS,
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 pub(super) async fn upgrade(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,

@@ -13,6 +13,8 @@ mod wait;
 
 pub(crate) use self::wait::set_ticket_cookie;
 pub(super) use self::wait::{join, keep_pass, wait};
+// What `routes!` reads of each handler (its `#[utoipa::path]`), beside the handler.
+pub(super) use self::wait::{__path_join, __path_keep_pass, __path_wait};
 
 use std::path::PathBuf;
 use std::sync::LazyLock;
@@ -82,6 +84,23 @@ pub(super) fn asset_version() -> &'static str {
 
 /// The service behind `/static`: the files, with a long cache on what was found (a 404 is
 /// not cached, so a file added later is seen at once).
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::STATIC_FILE,
+    operation_id = "staticFile",
+    tag = crate::http::openapi::PAGES,
+    summary = "The pages' scripts, styles and icons",
+    params(crate::http::openapi::params::FilePath),
+    responses(
+        (
+            status = 200,
+            description = "The file",
+            body = String,
+            content_type = "application/octet-stream",
+        ),
+        (status = 404, description = "No such file"),
+    ),
+)]
 pub(super) fn static_files() -> Router {
     Router::new()
         .fallback_service(ServeDir::new(static_dir()))
@@ -167,6 +186,21 @@ struct IndexPage {
 }
 
 /// `GET /`: the on-sales that are open now, each linking to its waiting page.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::INDEX,
+    operation_id = "index",
+    tag = crate::http::openapi::PAGES,
+    summary = "The open on-sales",
+    responses(
+        (
+            status = 200,
+            description = crate::http::openapi::PAGE,
+            body = String,
+            content_type = "text/html",
+        ),
+    ),
+)]
 pub(super) async fn index(State(state): State<AppState>) -> Response {
     let listed = async {
         let shows = state.open_show_stats().await?.into_iter();

@@ -106,6 +106,35 @@ pub(crate) struct WaitQuery {
 
 /// `GET /wait/{showId}`: the waiting page, showing the ticket's current state at first
 /// paint when the ticket is known.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::WAIT_PAGE,
+    operation_id = "waitPage",
+    tag = crate::http::openapi::PAGES,
+    summary = "A show's waiting page, with the ticket's state at first paint",
+    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::PageTicket),
+    responses(
+        (
+            status = 200,
+            description = crate::http::openapi::PAGE,
+            body = String,
+            content_type = "text/html",
+        ),
+        (status = 400, description = "A bad showId", body = String, content_type = "text/html"),
+        (
+            status = 404,
+            description = "No show of that id",
+            body = String,
+            content_type = "text/html",
+        ),
+        (
+            status = 503,
+            description = "The show's state was lost",
+            body = String,
+            content_type = "text/html",
+        ),
+    ),
+)]
 pub(crate) async fn wait(
     State(state): State<AppState>,
     show: Result<Path<String>, PathRejection>,
@@ -232,6 +261,51 @@ async fn render_wait(
 /// `POST /wait/{showId}/join`: the join button of a page without JavaScript. Joins, keeps
 /// the ticket in a cookie for this show's page, and sends the fan back to it (303). A post
 /// another site made the browser send is refused (403, see [`check_form_post`]).
+#[utoipa::path(
+    post,
+    path = crate::protocol::routes::WAIT_JOIN,
+    operation_id = "waitJoin",
+    tag = crate::http::openapi::PAGES,
+    summary = "The waiting page's join button, without JavaScript",
+    params(crate::http::openapi::params::ShowPath),
+    responses(
+        (
+            status = 303,
+            description = "Joined: back to the page, with `?ticket=`",
+            headers(("Set-Cookie" = String, description = "`wr_ticket`, for the show's page")),
+        ),
+        (
+            status = 403,
+            description = "A post another site made",
+            body = String,
+            content_type = "text/html",
+        ),
+        (
+            status = 404,
+            description = "No show of that id",
+            body = String,
+            content_type = "text/html",
+        ),
+        (
+            status = 428,
+            description = "The show asks a proof of work, which needs JavaScript",
+            body = String,
+            content_type = "text/html",
+        ),
+        (
+            status = 429,
+            description = "Past the per-client join limit",
+            body = String,
+            content_type = "text/html",
+        ),
+        (
+            status = 503,
+            description = "The show's state was lost",
+            body = String,
+            content_type = "text/html",
+        ),
+    ),
+)]
 pub(crate) async fn join(
     State(state): State<AppState>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
@@ -271,6 +345,24 @@ pub(crate) async fn join(
 /// on the paths it guards, for as long as the pass lives. The page's script calls it once its
 /// fan is admitted; a page of another site cannot (the header needs a CORS preflight, which
 /// is never granted). 403 for a pass that does not let anyone in.
+#[utoipa::path(
+    post,
+    path = crate::protocol::routes::WAIT_PASS,
+    operation_id = "waitKeepPass",
+    tag = crate::http::openapi::PAGES,
+    summary = "The waiting page keeps its admitted fan's pass as the `wr_pass` cookie (HttpOnly) \
+         that gateway mode reads on the paths it guards",
+    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::AdmissionTicket),
+    responses(
+        (status = 204, description = "Kept, for as long as the pass lives"),
+        (status = 400, description = "A bad showId", body = crate::protocol::ErrorBody),
+        (
+            status = 403,
+            description = "No running admission of this show in that pass",
+            body = crate::protocol::ErrorBody,
+        ),
+    ),
+)]
 pub(crate) async fn keep_pass(
     State(state): State<AppState>,
     headers: HeaderMap,

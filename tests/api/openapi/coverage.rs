@@ -1,5 +1,5 @@
 //! The document is OpenAPI 3.1 and covers every route the router serves, and the router
-//! serves only the contract's routes.
+//! serves only the contract's routes, each described by its handler.
 
 use std::collections::BTreeSet;
 
@@ -11,12 +11,39 @@ use waiting_room::protocol::routes;
 use super::{WAIT, document};
 use crate::support::app::spawn_app;
 use crate::support::backend::Backend;
+use crate::support::origin::Origin;
+use crate::support::process::ServerProcess;
+use crate::support::redis::RedisServer;
 
 /// The methods a route could be served with.
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "DELETE", "PATCH"];
 
-/// The static files are a nested service, the one thing served beyond `routes::ALL`.
-const STATIC_FILE: &str = "/static/{}";
+/// The source of the contract (`src/protocol.rs`) or the router (`src/http/…`).
+fn source(file: &str) -> String {
+    std::fs::read_to_string(format!("{}/src/{file}", env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|e| panic!("src/{file}: {e}"))
+}
+
+/// Every path of `protocol::routes`, by name, read from its source (a module of constants
+/// cannot be listed otherwise); `STATIC` is the nested service's prefix, not a path.
+fn contract_routes() -> Vec<(String, String)> {
+    let protocol = source("protocol.rs");
+    let module = protocol
+        .split("pub mod routes {")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}\n").next())
+        .expect("protocol.rs has its routes module");
+    let mut routes = Vec::new();
+    for decl in module.split("pub const ").skip(1) {
+        let (name, rest) = decl.split_once(": &str = \"").expect("a path constant");
+        let value = rest.split('"').next().unwrap();
+        if name != "STATIC" {
+            routes.push((name.to_owned(), value.to_owned()));
+        }
+    }
+    assert!(routes.len() > 20, "the routes module's paths: {routes:?}");
+    routes
+}
 
 /// A route template with its parameters blanked, so axum's `{show_id}` and OpenAPI's
 /// `{showId}` compare equal.
@@ -139,27 +166,19 @@ async fn the_document_is_openapi_3_1() {
 async fn the_document_covers_every_route_the_router_serves() {
     let app = spawn_app(Backend::Memory).await;
     let (_, doc) = document(&app).await;
-    let documented: BTreeSet<(String, String)> = operations(&doc)
+    // Every path of the contract is documented, and the document has no other.
+    let documented: BTreeSet<String> = operations(&doc)
         .into_iter()
-        .map(|(path, method)| (shape(&path), method))
+        .map(|(path, _)| shape(&path))
         .collect();
-    let routed: BTreeSet<(String, String)> = routes::ALL
+    let contract: BTreeSet<String> = contract_routes()
         .iter()
-        .flat_map(|(route, methods)| methods.iter().map(|m| (shape(route), m.to_string())))
+        .map(|(_, path)| shape(path))
         .collect();
-    let missing: Vec<_> = routed.difference(&documented).collect();
-    assert!(
-        missing.is_empty(),
-        "routes missing from the document: {missing:?}"
-    );
-    let extra: Vec<_> = documented.difference(&routed).collect();
-    assert_eq!(
-        extra,
-        [&(STATIC_FILE.to_owned(), "GET".to_owned())],
-        "beyond routes::ALL"
-    );
+    assert_eq!(documented, contract, "the document's paths and routes::");
 
-    // Everything documented is served, and nothing else on those paths.
+    // Everything documented is served, and nothing else on those paths: with every path of
+    // the contract documented, what the router serves there is what the document says.
     for (path, method) in operations(&doc) {
         let url = app.url(&probe_path(&path));
         let send = |m: &str| {
@@ -188,41 +207,20 @@ async fn the_document_covers_every_route_the_router_serves() {
     app.stop().await;
 }
 
-/// The router (`src/http/mod.rs`) routes only `routes::` constants, each with the methods
-/// `routes::ALL` gives it, and nests only `/static`: nothing it serves can miss the
-/// document.
+/// The router (`src/http/mod.rs`) adds routes only with `routes!` (so each is its
+/// handler's `#[utoipa::path]`, and in the document), and nests only `/static`; every
+/// handler's attribute names its path from `routes::`: nothing it serves can miss the
+/// document, or a path outside the contract.
 #[test]
-fn the_router_routes_only_the_contract() {
-    let read = |file: &str| {
-        std::fs::read_to_string(format!("{}/src/{file}", env!("CARGO_MANIFEST_DIR")))
-            .unwrap_or_else(|e| panic!("src/{file} (the router, the contract): {e}"))
-    };
-    let (router, protocol) = (read("http/mod.rs"), read("protocol.rs"));
-    let value_of = |name: &str| -> String {
-        let decl = format!("pub const {name}: &str = \"");
-        let start = protocol
-            .find(&decl)
-            .unwrap_or_else(|| panic!("no routes::{name}"))
-            + decl.len();
-        protocol[start..].split('"').next().unwrap().to_owned()
-    };
-    let mut served = BTreeSet::new();
-    for call in router.split(".route(").skip(1) {
-        let call = call.split(")\n").next().unwrap().trim_start();
-        let name = call
-            .strip_prefix("routes::")
-            .unwrap_or_else(|| panic!("the router routes a path not from the contract: {call}"))
-            .split(',')
-            .next()
-            .unwrap()
-            .trim();
-        for method in METHODS {
-            let m = method.to_lowercase();
-            if call.contains(&format!(" {m}(")) || call.contains(&format!(".{m}(")) {
-                served.insert((value_of(name), method.to_owned()));
-            }
-        }
+fn the_router_routes_only_described_handlers_of_the_contract() {
+    let router = source("http/mod.rs");
+    for undescribed in [".route(", ".route_service(", ".nest(", ".merge("] {
+        assert!(
+            !router.contains(undescribed),
+            "the router adds a route without its description: {undescribed}"
+        );
     }
+    assert!(router.matches(".routes(routes!(").count() > 20);
     let nested: Vec<&str> = router.split(".nest_service(").skip(1).collect();
     assert_eq!(nested.len(), 1, "one nested service, the static files");
     assert!(
@@ -230,9 +228,62 @@ fn the_router_routes_only_the_contract() {
         "{}",
         nested[0]
     );
-    let contract: BTreeSet<(String, String)> = routes::ALL
-        .iter()
-        .flat_map(|(route, methods)| methods.iter().map(|m| (route.to_string(), m.to_string())))
+    assert!(routes::STATIC_FILE.starts_with(&format!("{}/", routes::STATIC)));
+
+    let names: BTreeSet<String> = contract_routes().into_iter().map(|(n, _)| n).collect();
+    let mut described = 0;
+    let http = format!("{}/src/http", env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = vec![std::path::PathBuf::from(http)];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for attribute in text.split("#[utoipa::path(").skip(1) {
+                described += 1;
+                let named = attribute
+                    .split_once("path = ")
+                    .and_then(|(_, rest)| rest.split(',').next())
+                    .unwrap_or_default()
+                    .trim();
+                let name = named
+                    .strip_prefix("crate::protocol::routes::")
+                    .or_else(|| named.strip_prefix("routes::"))
+                    .unwrap_or_else(|| {
+                        panic!("{}: a path not from routes::: {named}", path.display())
+                    });
+                assert!(names.contains(name), "no routes::{name}");
+            }
+        }
+    }
+    assert!(described > 20, "the handlers' attributes: {described}");
+}
+
+/// In gateway mode the home page is the origin's: the document that instance serves does not
+/// claim it, and still describes every route the waiting room keeps.
+#[tokio::test]
+async fn a_gateway_documents_what_it_serves_and_not_the_origins_home_page() {
+    let redis = RedisServer::start().await;
+    let origin = Origin::start();
+    let upstream = origin.url();
+    let gateway = ServerProcess::start(&redis.url(), 20, &[("UPSTREAM_URL", &upstream)]).await;
+    let r = gateway.get(routes::OPENAPI).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let doc: Value = r.json().await.unwrap();
+    let documented: BTreeSet<String> = operations(&doc)
+        .into_iter()
+        .map(|(path, _)| shape(&path))
         .collect();
-    assert_eq!(served, contract, "the router and routes::ALL differ");
+    let kept: BTreeSet<String> = contract_routes()
+        .iter()
+        .filter(|(name, _)| name != "INDEX")
+        .map(|(_, path)| shape(path))
+        .collect();
+    assert_eq!(documented, kept, "a gateway's document");
+    // The home page it does not document is the origin's indeed.
+    let home: Value = gateway.get(routes::INDEX).await.json().await.unwrap();
+    assert_eq!(home["path"], "/", "{home}");
 }
