@@ -104,6 +104,10 @@ pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 /// (`true`: the same ticket again, 200).
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 
+/// The header a reconnecting EventSource sends the `id` of the last event it read in: the
+/// show version its fan last knew (SSE's own, named here with the rest).
+pub const LAST_EVENT_ID: &str = "last-event-id";
+
 /// The header a join carries its proof of work in: `<challenge>:<nonce>`.
 pub const JOIN_PROOF_HEADER: &str = "X-Join-Proof";
 

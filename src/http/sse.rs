@@ -14,6 +14,7 @@ use super::serve::handover::HandOver;
 use super::{AppPath, AppState, ticket_path};
 use crate::error::AppError;
 use crate::metrics::Transport;
+use crate::protocol::LAST_EVENT_ID;
 use crate::shown::Shown;
 
 /// Keep-alive comments go out this often, well inside proxies' idle timeouts (spec: ≤ 15 s).
@@ -54,7 +55,7 @@ pub(super) async fn events(
     // Counted before the stream opens; the slot is held as long as the stream is.
     let slot = state.open_stream(peer.ip(), &headers)?;
     let resumed_from = headers
-        .get("last-event-id")
+        .get(LAST_EVENT_ID)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if let Some(from) = resumed_from {
