@@ -141,6 +141,12 @@ pub struct Config {
     #[arg(long, env = "MAX_STREAMS_PER_CLIENT", default_value_t = 20)]
     pub max_streams_per_client: u32,
 
+    /// Most of the crowd's requests (joins, polls, stream openings, the waiting page) at work
+    /// on this instance at once, each a store call or two; past it they are answered 503 with
+    /// `Retry-After` at once, before they pile up and time out. 0: no bound.
+    #[arg(long, env = "MAX_STORE_CALLS", default_value_t = 1024)]
+    pub max_store_calls: u32,
+
     /// Waiting fans at or ahead of this place are pushed every tick; further back, whose
     /// page counts down exactly between pushes, every `ceil(position / PUSH_FRONT)` ticks
     /// (at most 30), and at once whenever the count would be wrong. 0: every fan every tick.
@@ -247,6 +253,7 @@ impl Config {
             pass_key_rotation: Duration::from_secs(24 * 3600),
             // Tests open many streams from 127.0.0.1; the ones about the limit set it.
             max_streams_per_client: 0,
+            max_store_calls: 1024,
             push_front: crate::hub::DEFAULT_PUSH_FRONT,
             public_url: None,
             demo: false,

@@ -47,6 +47,10 @@ pub enum AppError {
     /// Not now, for a reason the client may read (a show whose state was lost).
     #[error("{0}")]
     Unavailable(String),
+    /// This instance has `MAX_STORE_CALLS` of the crowd's requests at work already: come back
+    /// after the wait given (drawn at random, so the crowd told so spreads out).
+    #[error("the waiting room is busy; try again in {} s (your place, if you have one, is kept)", .0.as_secs().max(1))]
+    Overloaded(Duration),
     /// A request the framework refused before any handler ran (bad JSON, too large, ...).
     #[error("{1}")]
     Rejected(StatusCode, String),
@@ -93,7 +97,7 @@ impl AppError {
             | AppError::TooManyGuesses(_) => StatusCode::TOO_MANY_REQUESTS,
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::Gone(_) => StatusCode::GONE,
-            AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Unavailable(_) | AppError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Rejected(status, _) => *status,
             AppError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -122,9 +126,9 @@ impl IntoResponse for AppError {
         };
         let mut response = (status, Json(body)).into_response();
         match &self {
-            AppError::TooManyRequests(wait) | AppError::TooManyGuesses(wait) => {
-                set_retry_after(&mut response, *wait)
-            }
+            AppError::TooManyRequests(wait)
+            | AppError::TooManyGuesses(wait)
+            | AppError::Overloaded(wait) => set_retry_after(&mut response, *wait),
             // A stream closes when its fan is admitted or leaves; no telling when.
             AppError::TooManyStreams(_) => set_retry_after(&mut response, STREAM_RETRY),
             // A store that is failing over, or a show an operator must re-open: soon, maybe.

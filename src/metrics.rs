@@ -30,6 +30,8 @@ pub struct Metrics {
     redemptions: Family<Labels, Counter>,
     gateway: Family<Labels, Counter>,
     redis_failovers: Counter,
+    shed: Counter,
+    at_work: Gauge,
 }
 
 /// What a check of a verified pass against the store came to.
@@ -199,6 +201,18 @@ impl Default for Metrics {
             "Behind Sentinel: times this instance followed the primary to another node",
             redis_failovers.clone(),
         );
+        let shed = Counter::default();
+        registry.register(
+            "shed_requests",
+            "Fans' requests answered 503 at once because MAX_STORE_CALLS were at work already",
+            shed.clone(),
+        );
+        let at_work = Gauge::default();
+        registry.register(
+            "crowd_requests_at_work",
+            "Fans' requests at work on this instance now (bounded by MAX_STORE_CALLS)",
+            at_work.clone(),
+        );
         let gateway = Family::<Labels, Counter>::default();
         registry.register(
             "gateway_requests",
@@ -215,6 +229,8 @@ impl Default for Metrics {
         }
         Metrics {
             redis_failovers,
+            shed,
+            at_work,
             gateway,
             pass_checks,
             redemptions,
@@ -271,6 +287,17 @@ impl Metrics {
     /// Behind Sentinel, the store followed the primary to another node.
     pub fn redis_failover(&self) {
         self.redis_failovers.inc();
+    }
+
+    /// A fan's request was shed: too many at work already.
+    pub fn shed(&self) {
+        self.shed.inc();
+    }
+
+    /// A fan's request went to work; the guard counts it until dropped.
+    pub fn at_work(&self) -> ConnectedGuard {
+        self.at_work.inc();
+        ConnectedGuard(self.at_work.clone())
     }
 
     /// A gateway request came to `outcome`.
@@ -356,7 +383,7 @@ impl Metrics {
     }
 }
 
-/// Keeps a connection counted while it lives.
+/// Keeps a connection (or a request at work) counted while it lives.
 pub struct ConnectedGuard(Gauge);
 
 impl Drop for ConnectedGuard {

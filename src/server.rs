@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::serve::listener::{self, ConnectionLimits};
-use crate::http::{AppState, Gateway, StreamLimits};
+use crate::http::{AppState, Gateway, Shed, StreamLimits};
 use crate::hub::{Hub, HubParts};
 use crate::metrics::Metrics;
 use crate::pass::{CHALLENGE_TTL_SECONDS, Keyring};
@@ -184,6 +184,7 @@ impl Application {
             }
             None => None,
         };
+        let shed = Shed::new(config.max_store_calls, metrics.clone());
         let state = AppState {
             watchdog: Watchdog::new(store.clone(), hub.clone(), metrics.clone()),
             hub,
@@ -199,6 +200,7 @@ impl Application {
             public_origin: config.public_url.clone(),
             passes,
             gateway,
+            shed,
         };
         let limits = ConnectionLimits {
             header_timeout: config.header_timeout,

@@ -7,6 +7,8 @@
 //!   page and its live feed), [`openapi`];
 //! - [`join`]: the join use case every face shares; [`extract`]: what handlers take from a
 //!   request; [`gateway`]: gateway mode, the proxy to a shop's origin;
+//! - [`shed`]: the bound on the crowd's requests at work at once, past which they are told to
+//!   come back (`MAX_STORE_CALLS`);
 //! - [`serve`]: the accept loop beneath all of it (timeouts, connection places, per-client
 //!   limits, streams handed over out of hyper, where a request may come from).
 
@@ -22,6 +24,7 @@ mod operator;
 mod orders;
 mod page;
 pub(crate) mod serve;
+mod shed;
 mod sse;
 mod ws;
 
@@ -52,6 +55,7 @@ use crate::watchdog::Watchdog;
 pub(crate) use extract::{AppJson, AppPath, Operator, show_id, ticket_path};
 pub use gateway::{Gateway, GatewayError, GatewayOutcome};
 pub use serve::{Origin, StreamGuard, StreamLimits, TokenGuesses};
+pub use shed::Shed;
 
 /// Request bodies larger than this get 413: an order is a few hundred bytes.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -84,6 +88,8 @@ pub struct AppState {
     pub token_guesses: TokenGuesses,
     /// Gateway mode (`UPSTREAM_URL`): the origin every other request goes on to.
     pub gateway: Option<Arc<Gateway>>,
+    /// The bound on the crowd's requests at work at once (`MAX_STORE_CALLS`).
+    pub shed: Shed,
 }
 
 impl AppState {
@@ -114,7 +120,7 @@ pub fn router(state: AppState) -> Router {
     let gate = RequireAdmission::new(state.passes.clone());
     let gateway = state.gateway.is_some();
     let served = openapi::Served::default();
-    let (router, api) = described(&gate, gateway, &served).split_for_parts();
+    let (router, api) = described(&gate, &state.shed, gateway, &served).split_for_parts();
     served.set(api);
     let router = if gateway {
         router.fallback(gateway::proxy)
@@ -132,7 +138,8 @@ pub fn router(state: AppState) -> Router {
 pub fn openapi_document() -> utoipa::openapi::OpenApi {
     // The gate's keys shape no part of the document.
     let gate = RequireAdmission::new(Keyring::generate());
-    let (_, api) = described(&gate, false, &openapi::Served::default()).split_for_parts();
+    let shed = Shed::new(0, Arc::new(Metrics::default()));
+    let (_, api) = described(&gate, &shed, false, &openapi::Served::default()).split_for_parts();
     openapi::finish(api)
 }
 
@@ -143,10 +150,25 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 /// [`page::static_files`]' attribute.
 fn described(
     gate: &RequireAdmission,
+    shed: &Shed,
     gateway: bool,
     served: &openapi::Served,
 ) -> OpenApiRouter<AppState> {
+    // The crowd's routes: past `MAX_STORE_CALLS` at work, told to come back at once.
+    let shed = shed.clone();
+    let crowd = OpenApiRouter::new()
+        .routes(routes!(fan::join))
+        .routes(routes!(fan::challenge))
+        .routes(routes!(fan::status, fan::leave))
+        .routes(routes!(sse::events))
+        .routes(routes!(ws::upgrade))
+        .routes(routes!(page::wait))
+        .routes(routes!(page::join))
+        .route_layer(axum::middleware::from_fn(move |request, next| {
+            shed.clone().run(request, next)
+        }));
     let router = OpenApiRouter::new()
+        .merge(crowd)
         .routes(routes!(operator::create, operator::delete))
         .routes(routes!(operator::open))
         .routes(routes!(operator::pause))
@@ -154,24 +176,17 @@ fn described(
         .routes(routes!(operator::end))
         .routes(routes!(operator::stats))
         .routes(routes!(operator::set_config))
-        .routes(routes!(fan::join))
         .routes(routes!(draw::draw))
         .routes(routes!(draw::audit))
-        .routes(routes!(fan::challenge))
         .routes(routes!(orders::check_pass).layer(gate.clone()))
         .routes(routes!(orders::redeem))
         .routes(routes!(orders::jwks))
-        .routes(routes!(fan::status, fan::leave))
-        .routes(routes!(sse::events))
-        .routes(routes!(ws::upgrade))
         .routes(routes!(orders::place).layer(gate.clone().or_ticket_ids()))
         .routes(routes!(orders::get))
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
         .routes(routes!(health::metrics))
         .routes(routes!(openapi::document).layer(Extension(served.clone())))
-        .routes(routes!(page::wait))
-        .routes(routes!(page::join))
         .routes(routes!(page::keep_pass))
         .routes(routes!(console::console))
         .routes(routes!(console::stats_events))

@@ -16,6 +16,7 @@ use crate::support::backend::Backend;
 mod connections;
 mod joins;
 mod operator;
+mod shed;
 mod streams;
 
 /// A request on a connection of its own, as a raw client writes it.
