@@ -7,10 +7,9 @@ use std::time::Duration;
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 use serde_json::json;
 
-use crate::protocol::{ErrorBody, JOIN_PROOF_HEADER};
+use crate::protocol::{ErrorBody, JOIN_PROOF_HEADER, PROBLEM_JSON};
 use crate::store::StoreError;
 
 /// How long a client refused a stream is told to wait before asking again.
@@ -140,36 +139,20 @@ impl IntoResponse for AppError {
     }
 }
 
-/// The media type of an RFC 9457 problem: JSON, which any JSON client reads as such.
-pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
-
-/// An error's body: today's [`ErrorBody`] fields, and RFC 9457's members beside them. The
-/// `type` is `about:blank` (the status says it all), so the `title` is the status's phrase
-/// (as `error` is) and the `detail` what was wrong (as `message` is).
-#[derive(Serialize)]
-struct Problem {
-    #[serde(flatten)]
-    body: ErrorBody,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    title: String,
-    detail: String,
-}
-
-/// `status` with a problem body saying `message`.
+/// `status` with a problem body ([`ErrorBody`], RFC 9457) saying `message`. The `type` is
+/// `about:blank` (the status says it all), so the `title` is the status's phrase (as `error`
+/// is) and the `detail` what was wrong (as `message` is).
 pub(crate) fn problem(status: StatusCode, message: String) -> Response {
     let error = status.canonical_reason().unwrap_or("error").to_owned();
-    let problem = Problem {
-        kind: "about:blank",
-        title: error.clone(),
-        detail: message.clone(),
-        body: ErrorBody {
-            status: status.as_u16(),
-            error,
-            message,
-        },
+    let body = ErrorBody {
+        status: status.as_u16(),
+        kind: Some("about:blank".into()),
+        title: Some(error.clone()),
+        detail: Some(message.clone()),
+        error,
+        message,
     };
-    let mut response = (status, Json(problem)).into_response();
+    let mut response = (status, Json(body)).into_response();
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
@@ -212,9 +195,13 @@ mod tests {
                 "detail": "hold h was ordered with another admission",
             })
         );
-        // What the clients parse still parses.
-        let old: ErrorBody = serde_json::from_slice(&bytes).unwrap();
-        assert_eq!(old.status, 409);
+        // What the clients parse; and what older servers sent still parses.
+        let parsed: ErrorBody = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(parsed.detail.as_deref(), Some(parsed.message.as_str()));
+        let old: ErrorBody =
+            serde_json::from_value(json!({"status": 404, "error": "Not Found", "message": "x"}))
+                .unwrap();
+        assert_eq!(old.kind, None);
     }
 
     #[tokio::test]
