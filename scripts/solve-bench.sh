@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Time to solve a join challenge in real headless Chromium (README, "Proof of work before a
-# join"): the waiting page's Web Worker at 12, 16, 18 and 20 bits.
+# Time to solve a join challenge in real headless Chromium (docs/proof-of-work.md, its table):
+# the waiting page's Web Worker at 12, 16, 18 and 20 bits.
 #
 #   scripts/solve-bench.sh          desktop-class: the worker as it runs
 #   scripts/solve-bench.sh phone    phone-class: the worker's code on the page's main thread,

@@ -191,8 +191,16 @@ pub enum LogFormat {
     Json,
 }
 
+/// A duration as people write it (`5m`, `90s`, `500ms`, `1h 30m`), through jiff's friendly
+/// format: the crate that already reads `opensAt`, so no second time crate. Negative
+/// durations are refused here, bounds by each setting.
+fn duration(s: &str) -> Result<Duration, String> {
+    let d: jiff::SignedDuration = s.trim().parse().map_err(|e: jiff::Error| e.to_string())?;
+    Duration::try_from(d).map_err(|_| "must not be negative".to_owned())
+}
+
 fn parse_rotation(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    let d = duration(s)?;
     if d < Duration::from_secs(1) {
         return Err("must be at least 1s".into());
     }
@@ -200,7 +208,7 @@ fn parse_rotation(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_header_timeout(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 10s or 500ms)"))?;
+    let d = duration(s).map_err(|e| format!("{e} (try 10s or 500ms)"))?;
     if d < Duration::from_millis(100) || d > Duration::from_secs(600) {
         return Err("must be between 100ms and 10m".into());
     }
@@ -208,7 +216,7 @@ fn parse_header_timeout(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_window(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 60s or 2m)"))?;
+    let d = duration(s).map_err(|e| format!("{e} (try 60s or 2m)"))?;
     let shortest = crate::store::MIN_ARRIVAL_WINDOW;
     if !d.is_zero() && (d < shortest || d > Duration::from_secs(24 * 3600)) {
         return Err(format!("must be 0s (off) or between {shortest:?} and 24h"));
@@ -217,7 +225,7 @@ fn parse_window(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_ttl(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 5m, 90s or 500ms)"))?;
+    let d = duration(s).map_err(|e| format!("{e} (try 5m, 90s or 500ms)"))?;
     if d < Duration::from_millis(100) || d > Duration::from_secs(24 * 3600) {
         return Err("must be between 100ms and 24h".into());
     }
@@ -276,6 +284,15 @@ mod tests {
         assert!(parse_ttl("five minutes").is_err());
         assert!(parse_ttl("0s").is_err());
         assert!(parse_ttl("3d").is_err());
+        assert!(parse_ttl("-5m").is_err());
+        assert_eq!(parse_ttl("1h 30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_ttl("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_ttl(" 90s ").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_window("0s").unwrap(), Duration::ZERO);
+        assert_eq!(
+            parse_rotation("24h").unwrap(),
+            Duration::from_secs(24 * 3600)
+        );
     }
 
     #[test]

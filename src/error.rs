@@ -1,5 +1,6 @@
 //! One error type for every handler: each variant knows its status, and 500s are logged,
-//! never echoed.
+//! never echoed. Errors are RFC 9457 problem details (`application/problem+json`) that keep
+//! the body clients read since before: `{"status","error","message"}`.
 
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::protocol::{ErrorBody, JOIN_PROOF_HEADER};
+use crate::protocol::{ErrorBody, JOIN_PROOF_HEADER, PROBLEM_JSON};
 use crate::store::StoreError;
 
 /// How long a client refused a stream is told to wait before asking again.
@@ -119,12 +120,7 @@ impl IntoResponse for AppError {
             // The client learns that we are unavailable, not how.
             tracing::error!(error = %e, "store call failed");
         }
-        let body = ErrorBody {
-            status: status.as_u16(),
-            error: status.canonical_reason().unwrap_or("error").to_owned(),
-            message: self.to_string(),
-        };
-        let mut response = (status, Json(body)).into_response();
+        let mut response = problem(status, self.to_string());
         match &self {
             AppError::TooManyRequests(wait)
             | AppError::TooManyGuesses(wait)
@@ -147,6 +143,26 @@ impl IntoResponse for AppError {
     }
 }
 
+/// `status` with a problem body ([`ErrorBody`], RFC 9457) saying `message`. The `type` is
+/// `about:blank` (the status says it all), so the `title` is the status's phrase (as `error`
+/// is) and the `detail` what was wrong (as `message` is).
+pub(crate) fn problem(status: StatusCode, message: String) -> Response {
+    let error = status.canonical_reason().unwrap_or("error").to_owned();
+    let body = ErrorBody {
+        status: status.as_u16(),
+        kind: Some("about:blank".into()),
+        title: Some(error.clone()),
+        detail: Some(message.clone()),
+        error,
+        message,
+    };
+    let mut response = (status, Json(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    response
+}
+
 /// What a 503 asks the client to wait: a failover takes seconds.
 const UNAVAILABLE_RETRY: Duration = Duration::from_secs(2);
 
@@ -155,5 +171,46 @@ fn set_retry_after(response: &mut Response, wait: Duration) {
     let secs = wait.as_millis().div_ceil(1000).max(1).to_string();
     if let Ok(v) = HeaderValue::from_str(&secs) {
         response.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn errors_are_problem_details_keeping_their_fields() {
+        let response =
+            AppError::Conflict("hold h was ordered with another admission".into()).into_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], PROBLEM_JSON);
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "status": 409,
+                "error": "Conflict",
+                "message": "hold h was ordered with another admission",
+                "type": "about:blank",
+                "title": "Conflict",
+                "detail": "hold h was ordered with another admission",
+            })
+        );
+        // What the clients parse; and what older servers sent still parses.
+        let parsed: ErrorBody = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(parsed.detail.as_deref(), Some(parsed.message.as_str()));
+        let old: ErrorBody =
+            serde_json::from_value(json!({"status": 404, "error": "Not Found", "message": "x"}))
+                .unwrap();
+        assert_eq!(old.kind, None);
+    }
+
+    #[tokio::test]
+    async fn an_unknown_ticket_keeps_the_originals_answer() {
+        let response = AppError::UnknownTicket("t".into()).into_response();
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
     }
 }

@@ -194,7 +194,9 @@ pub struct Frame {
     pub view: TicketView,
 }
 
-/// Every error's JSON body (the original's `{"ticketId","status":"UNKNOWN"}` aside).
+/// Every error's body (the original's `{"ticketId","status":"UNKNOWN"}` aside): an RFC 9457
+/// problem, `Content-Type: application/problem+json` ([`PROBLEM_JSON`]), that keeps the
+/// fields clients read since before (`status`, `error`, `message`) beside the RFC's.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// The HTTP status, again.
@@ -203,7 +205,20 @@ pub struct ErrorBody {
     pub error: String,
     /// What was wrong, for a person: names the bad field, or the URL to go to.
     pub message: String,
+    /// RFC 9457's problem type: `about:blank`, the status says what kind of problem it is.
+    /// (Optional only for what older servers sent.)
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// RFC 9457's title: the status's phrase, as `error` says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// RFC 9457's detail: what was wrong, as `message` says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
+
+/// The media type of an error's body ([`ErrorBody`]): an RFC 9457 problem.
+pub const PROBLEM_JSON: &str = "application/problem+json";
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, FromRequestParts, Path};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
+use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::AppState;
@@ -114,13 +115,9 @@ pub(crate) fn presents_token(headers: &HeaderMap, token: &str) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
-        .is_some_and(|presented| constant_time_eq(presented.as_bytes(), token.as_bytes()))
-}
-
-/// Compares without an early exit, so response timing does not leak how much of a guessed
-/// token was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+        // In constant time (`subtle`): response timing does not tell how much of a guessed
+        // token was right. Only a wrong length answers early, and the length is no secret.
+        .is_some_and(|presented| bool::from(presented.as_bytes().ct_eq(token.as_bytes())))
 }
 
 /// The values of the cookie `name` the request carries, most specific path first (as the
@@ -140,11 +137,37 @@ pub(crate) fn cookies<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterato
 mod tests {
     use super::*;
 
+    fn bearer(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, value.parse().unwrap());
+        headers
+    }
+
     #[test]
-    fn constant_time_eq_compares_whole_tokens() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
-        assert!(!constant_time_eq(b"", b"x"));
+    fn the_operator_token_is_compared_whole() {
+        let token = "a-long-operator-secret";
+        assert!(presents_token(
+            &bearer("Bearer a-long-operator-secret"),
+            token
+        ));
+        assert!(presents_token(
+            &bearer("Bearer  a-long-operator-secret "),
+            token
+        ));
+        assert!(!presents_token(
+            &bearer("Bearer a-long-operator-secreT"),
+            token
+        ));
+        assert!(!presents_token(
+            &bearer("Bearer a-long-operator-secret2"),
+            token
+        ));
+        assert!(!presents_token(&bearer("Bearer a-long"), token));
+        assert!(!presents_token(&bearer("Bearer "), token));
+        assert!(!presents_token(
+            &bearer("Basic a-long-operator-secret"),
+            token
+        ));
+        assert!(!presents_token(&HeaderMap::new(), token));
     }
 }

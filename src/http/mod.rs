@@ -33,8 +33,7 @@ use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderMap, StatusCode};
-use axum::{Extension, Json, Router};
-use serde_json::json;
+use axum::{Extension, Router};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_http::compression::CompressionLayer;
@@ -48,7 +47,7 @@ use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::model::ShowStats;
 use crate::pass::{Keyring, RequireAdmission};
-use crate::protocol::{ErrorBody, routes};
+use crate::protocol::routes;
 use crate::store::QueueStore;
 use crate::watchdog::Watchdog;
 
@@ -215,13 +214,9 @@ async fn not_found() -> AppError {
     AppError::NotFound("no such resource".into())
 }
 
-async fn method_not_allowed() -> (StatusCode, Json<serde_json::Value>) {
-    (
+async fn method_not_allowed() -> AppError {
+    AppError::Rejected(
         StatusCode::METHOD_NOT_ALLOWED,
-        Json(json!(ErrorBody {
-            status: 405,
-            error: "Method Not Allowed".into(),
-            message: "method not allowed on this resource".into(),
-        })),
+        "method not allowed on this resource".into(),
     )
 }

@@ -33,7 +33,7 @@ pub(super) use self::answers::{
 };
 use self::schemas::{integer, reference, schemas, string};
 use crate::error::AppError;
-use crate::protocol::routes;
+use crate::protocol::{PROBLEM_JSON, routes};
 
 /// The tag of the operator's routes: they need the bearer token, and the store.
 pub(super) const OPERATOR: &str = "operator";
@@ -102,6 +102,7 @@ pub(super) fn finish(mut api: OpenApi) -> OpenApi {
         for op in operations(&mut item) {
             optional_body(op);
             shared_answers(&path, op);
+            problem_media(op);
         }
         api.paths.paths.insert(path, item);
     }
@@ -165,6 +166,39 @@ fn optional_body(op: &mut Operation) {
         }
     }
     body.required = Some(Required::False);
+}
+
+/// Errors are RFC 9457 problems (`crate::error::problem`): an answer whose JSON is an
+/// [`ErrorBody`](crate::protocol::ErrorBody) is documented as `application/problem+json`,
+/// whatever an attribute said. A ticket route's 404 is either: the original's `UNKNOWN` stays
+/// `application/json`, a missing show's error is a problem.
+fn problem_media(op: &mut Operation) {
+    const JSON: &str = "application/json";
+    let is_error =
+        |s: &RefOr<Schema>| matches!(s, RefOr::Ref(r) if r.ref_location.ends_with("/ErrorBody"));
+    for response in op.responses.responses.values_mut() {
+        let RefOr::T(response) = response else {
+            continue;
+        };
+        let Some(RefOr::T(json)) = response.content.get_mut(JSON) else {
+            continue;
+        };
+        match &mut json.schema {
+            Some(schema) if is_error(schema) => {
+                if let Some(content) = response.content.shift_remove(JSON) {
+                    response.content.insert(PROBLEM_JSON.into(), content);
+                }
+            }
+            Some(RefOr::T(Schema::OneOf(one))) if one.items.iter().any(is_error) => {
+                one.items.retain(|s| !is_error(s));
+                let problem = Content::new(Some(reference("ErrorBody")));
+                response
+                    .content
+                    .insert(PROBLEM_JSON.into(), RefOr::T(problem));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Adds to `op` on `path` the answers every route of its kind gives (unless it says its

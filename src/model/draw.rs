@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// `GET …/{showId}/draw`: the commitment from the moment the show is scheduled; the seed,
 /// the participants and the beacon's value once drawn. The draw is recomputed from these
-/// alone (see the README, and [`crate::draw`]).
+/// alone (see docs/draw.md, and [`crate::draw`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DrawView {
@@ -15,7 +15,7 @@ pub struct DrawView {
     /// `scheduled` (the pre-queue takes fans), `closed` (the pre-queue closed; the draw
     /// waits for the beacon's value) or `drawn`.
     pub state: DrawStage,
-    /// How the order is worked out (see the README).
+    /// How the order is worked out (see docs/draw.md).
     pub algorithm: String,
     /// SHA-256 of the secret seed, published before anyone joins.
     pub commitment: String,

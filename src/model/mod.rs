@@ -234,7 +234,7 @@ pub struct TicketView {
     /// the rate): the position drops by this much at each tick, once a second, until a new
     /// state says otherwise; the ETA is then `ceil(position / countdownPerSecond)`. Pages
     /// count down between pushes; the server pushes at once whenever the count would be
-    /// wrong (README: Push cadence).
+    /// wrong (docs/push.md: Push cadence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub countdown_per_second: Option<u32>,
     /// With `countdownPerSecond`: the second (Unix time, the store's clock) of the last tick

@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn the_documented_claims_are_what_is_signed_and_the_jwks_verifies_them() {
-        // What an edge does from the README and the JWKS alone, without this crate's decoder.
+        // What an edge does from docs/passes.md and the JWKS alone, without this crate's decoder.
         let keys = ring(&[("k1", 9)]);
         let ticket = Uuid::nil();
         let pass = keys.sign_pass(&"show".parse().unwrap(), ticket, 5, 42, 40);

@@ -374,6 +374,73 @@ fn the_deploy_files_hang_together() {
     }
 }
 
+/// What compose asks of an operator: `.env.example` names every variable the compose file
+/// reads, none of them stops `docker compose down` when missing (`${VAR:?}` would), every
+/// service comes back by itself, and the edge's image is an nginx that re-resolves `app`.
+#[test]
+fn compose_runs_from_an_env_file_and_restarts_by_itself() {
+    // What compose interpolates: comments aside.
+    let text: String = std::fs::read_to_string(deploy("docker-compose.yaml"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let example = std::fs::read_to_string(deploy(".env.example")).unwrap();
+    let set: BTreeSet<&str> = example
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('=').map(|(name, _)| name.trim()))
+        .collect();
+    // `${NAME…}`, skipping `$${…}`, which compose leaves to the container's shell.
+    let mut read = BTreeSet::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("${") {
+        let escaped = rest[..at].ends_with('$');
+        let after = &rest[at + 2..];
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap();
+        if !escaped {
+            read.insert(after[..end].to_owned());
+            assert!(
+                !after[end..].starts_with(":?") && !after[end..].starts_with('?'),
+                "${{{}:?}} would stop `docker compose down` without it",
+                &after[..end]
+            );
+        }
+        rest = &after[end..];
+    }
+    assert!(read.contains("ADMIN_TOKEN"), "{read:?}");
+    for name in &read {
+        assert!(set.contains(name.as_str()), ".env.example lacks {name}");
+    }
+
+    let compose = read_yaml("docker-compose.yaml");
+    for (name, service) in compose["services"].as_object().unwrap() {
+        assert_eq!(service["restart"], "unless-stopped", "{name} restarts");
+    }
+    let nginx = std::fs::read_to_string(deploy("deploy/nginx.conf")).unwrap();
+    if nginx.contains(" resolve;") {
+        // `resolve` in an upstream came to open-source nginx in 1.27.3.
+        let image = compose["services"]["lb"]["image"].as_str().unwrap();
+        let version = image
+            .strip_prefix("nginx:")
+            .and_then(|v| v.split('-').next())
+            .unwrap();
+        let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap()).collect();
+        assert!(
+            parts.as_slice() >= [1, 27, 3].as_slice(),
+            "{image} cannot re-resolve app"
+        );
+    }
+    let ignored = std::fs::read_to_string(deploy(".dockerignore")).unwrap();
+    assert!(
+        ignored.lines().any(|l| l.trim() == ".env"),
+        "the operator token stays out of the image"
+    );
+}
+
 /// The alert rules pass their own unit tests (`deploy/prometheus/alerts.test.yml`) and the
 /// scrape config is one Prometheus takes, by Prometheus's own `promtool` (scripts/test.sh
 /// installs it with Debian's `prometheus`).

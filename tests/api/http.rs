@@ -21,17 +21,34 @@ both_stores!(
     leave_and_rate_change_over_http,
 );
 
+/// A 4xx's JSON: the original's UNKNOWN ticket (`application/json`), or an RFC 9457 problem
+/// (`application/problem+json`) that keeps the fields clients read (`status`, `error`,
+/// `message`) beside the RFC's (`type`, `title`, `detail`).
 async fn body(r: reqwest::Response) -> Value {
+    let status = r.status().as_u16();
     let ct = r
         .headers()
         .get("content-type")
         .map(|v| v.to_str().unwrap().to_owned());
-    assert_eq!(
-        ct.as_deref(),
-        Some("application/json"),
-        "4xx bodies are JSON"
-    );
-    r.json().await.unwrap()
+    let problem = match ct.as_deref() {
+        Some("application/problem+json") => true,
+        Some("application/json") => false,
+        other => panic!("4xx bodies are JSON: {other:?}"),
+    };
+    let body: Value = r.json().await.unwrap();
+    if problem {
+        assert_eq!(body["status"], status, "{body}");
+        assert_eq!(body["type"], "about:blank", "{body}");
+        assert_eq!(body["title"], body["error"], "{body}");
+        assert_eq!(body["detail"], body["message"], "{body}");
+        assert!(!body["message"].as_str().unwrap().is_empty(), "{body}");
+    } else {
+        assert_eq!(
+            body["status"], "UNKNOWN",
+            "only the original's answer is plain JSON"
+        );
+    }
+    body
 }
 
 async fn the_seeds_try_it_sequence(backend: Backend) {

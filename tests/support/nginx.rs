@@ -12,11 +12,15 @@ use super::free_port;
 pub struct Nginx {
     child: Child,
     pub addr: SocketAddr,
+    /// The internal port (`listen 8081;` in `deploy/nginx.conf`: the console and metrics),
+    /// when the file has one.
+    pub internal: Option<SocketAddr>,
     dir: PathBuf,
 }
 
 impl Nginx {
-    /// `deploy/nginx.conf` with `app:8080` replaced by `upstreams` (`127.0.0.1:port` each).
+    /// `deploy/nginx.conf` with `app:8080` replaced by `upstreams` (`127.0.0.1:port` each)
+    /// and its ports by free ones.
     pub async fn start(upstreams: &[SocketAddr]) -> Nginx {
         Nginx::start_file("nginx.conf", upstreams, &[]).await
     }
@@ -43,9 +47,19 @@ impl Nginx {
             .map(|a| format!("server {a};\n        "))
             .collect();
         let port = free_port();
-        let conf = conf
+        // `resolve` asks Docker's DNS again and again (nginx 1.27.3 or later); the test's
+        // upstreams are addresses, which need no resolving (and the nginx here may be older).
+        let internal = conf
+            .contains("listen 8081;")
+            .then(|| SocketAddr::from(([127, 0, 0, 1], free_port())));
+        let mut conf = conf
+            .replace("server app:8080 resolve;\n        ", &servers)
             .replace("server app:8080;\n        ", &servers)
             .replace("listen 8080;", &format!("listen 127.0.0.1:{port};"));
+        if let Some(internal) = internal {
+            conf = conf.replace("listen 8081;", &format!("listen {internal};"));
+        }
+        assert!(!conf.contains("app:8080"), "the upstream line moved");
         assert!(
             conf.contains(&format!("127.0.0.1:{port}")),
             "the listen line moved"
@@ -69,6 +83,7 @@ impl Nginx {
         let nginx = Nginx {
             child,
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            internal,
             dir,
         };
         for _ in 0..200 {
@@ -82,6 +97,12 @@ impl Nginx {
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
+    }
+
+    /// `path` on the internal port.
+    pub fn internal_url(&self, path: &str) -> String {
+        let internal = self.internal.expect("this nginx file has an internal port");
+        format!("http://{internal}{path}")
     }
 }
 

@@ -79,7 +79,7 @@ params! {
         ADMISSION_HEADER,
         ParameterIn::Header,
         "The fan's admitted ticket id, or its signed pass \
-         (`v1:<kid>:<showId>:<ticketId>:<exp>:<mac>`, see the README)",
+         (`v1:<kid>:<showId>:<ticketId>:<exp>:<mac>`, see docs/passes.md)",
         string(None),
         false,
     )];

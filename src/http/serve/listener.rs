@@ -215,10 +215,13 @@ fn busy() -> Response {
 /// Beyond the reserve: a 503 written straight to the socket, if it takes it at once, and the
 /// socket closed. Nothing is read and nothing is spawned: this must stay cheap under a flood.
 fn turn_away(stream: TcpStream) {
-    let body =
-        format!(r#"{{"status":503,"error":"Service Unavailable","message":"{BUSY_MESSAGE}"}}"#);
+    // The problem body every error has (crate::error::problem), spelled out: nothing is
+    // built per connection here.
+    let body = format!(
+        r#"{{"status":503,"error":"Service Unavailable","message":"{BUSY_MESSAGE}","type":"about:blank","title":"Service Unavailable","detail":"{BUSY_MESSAGE}"}}"#
+    );
     let response = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\n\
          retry-after: {BUSY_RETRY_SECONDS}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );

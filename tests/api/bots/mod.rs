@@ -35,7 +35,12 @@ pub fn config_with_keys(keys: &[(&str, u8)]) -> Config {
 /// A refusal: its status, and a JSON body that says why.
 async fn refusal(r: Response) -> (u16, String) {
     let status = r.status().as_u16();
-    assert_eq!(r.headers()["content-type"], "application/json", "{status}");
+    // An RFC 9457 problem, keeping `status`, `error` and `message`.
+    assert_eq!(
+        r.headers()["content-type"],
+        "application/problem+json",
+        "{status}"
+    );
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["status"], status);
     (status, body["message"].as_str().unwrap().to_owned())

@@ -1,5 +1,6 @@
 //! `deploy/nginx.conf` in a real nginx in front of two real server processes on one Redis, as
-//! `docker-compose.yaml` runs them: fans get through, `/metrics` stays inside.
+//! `docker-compose.yaml` runs them: fans get through, `/metrics` and the console stay on the
+//! internal port.
 
 use std::time::Duration;
 
@@ -41,6 +42,80 @@ async fn the_edge_serves_fans_and_keeps_metrics_inside() {
     assert!(a.metrics().await.contains("waiting_room_"));
     let healthy = client.get(edge.url(routes::HEALTHZ)).send().await.unwrap();
     assert_eq!(healthy.status(), StatusCode::OK);
+    for path in ["/admin", "/admin/", "/admin/stats/events"] {
+        let console = client.get(edge.url(path)).send().await.unwrap();
+        assert_eq!(
+            console.status(),
+            StatusCode::NOT_FOUND,
+            "{path}: the console is not public"
+        );
+    }
+    // The internal port serves both, and the console's operator stream behind its token.
+    let console = client
+        .get(edge.internal_url("/admin"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(console.status(), StatusCode::OK);
+    assert!(console.text().await.unwrap().contains("<html"));
+    let metrics = client
+        .get(edge.internal_url(routes::METRICS))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), StatusCode::OK);
+    assert!(metrics.text().await.unwrap().contains("waiting_room_"));
+}
+
+/// What the edge sends compressed: the page and its script when the browser asks, never an
+/// event stream (a compressor would hold its events back).
+#[tokio::test]
+async fn the_edge_gzips_pages_and_never_streams() {
+    let redis = RedisServer::start().await;
+    let env = [("TRUSTED_PROXY_HOPS", "1")];
+    let a = ServerProcess::start(&redis.url(), 5, &env).await;
+    let edge = Nginx::start(&[a.addr]).await;
+    a.create("zip").await;
+    // Plain reqwest (no decompression feature): the bytes as they travel.
+    let client = reqwest::Client::new();
+    let get = |path: String| {
+        client
+            .get(edge.url(&path))
+            .header("accept-encoding", "gzip")
+            .send()
+    };
+    let page = get("/wait/zip".into()).await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert_eq!(page.headers()["content-encoding"], "gzip");
+    let plain = client.get(edge.url("/wait/zip")).send().await.unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+    assert!(plain.text().await.unwrap().contains(r#"data-show="zip""#));
+
+    let ticket = ticket_id(
+        &client
+            .post(edge.url(&routes::show(routes::JOIN, "zip")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap(),
+    );
+    let stream = get(routes::ticket(routes::EVENTS, "zip", &ticket))
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert!(
+        stream.headers().get("content-encoding").is_none(),
+        "an event stream is never compressed"
+    );
+    let mut body = stream.bytes_stream();
+    let first = tokio::time::timeout(Duration::from_secs(5), body.next())
+        .await
+        .expect("the first event at once")
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("WAITING"));
 }
 
 /// The waiting page, SSE and WebSocket through nginx: each change reaches the fan as it

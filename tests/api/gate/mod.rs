@@ -16,9 +16,24 @@ mod orders;
 mod phases;
 mod shows;
 
+/// The JSON of an answer: a success's `application/json`, or an error's RFC 9457 problem
+/// (`application/problem+json`), which keeps `status`, `error` and `message`.
 async fn json_of(r: Response) -> Value {
-    assert_eq!(r.headers()["content-type"], "application/json");
-    r.json().await.unwrap()
+    let expected = if r.status().is_success() || r.status() == reqwest::StatusCode::NOT_FOUND {
+        // 404 may be the original's UNKNOWN ticket, plain JSON; the check below tells.
+        None
+    } else {
+        Some("application/problem+json")
+    };
+    let ct = r.headers()["content-type"].to_str().unwrap().to_owned();
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.unwrap();
+    match expected {
+        Some(media) => assert_eq!(ct, media, "{body}"),
+        None if ct == "application/problem+json" => assert_eq!(body["status"], status),
+        None => assert_eq!(ct, "application/json", "{body}"),
+    }
+    body
 }
 
 /// Opens `show`, joins one fan and waits for its admission.

@@ -18,8 +18,9 @@ use crate::support::ticket_id;
 /// answers with it; that JSON.
 async fn check(doc: &Value, path: &str, method: &str, status: u16, r: reqwest::Response) -> Value {
     assert_eq!(r.status().as_u16(), status, "{method} {path}");
+    let media = r.headers()["content-type"].to_str().unwrap().to_owned();
     let body: Value = r.json().await.unwrap();
-    conforms(&validator(doc, path, method, status), &body);
+    conforms(&validator(doc, path, method, status, &media), &body);
     body
 }
 

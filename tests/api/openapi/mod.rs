@@ -24,14 +24,23 @@ async fn document(app: &TestApp) -> (String, Value) {
 }
 
 /// A validator for the schema of `path`'s `method` answering `status` with JSON.
-fn validator(doc: &Value, path: &str, method: &str, status: u16) -> jsonschema::Validator {
+/// The schema the document gives the answer `status` to `method` on `path` in `media` (the
+/// answer's own Content-Type: an error is `application/problem+json`).
+fn validator(
+    doc: &Value,
+    path: &str,
+    method: &str,
+    status: u16,
+    media: &str,
+) -> jsonschema::Validator {
     let pointer = format!(
-        "/paths/{}/{method}/responses/{status}/content/application~1json/schema",
-        path.replace('~', "~0").replace('/', "~1")
+        "/paths/{}/{method}/responses/{status}/content/{}/schema",
+        path.replace('~', "~0").replace('/', "~1"),
+        media.replace('~', "~0").replace('/', "~1")
     );
     let mut schema = doc
         .pointer(&pointer)
-        .unwrap_or_else(|| panic!("the document has no JSON answer {status} to {method} {path}"))
+        .unwrap_or_else(|| panic!("the document has no {media} answer {status} to {method} {path}"))
         .clone();
     // `#/components/...` references resolve against the schema's root.
     schema["components"] = doc["components"].clone();
