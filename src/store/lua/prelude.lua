@@ -2,6 +2,11 @@
 -- script touches one Redis Cluster slot. Keys and arguments come by name, from one Rust type
 -- (`ScriptArgs` in redis/mod.rs), as JSON in ARGV[1]: `keys` names each of KEYS in turn, the rest
 -- are the show's settings and the script's own arguments (absent when not given).
+-- Replies go by name too: a script's body returns one table, which is answered as one JSON
+-- object and decoded in Rust into one type per reply (`redis/reply.rs`). A script with several
+-- outcomes names its own in `outcome`; a show a script will not serve is answered
+-- `{refused = 'no_such_show' | 'lost' | 'ended'}`, alike from every script. Epochs travel as
+-- text both ways: cjson writes numbers with 14 significant digits.
 local A = cjson.decode(ARGV[1])
 local K = {}
 for i, name in ipairs(A.keys) do K[name] = KEYS[i] end
@@ -130,21 +135,24 @@ local function announced_change()
   if not c[1] then return nil end
   return {math.max(tonumber(c[1]) - now_ms(), 0), tonumber(c[2])}
 end
--- {rate, flow, spread (thousandths), phase, full, ms until an announced change (-1: none),
--- its rate, the second of the last tick (-1: none), seats left (-1: no stock)}: what a
--- ticket's ETA is worked out from, and where its count goes on from.
+-- What a ticket's ETA is worked out from, and where its count goes on from (`PaceReply` in
+-- redis/reply.rs): the rate in force, the flow and its spread (thousandths), the phase's
+-- name, whether the last tick found every place taken; when there is one, an announced
+-- change (ms until it, its rate), the second of the last tick, the seats left, and why an
+-- ended on-sale ended.
 local function pace_reply()
   local mean, var, full = pace()
-  local change = announced_change() or {-1, 0}
+  local change = announced_change()
   local ph, st = sale()
-  return {rate(), math.floor(mean * 1000 + 0.5), math.floor(math.sqrt(var) * 1000 + 0.5),
-    ph, full and 1 or 0, change[1], change[2],
-    tonumber(redis.call('GET', TICK) or '-1'), seats_left(st)}
-end
--- Appends the pace to a reply.
-local function with_pace(reply)
-  for _, v in ipairs(pace_reply()) do reply[#reply + 1] = v end
-  return reply
+  local left = seats_left(st)
+  return {
+    rate = rate(), flow_milli = math.floor(mean * 1000 + 0.5),
+    spread_milli = math.floor(math.sqrt(var) * 1000 + 0.5), phase = PHASE_NAME[ph], full = full,
+    change_in_ms = change and change[1], change_rate = change and change[2],
+    tick_sec = tonumber(redis.call('GET', TICK) or ''),
+    stock_left = left >= 0 and left or nil,
+    reason = ph == 4 and (redis.call('HGET', META, 'end_reason') or nil) or nil,
+  }
 end
 -- The fair start's draw (src/draw.rs, which says why): a keyed permutation of 1..n, eight
 -- Feistel rounds over 2h bits with cycle-walking, round function MurmurHash3's fmix32 of the
@@ -222,21 +230,22 @@ local function order_key(d, a)
   return nil
 end
 
--- Where the queued ticket with arrival `seq` stands: {1, position} or, in a pre-queue not
--- drawn yet, {3, ms until the show opens}.
+-- Where the queued ticket with arrival `seq` stands (`TicketReply` in redis/reply.rs):
+-- waiting at a position or, in a pre-queue not drawn yet, ms until the show opens.
 local function standing(ticket, seq)
   local d = draw_phase()
   local key = order_key(d, seq)
   if not key then
-    if d.closed then return {3, 0} end
-    return {3, math.max(d.opens_at - now_ms(), 0)}
+    local opens_in = d.closed and 0 or math.max(d.opens_at - now_ms(), 0)
+    return {state = 'pre_queue', arrival = seq, opens_in_ms = opens_in}
   end
   if d and d.p and seq <= d.closed then
     local hd = head()
-    return {1, key - hd - redis.call('ZCOUNT', LEFT, '(' .. hd, '(' .. key)}
+    return {state = 'waiting', arrival = seq,
+      position = key - hd - redis.call('ZCOUNT', LEFT, '(' .. hd, '(' .. key)}
   end
   -- Everyone ahead is still in the queue, whatever their order: the rank says it.
-  return {1, redis.call('ZRANK', Q, ticket) + 1}
+  return {state = 'waiting', arrival = seq, position = redis.call('ZRANK', Q, ticket) + 1}
 end
 
 -- Appends a record (field, value, …) to the show's audit, keeping the newest A.audit_max.
@@ -260,11 +269,11 @@ end
 local function version() return tonumber(redis.call('GET', VER) or '0') end
 
 -- The show's epoch (a string of digits) if an operator made it and its state is whole;
--- else nil and the reply the script must give: {-404} nobody made it, {-503} it was lost.
+-- else nil and the reply the script must give: nobody made it, or it was lost.
 local function live_show()
   local m = redis.call('HMGET', META, 'epoch', 'lost', 'deleted')
-  if not m[1] or m[3] then return nil, {-404} end
-  if m[2] == '1' then return nil, {-503} end
+  if not m[1] or m[3] then return nil, {refused = 'no_such_show'} end
+  if m[2] == '1' then return nil, {refused = 'lost'} end
   return m[1], nil
 end
 
@@ -288,12 +297,10 @@ local function publish(kind, epoch, ver, hd, left, admitted_now, at)
   local p = pace_reply()
   redis.call(PUBLISH, CHANNEL, cjson.encode({
     show = SHOW, epoch = tonumber(epoch), version = ver, kind = kind, head = hd, left = left,
-    rate = p[1], flow_milli = p[2], spread_milli = p[3], open = p[4] == 1, full = p[5] == 1,
-    phase = PHASE_NAME[p[4]], stock_left = p[9] >= 0 and p[9] or nil,
-    reason = p[4] == 4 and (redis.call('HGET', META, 'end_reason') or nil) or nil,
-    admitted = admitted_now, ttl_ms = TTL, at_ms = at,
-    change_in_ms = p[6] >= 0 and p[6] or nil, change_rate = p[6] >= 0 and p[7] or nil,
-    tick_sec = p[8] >= 0 and p[8] or nil,
+    rate = p.rate, flow_milli = p.flow_milli, spread_milli = p.spread_milli,
+    open = p.phase == 'open', full = p.full, phase = p.phase, stock_left = p.stock_left,
+    reason = p.reason, admitted = admitted_now, ttl_ms = TTL, at_ms = at,
+    change_in_ms = p.change_in_ms, change_rate = p.change_rate, tick_sec = p.tick_sec,
   }))
 end
 

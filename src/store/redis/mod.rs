@@ -8,10 +8,10 @@
 //! on a cluster of Redis ≥ 7, with sharded `SPUBLISH` on a channel per show that only the
 //! instances listening to that show hear (`sharded.rs`; see [`PubSub`]).
 //!
-//! This file holds the connection and the one way a per-show script is run ([`ScriptArgs`],
-//! `run`, and the readers of its replies); each concern of the store is implemented in a
-//! file of its own, next to the scripts it runs: `shows.rs`, `queue.rs`, `draws.rs`, `feed.rs` (pub/sub),
-//! `lease.rs`, `limits.rs`, `orders.rs`.
+//! This file holds the connection and the one way a per-show script is run ([`ScriptArgs`]
+//! in, `run`, one JSON object out, decoded by name into the types of `reply.rs`); each concern
+//! of the store is implemented in a file of its own, next to the scripts it runs: `shows.rs`,
+//! `queue.rs`, `draws.rs`, `feed.rs` (pub/sub), `lease.rs`, `limits.rs`, `orders.rs`.
 
 mod draws;
 mod durable;
@@ -20,6 +20,7 @@ mod lease;
 mod limits;
 mod orders;
 mod queue;
+mod reply;
 mod sentinel;
 mod sharded;
 mod shows;
@@ -37,8 +38,8 @@ use uuid::Uuid;
 use self::durable::Confirmer;
 pub use self::sentinel::{SentinelConnection, SentinelSettings};
 use self::sharded::{Sharded, show_channel};
-use super::{Health, Result, StoreError, StoreSettings, pace_of};
-use crate::model::{EndReason, Pace, Phase, RateChange, ShowId};
+use super::{Health, Result, StoreError, StoreSettings};
+use crate::model::ShowId;
 
 /// How a Redis Cluster carries events (`REDIS_PUBSUB`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -60,15 +61,24 @@ const SHOWS: &str = "wr:shows";
 /// Scheduled shows not drawn yet, scored by their opening time (ms).
 const SCHEDULED: &str = "wr:scheduled";
 
+/// A per-show script, named after its file in `lua/` (the name its reply's errors give).
+pub(super) struct ShowScript {
+    name: &'static str,
+    script: Script,
+}
+
 /// A per-show script: `prelude.lua` (keys and arguments by name, shared helpers), then the
-/// script's own file in `lua/`.
+/// script's own file in `lua/` as the body of a function whose table is answered as JSON.
 macro_rules! show_script {
-    ($file:literal) => {
-        ::std::sync::LazyLock::new(|| {
-            ::redis::Script::new(concat!(
+    ($name:literal) => {
+        ::std::sync::LazyLock::new(|| super::ShowScript {
+            name: $name,
+            script: ::redis::Script::new(concat!(
                 include_str!("../lua/prelude.lua"),
-                include_str!(concat!("../lua/", $file))
-            ))
+                "return cjson.encode((function()\n",
+                include_str!(concat!("../lua/", $name, ".lua")),
+                "\nend)())\n"
+            )),
         })
     };
 }
@@ -323,13 +333,20 @@ impl RedisStore<ClusterConnection> {
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
-    /// Runs a per-show script with the shared key and argument layout of `prelude.lua`.
-    async fn run<T: redis::FromRedisValue>(
+    /// Runs a per-show script with the shared key and argument layout of `prelude.lua`, and
+    /// decodes its reply (a refusal of the show is its error).
+    async fn run<T: serde::de::DeserializeOwned>(
         &self,
-        script: &Script,
+        script: &ShowScript,
         show: &ShowId,
         own: ScriptArgs,
     ) -> Result<T> {
+        let text = self.run_script(&script.script, show, own).await?;
+        reply::decode(show, script.name, &text)
+    }
+
+    /// Runs a per-show script; its reply's text.
+    async fn run_script(&self, script: &Script, show: &ShowId, own: ScriptArgs) -> Result<String> {
         let tag = format!("wr:{{{show}}}");
         let mut invocation = script.prepare_invoke();
         for key in SHOW_KEYS {
@@ -404,85 +421,6 @@ fn major_version(info: &str) -> Option<u32> {
     version.trim().split('.').next()?.parse().ok()
 }
 
-fn protocol(what: &str, got: &[i64]) -> StoreError {
-    StoreError::Protocol(format!("{what}: {got:?}"))
-}
-
-/// A script's refusal of a show: {-404} nobody made it, {-503} it was lost, {-410} its
-/// on-sale ended (joins).
-fn refused(show: &ShowId, got: &[i64]) -> Option<StoreError> {
-    match got {
-        [-404] => Some(StoreError::NoSuchShow(show.clone())),
-        [-503] => Some(StoreError::ShowLost(show.clone())),
-        [-410] => Some(StoreError::Ended(show.clone())),
-        _ => None,
-    }
-}
-
-/// Runs `parse` on a script's integer reply unless the script refused the show.
-fn reply<T>(
-    show: &ShowId,
-    what: &str,
-    got: Vec<i64>,
-    parse: impl FnOnce(&[i64]) -> Option<T>,
-) -> Result<T> {
-    if let Some(e) = refused(show, &got) {
-        return Err(e);
-    }
-    parse(&got).ok_or_else(|| protocol(what, &got))
-}
-
-/// How many figures every script appends with `with_pace`.
-const PACE_FIGURES: usize = 9;
-
-/// The pace figures every script appends with `with_pace`.
-fn pace(got: &[i64]) -> Option<Pace> {
-    let [
-        rate,
-        flow,
-        spread,
-        phase,
-        full,
-        change_in_ms,
-        change_rate,
-        tick,
-        stock_left,
-    ] = *got
-    else {
-        return None;
-    };
-    Some(Pace {
-        tick_sec: (tick >= 0).then_some(tick as u64),
-        change: (change_in_ms >= 0).then_some(RateChange {
-            in_ms: change_in_ms as u64,
-            rate: change_rate as u32,
-        }),
-        stock_left: (stock_left >= 0).then_some(stock_left as u64),
-        ..pace_of(
-            rate as u32,
-            flow.max(0) as u64,
-            spread.max(0) as u64,
-            Phase::from_code(phase)?,
-            full == 1,
-        )
-    })
-}
-
-impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
-    /// Puts an ended show's reason into `pace` (the scripts' replies are integers; the
-    /// reason is text in the meta, read only for a show that ended).
-    async fn with_reason(&self, show: &ShowId, mut pace: Pace) -> Result<Pace> {
-        if pace.phase == Phase::Ended {
-            let mut conn = self.conn.clone();
-            let why: Option<String> =
-                redis::AsyncCommands::hget(&mut conn, format!("wr:{{{show}}}:meta"), "end_reason")
-                    .await?;
-            pace.reason = why.as_deref().and_then(EndReason::new);
-        }
-        Ok(pace)
-    }
-}
-
 /// The pass keys instances share when `PASS_KEYS` is unset (one key, outside every show's
 /// slot): a sorted set of `kid:base64secret` by when each was made.
 pub(super) const PASS_KEYS: &str = "wr:passkeys";
@@ -500,7 +438,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> super::SharedKeys for Re
     ) -> Result<Option<String>> {
         let ms = |d: Duration| d.as_millis() as u64;
         let mut conn = self.conn.clone();
-        let keys: Vec<String> = SHARE_KEYS
+        let text: String = SHARE_KEYS
             .key(PASS_KEYS)
             .arg(ours)
             .arg(fresh)
@@ -509,6 +447,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> super::SharedKeys for Re
             .arg(ms(schedule.settle))
             .invoke_async(&mut conn)
             .await?;
+        let keys = reply::decode_plain::<reply::PassKeysReply>("pass_keys", &text)?.keys;
         if keys.is_empty() {
             return Err(StoreError::Protocol(
                 "the shared pass keys came back empty".into(),
@@ -530,12 +469,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Health for RedisStore<C>
 /// A per-show script sent through the confirmer: in a batch of scripts with one `WAIT` right
 /// behind them on one connection (see `durable.rs`). Fewer replicas than asked in time:
 /// [`StoreError::NotReplicated`].
-async fn run_durably<T: redis::FromRedisValue>(
+async fn run_durably(
     confirmer: &Confirmer,
     script: &Script,
     tag: &str,
     json: &str,
-) -> Result<T> {
+) -> Result<String> {
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(script.get_hash()).arg(SHOW_KEYS.len());
     for key in SHOW_KEYS {
@@ -543,5 +482,5 @@ async fn run_durably<T: redis::FromRedisValue>(
     }
     cmd.arg(json);
     let value = confirmer.send(script, cmd).await?;
-    T::from_redis_value(value).map_err(|e| StoreError::Redis(e.into()))
+    redis::from_redis_value::<String>(value).map_err(|e| StoreError::Redis(e.into()))
 }
