@@ -12,6 +12,7 @@ use waiting_room::store::{QueueStore, ShowSettings};
 use crate::support::show;
 
 mod admission;
+mod cost;
 mod lease;
 mod orders;
 mod queue;
