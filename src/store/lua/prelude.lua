@@ -1,28 +1,45 @@
 -- Shared head of every per-show script. Every key of a show carries the same hash tag, so a
 -- script touches one Redis Cluster slot. Keys and arguments come by name, from one Rust type
--- (`ScriptArgs` in redis/mod.rs), as JSON in ARGV[1]: `keys` names each of KEYS in turn, the rest
--- are the show's settings and the script's own arguments (absent when not given).
+-- each (`SharedArgs` and `ScriptArgs` in redis/mod.rs), as JSON: ARGV[1] the store's settings,
+-- the same text on every call from one store (`keys` names each of KEYS in turn), ARGV[2] the
+-- show's names and the script's own arguments (absent when not given). `bind` reads them into
+-- the names below: every script's first step.
 -- Replies go by name too: a script's body returns one table, which is answered as one JSON
 -- object and decoded in Rust into one type per reply (`redis/reply.rs`). A script with several
 -- outcomes names its own in `outcome`; a show a script will not serve is answered
 -- `{refused = 'no_such_show' | 'lost' | 'ended'}`, alike from every script. Epochs travel as
 -- text both ways: cjson writes numbers with 14 significant digits.
-local A = cjson.decode(ARGV[1])
-local K = {}
-for i, name in ipairs(A.keys) do K[name] = KEYS[i] end
+-- The scripts run as one library of Redis Functions (loaded once; Redis >= 7) or, on an older
+-- Redis, each by SHA with this prelude in front (redis/mod.rs builds both).
+local A, S
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
-  SEEN, AUDIT =
-  K.queue, K.seq, K.head, K.left, K.version, K.rate, K.admissions, K.fence, K.tick, K.cap,
-  K.meta, K.holds, K.spent, K.flow, K.seen, K.audit
-local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP =
-  A.show, A.default_rate, A.ttl_ms, A.admitted_prefix, A.channel, A.default_cap
--- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
-local PUBLISH = A.sharded and 'SPUBLISH' or 'PUBLISH'
-
+  SEEN, AUDIT
+local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
-local STATE = {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW,
-  SEEN, AUDIT}
+local STATE
+-- The store's settings as last decoded: a library of functions keeps them between calls, so
+-- they are decoded again only when another store (or version) sends other ones.
+local shared_text
+local function bind(keys, argv)
+  if argv[1] ~= shared_text then
+    S = cjson.decode(argv[1])
+    shared_text = argv[1]
+  end
+  A = cjson.decode(argv[2])
+  local K = {}
+  for i, name in ipairs(S.keys) do K[name] = keys[i] end
+  Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW, SEEN,
+    AUDIT =
+    K.queue, K.seq, K.head, K.left, K.version, K.rate, K.admissions, K.fence, K.tick, K.cap,
+    K.meta, K.holds, K.spent, K.flow, K.seen, K.audit
+  SHOW, ADMITTED, CHANNEL = A.show, A.admitted_prefix, A.channel
+  DEFAULT_RATE, TTL, DEFAULT_CAP = S.default_rate, S.ttl_ms, S.default_cap
+  -- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
+  PUBLISH = S.sharded and 'SPUBLISH' or 'PUBLISH'
+  STATE = {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW, SEEN,
+    AUDIT}
+end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -69,7 +86,7 @@ end
 -- The longest an admission nobody takes up holds its place (ms): the arrival window, when
 -- it is shorter than the TTL and a cap makes it release places; else the TTL.
 local function longest_untaken_hold()
-  local window = tonumber(redis.call('HGET', META, 'window') or A.default_window_ms)
+  local window = tonumber(redis.call('HGET', META, 'window') or S.default_window_ms)
   if cap() > 0 and window > 0 and window < TTL then return window end
   return TTL
 end
@@ -248,9 +265,9 @@ local function standing(ticket, seq)
   return {state = 'waiting', arrival = seq, position = redis.call('ZRANK', Q, ticket) + 1}
 end
 
--- Appends a record (field, value, …) to the show's audit, keeping the newest A.audit_max.
+-- Appends a record (field, value, …) to the show's audit, keeping the newest S.audit_max.
 local function audit(fields)
-  redis.call('XADD', AUDIT, 'MAXLEN', '~', A.audit_max, '*', unpack(fields))
+  redis.call('XADD', AUDIT, 'MAXLEN', '~', S.audit_max, '*', unpack(fields))
 end
 
 -- Arrival numbers as inclusive ranges of consecutive numbers: '4-6,9,2-3'.

@@ -14,6 +14,7 @@ use crate::support::show;
 mod admission;
 mod cost;
 mod lease;
+mod library;
 mod orders;
 mod queue;
 mod shows;
