@@ -48,6 +48,10 @@ pub(super) const SCRIPTS: [(&str, &str); 23] = [
     ("touch", include_str!("../lua/touch.lua")),
 ];
 
+/// The per-show scripts that write nothing, registered `no-writes`: like a script run by SHA,
+/// which Redis refuses only at its first write, they still answer when Redis is out of memory.
+const READ_ONLY: [&str; 5] = ["challenge", "is_admitted", "meta", "snapshot", "stats"];
+
 const PRELUDE: &str = include_str!("../lua/prelude.lua");
 
 /// The library: its text, and the prefix of its functions' names.
@@ -60,10 +64,16 @@ pub(super) struct Library {
 pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let mut code = String::from(PRELUDE);
     for (name, body) in SCRIPTS {
+        let flags = if READ_ONLY.contains(&name) {
+            "{'no-writes'}"
+        } else {
+            "{}"
+        };
         code.push_str(&format!(
             "do\n  local body = function()\n{body}\nend\n  \
-             redis.register_function('{{prefix}}{name}', function(keys, argv)\n    \
-             bind(keys, argv)\n    return cjson.encode(body())\n  end)\nend\n"
+             redis.register_function{{function_name = '{{prefix}}{name}', flags = {flags},\n    \
+             callback = function(keys, argv)\n      bind(keys, argv)\n      \
+             return cjson.encode(body())\n    end}}\nend\n"
         ));
     }
     // A SHA-1 of the code, as `redis::Script` works it out.

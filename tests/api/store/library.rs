@@ -81,3 +81,26 @@ async fn every_primary_of_a_cluster_holds_the_library_and_gets_it_back() {
         assert_eq!(libraries(node).await.len(), 1, "node {}", node.port);
     }
 }
+
+#[tokio::test]
+async fn a_redis_out_of_memory_still_answers_the_scripts_that_only_read() {
+    let redis = RedisServer::start().await;
+    let store = RedisStore::connect(&redis.url(), settings(10, Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let sh = show("oom");
+    store.open(&sh).await.unwrap();
+    store.join(&sh).await.unwrap();
+    let mut conn = redis.conn().await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    // Registered `no-writes`, as a script run by SHA that never writes: Redis runs them.
+    assert!(store.show(&sh).await.unwrap().is_some());
+    assert_eq!(store.stats(&sh).await.unwrap().queue_length, 1);
+    assert!(store.join(&sh).await.is_err(), "a join writes: refused");
+}
