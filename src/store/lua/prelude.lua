@@ -129,12 +129,11 @@ local function ended(ticket, now)
   if expires then held(tonumber(expires) - TTL, now) end
 end
 
--- The pace: places offered a second (mean, variance), and whether the last tick found every
--- place taken. Without a cap, the rate in force. With one, places free up as fast as buyers
--- finish: cap over the mean time a place stays taken (Little's law behind the gate), never
--- above the rate.
-local function pace()
-  local r = rate()
+-- The pace at the rate in force `r`: places offered a second (mean, variance), and whether
+-- the last tick found every place taken. Without a cap, the rate in force. With one, places
+-- free up as fast as buyers finish: cap over the mean time a place stays taken (Little's law
+-- behind the gate), never above the rate.
+local function pace(r)
   local c = cap()
   local full = redis.call('HGET', FLOW, 'full') == '1'
   if c == 0 then return r, 0, full end
@@ -145,30 +144,30 @@ local function pace()
   local spread = flow * math.sqrt(var) / mean / 2
   return flow, spread * spread, full
 end
--- A rate change the operator announced (meta `change_at`, ms, and `change_rate`): {ms until
--- it, the rate}, or nil.
-local function announced_change()
-  local c = redis.call('HMGET', META, 'change_at', 'change_rate')
-  if not c[1] then return nil end
-  return {math.max(tonumber(c[1]) - now_ms(), 0), tonumber(c[2])}
-end
 -- What a ticket's ETA is worked out from, and where its count goes on from (`PaceReply` in
 -- redis/reply.rs): the rate in force, the flow and its spread (thousandths), the phase's
--- name, whether the last tick found every place taken; when there is one, an announced
--- change (ms until it, its rate), the second of the last tick, the seats left, and why an
--- ended on-sale ended.
+-- name, whether the last tick found every place taken; when there is one, a rate change the
+-- operator announced (meta `change_at`, ms, and `change_rate`: ms until it, its rate), the
+-- second of the last tick, the seats left, and why an ended on-sale ended. Every join and
+-- status answers with it, so the meta fields it needs are read in one call (`rate()`,
+-- `sale()` and the reason read the same fields one by one elsewhere).
 local function pace_reply()
-  local mean, var, full = pace()
-  local change = announced_change()
-  local ph, st = sale()
-  local left = seats_left(st)
+  local m = redis.call('HMGET', META, 'pace', 'change_at', 'change_rate', 'open', 'phase', 'stock',
+    'end_reason')
+  local r = configured_rate()
+  local following = tonumber(m[1] or '')
+  if following and following < r then r = following end
+  local mean, var, full = pace(r)
+  local ph = (m[4] == '1') and 1 or (PHASE_CODE[m[5] or ''] or 0)
+  local left = seats_left(tonumber(m[6] or '0'))
   return {
-    rate = rate(), flow_milli = math.floor(mean * 1000 + 0.5),
+    rate = r, flow_milli = math.floor(mean * 1000 + 0.5),
     spread_milli = math.floor(math.sqrt(var) * 1000 + 0.5), phase = PHASE_NAME[ph], full = full,
-    change_in_ms = change and change[1], change_rate = change and change[2],
+    change_in_ms = m[2] and math.max(tonumber(m[2]) - now_ms(), 0) or nil,
+    change_rate = m[2] and tonumber(m[3]) or nil,
     tick_sec = tonumber(redis.call('GET', TICK) or ''),
     stock_left = left >= 0 and left or nil,
-    reason = ph == 4 and (redis.call('HGET', META, 'end_reason') or nil) or nil,
+    reason = ph == 4 and (m[7] or nil) or nil,
   }
 end
 -- The fair start's draw (src/draw.rs, which says why): a keyed permutation of 1..n, eight
