@@ -136,30 +136,25 @@ impl DrawPhase {
     }
 }
 
-/// Why a schedule was refused, as `schedule.lua` numbers it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why a schedule was refused, as `schedule.lua` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum Refused {
-    Closed = 1,
-    Open = 2,
-    Joined = 3,
-    NotScheduled = 4,
-    BeaconLate = 5,
-    BeaconValue = 6,
+    /// The pre-queue closed: the opening cannot move.
+    Closed,
+    /// Open already.
+    Open,
+    /// Fans joined already, in arrival order.
+    Joined,
+    /// No opening scheduled.
+    NotScheduled,
+    /// A beacon named after the pre-queue closed.
+    BeaconLate,
+    /// A beacon value out of turn.
+    BeaconValue,
 }
 
 impl Refused {
-    /// The refusal numbered `code` by `schedule.lua`.
-    pub(crate) fn from_code(code: i64) -> Refused {
-        match code {
-            1 => Refused::Closed,
-            2 => Refused::Open,
-            3 => Refused::Joined,
-            4 => Refused::NotScheduled,
-            5 => Refused::BeaconLate,
-            _ => Refused::BeaconValue,
-        }
-    }
-
     /// The refusal as the operator reads it (a 409).
     pub(crate) fn error(self, show: &ShowId) -> StoreError {
         StoreError::Conflict(match self {

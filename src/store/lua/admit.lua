@@ -10,20 +10,22 @@
 -- is never admitted from.
 -- Admitted is not bought: with a cap on active buyers, a tick admits only the free places
 -- (cap − admitted who have neither bought nor run out), never more than the rate.
--- Returns {-1, fence} fenced, {-2, ms to the next second} already served this second,
--- {-3} not served, else {count, head, version, now, rate, epoch}: a tick that admitted nobody
--- is published too, with the pace it measured.
+-- Answers the outcome `fenced` (with the newest fence seen), `already_this_second` (with
+-- `next_in_ms`), `not_served`, or `admitted`: how many, the new head and version (a tick
+-- that admitted nobody is published too, with the pace it measured).
 local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted')
-if not m[1] or m[2] ~= '1' or m[3] == '1' or m[4] then return {-3} end
+if not m[1] or m[2] ~= '1' or m[3] == '1' or m[4] then return {outcome = 'not_served'} end
 local epoch = m[1]
 local token = tonumber(A.fence)
 local fence = tonumber(redis.call('GET', FENCE) or '0')
-if token < fence then return {-1, fence} end
+if token < fence then return {outcome = 'fenced', fence = fence} end
 local now = now_ms()
 if token > fence then redis.call('SET', FENCE, token) end
 local second = math.floor(now / 1000)
 local last = tonumber(redis.call('GET', TICK) or '-1')
-if second <= last then return {-2, (second + 1) * 1000 - now} end
+if second <= last then 
+  return {outcome = 'already_this_second', next_in_ms = (second + 1) * 1000 - now}
+end
 redis.call('SET', TICK, second)
 
 -- An announced rate change takes effect at the first tick from its time.
@@ -118,4 +120,4 @@ end
 -- Every tick is published, one that admitted nobody too: the pace moved, so did the ETAs.
 local ver = redis.call('INCR', VER)
 publish('tick', epoch, ver, hd, nil, n, now)
-return {n, hd, ver, now, n_rate, tonumber(epoch)}
+return {outcome = 'admitted', count = n, head = hd, version = ver}

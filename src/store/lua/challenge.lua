@@ -1,4 +1,4 @@
--- The proof of work a join of this show must bring now: {bits}, or {-404}/{-503}.
+-- The proof of work a join of this show must bring now: {bits = zero bits (0: none)}.
 local _, refused = live_show()
 if refused then return refused end
-return {tonumber(redis.call('HGET', META, 'challenge_bits') or '0')}
+return {bits = tonumber(redis.call('HGET', META, 'challenge_bits') or '0')}

@@ -5,15 +5,15 @@
 -- withdraws it), A.challenge_bits (the proof of work a join must bring, meta field), A.stock
 -- (seats for sale; 0 removes it). A new rate, an announced change or a new stock is
 -- published: every waiting fan's ETA (or seats left) changes with it.
--- Returns {created, epoch}.
+-- Answers {created, epoch}.
 local m = redis.call('HMGET', META, 'epoch', 'deleted')
-local created = 0
+local created = false
 local epoch = m[1]
 local now = now_ms()
 if not epoch or m[2] then
   epoch = A.new_epoch
   create(epoch, now)
-  created = 1
+  created = true
 end
 if A.cap then redis.call('SET', CAP, A.cap) end
 if A.window_ms then redis.call('HSET', META, 'window', A.window_ms) end
@@ -40,4 +40,4 @@ if A.rate or A.change_at or A.stock then
   local ver = redis.call('INCR', VER)
   publish('rate', epoch, ver, head(), nil, 0, now)
 end
-return {created, tonumber(epoch)}
+return {created = created, epoch = epoch}

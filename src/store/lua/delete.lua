@@ -1,11 +1,11 @@
 -- Removes a show and its state, leaving a tombstone (A.tombstone_ms = its lifetime in ms) so that
 -- no instance takes the vanished state for a loss. Fans following it are told it is gone.
--- Returns {1} if there was a show, else {0}.
+-- Answers {deleted}: whether there was a show.
 local m = redis.call('HMGET', META, 'epoch', 'deleted')
-if not m[1] or m[2] then return {0} end
+if not m[1] or m[2] then return {deleted = false} end
 redis.call('DEL', unpack(STATE))
 redis.call('DEL', META)
 redis.call('HSET', META, 'deleted', '1')
 redis.call('PEXPIRE', META, A.tombstone_ms)
 publish('reset', 0, 0, 0, nil, 0, now_ms())
-return {1}
+return {deleted = true}

@@ -1,6 +1,6 @@
 -- Leave: a waiting ticket leaves the queue (everyone behind moves up, and the hubs are told);
--- an admitted ticket gives its admission back. A.ticket: the ticket. Returns {1} if it was live,
--- {0} if not, or {-404}/{-503}.
+-- an admitted ticket gives its admission back. A.ticket: the ticket. Answers {live}: whether it
+-- was live.
 local epoch, refused = live_show()
 if refused then return refused end
 local now = now_ms()
@@ -13,12 +13,12 @@ if seq then
   redis.call('ZADD', LEFT, key, key)
   local ver = redis.call('INCR', VER)
   publish('leave', epoch, ver, head(), key, 0, now)
-  return {1}
+  return {live = true}
 end
 if admitted(A.ticket, epoch) then
   ended(A.ticket, now)
   redis.call('DEL', ADMITTED .. A.ticket)
   redis.call('ZREM', ADMISSIONS, A.ticket)
-  return {1}
+  return {live = true}
 end
-return {0}
+return {live = false}

@@ -6,10 +6,11 @@
 -- more and the ticket no longer answers as admitted. In every phase but closed (the gate lifted) the
 -- ticket must be a running admission of this epoch that has not bought yet: before the
 -- opening, while paused and once ended too. Buying spends it and frees its place for the next
--- fan. With a stock, no order goes past it, and the last seat sold ends the on-sale. Returns
--- {'created', id}, {'repeated', id}, {'conflict', why}, {'forbidden'}, or {'-404'}/{'-503'}.
+-- fan. With a stock, no order goes past it, and the last seat sold ends the on-sale. Answers
+-- the outcome `created` or `repeated` (with the `order` id), `conflict` (with `why`: hold,
+-- sold out, admission) or `forbidden`.
 local epoch, refused = live_show()
-if refused then return {tostring(refused[1])} end
+if refused then return refused end
 local gated = phase() ~= 3
 local ticket = ''
 if gated and A.ticket then ticket = A.ticket end
@@ -17,11 +18,13 @@ local fingerprint = ticket .. '|' .. A.fingerprint
 local held = redis.call('HGET', HOLDS, A.hold)
 if held then
   local id, was = string.match(held, '^([^|]*)|(.*)$')
-  if was == fingerprint then return {'repeated', id} end
-  return {'conflict', 'hold'}
+  if was == fingerprint then return {outcome = 'repeated', order = id} end
+  return {outcome = 'conflict', why = 'hold'}
 end
 local st = stock()
-if st > 0 and redis.call('HLEN', HOLDS) >= st then return {'conflict', 'sold out'} end
+if st > 0 and redis.call('HLEN', HOLDS) >= st then
+  return {outcome = 'conflict', why = 'sold out'}
+end
 local now = now_ms()
 -- The buyer's arrival number, for the public record (0: no admission, the gate lifted).
 local arrival = 0
@@ -29,9 +32,9 @@ if gated then
   -- A pass names its admission; that admission must still run here too (not given back,
   -- released untaken or of another epoch), so a pass buys no more than its ticket id would.
   if ticket ~= '' and redis.call('HEXISTS', SPENT, ticket) == 1 then
-    return {'conflict', 'admission'}
+    return {outcome = 'conflict', why = 'admission'}
   end
-  if ticket == '' or not admitted(ticket, epoch) then return {'forbidden'} end
+  if ticket == '' or not admitted(ticket, epoch) then return {outcome = 'forbidden'} end
   arrival = admitted_arrival(ticket)
   redis.call('HSET', SPENT, ticket, A.hold)
   ended(ticket, now)
@@ -43,4 +46,4 @@ end
 redis.call('HSET', HOLDS, A.hold, A.order .. '|' .. fingerprint)
 audit({'kind', 'order', 'at_ms', now, 'epoch', epoch, 'arrival', arrival})
 if st > 0 and redis.call('HLEN', HOLDS) >= st then enter_phase('ended', epoch, 'sold out') end
-return {'created', A.order}
+return {outcome = 'created', order = A.order}

@@ -4,7 +4,7 @@
 -- newest is older than the rotation period), the rotation period, how long a key superseded
 -- still verifies (its passes and challenges live that long), and the settle time (every
 -- instance reads the set that often, so a new key signs only once all can verify it).
--- Returns the keys, the signing one first, the rest newest first.
+-- Answers, as JSON, {keys}: the signing one first, the rest newest first.
 local set = KEYS[1]
 local ours, fresh = ARGV[1], ARGV[2]
 local rotate, keep, settle = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -36,4 +36,4 @@ local out = {kept[signer][1]}
 for i = #kept, 1, -1 do
   if i ~= signer then out[#out + 1] = kept[i][1] end
 end
-return out
+return cjson.encode({keys = out})

@@ -1,23 +1,45 @@
 -- Shared head of every per-show script. Every key of a show carries the same hash tag, so a
 -- script touches one Redis Cluster slot. Keys and arguments come by name, from one Rust type
--- (`ScriptArgs` in redis/mod.rs), as JSON in ARGV[1]: `keys` names each of KEYS in turn, the rest
--- are the show's settings and the script's own arguments (absent when not given).
-local A = cjson.decode(ARGV[1])
-local K = {}
-for i, name in ipairs(A.keys) do K[name] = KEYS[i] end
+-- each (`SharedArgs` and `ScriptArgs` in redis/mod.rs), as JSON: ARGV[1] the store's settings,
+-- the same text on every call from one store (`keys` names each of KEYS in turn), ARGV[2] the
+-- show's names and the script's own arguments (absent when not given). `bind` reads them into
+-- the names below: every script's first step.
+-- Replies go by name too: a script's body returns one table, which is answered as one JSON
+-- object and decoded in Rust into one type per reply (`redis/reply.rs`). A script with several
+-- outcomes names its own in `outcome`; a show a script will not serve is answered
+-- `{refused = 'no_such_show' | 'lost' | 'ended'}`, alike from every script. Epochs travel as
+-- text both ways: cjson writes numbers with 14 significant digits.
+-- The scripts run as one library of Redis Functions (loaded once; Redis >= 7) or, on an older
+-- Redis, each by SHA with this prelude in front (redis/mod.rs builds both).
+local A, S
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
-  SEEN, AUDIT =
-  K.queue, K.seq, K.head, K.left, K.version, K.rate, K.admissions, K.fence, K.tick, K.cap,
-  K.meta, K.holds, K.spent, K.flow, K.seen, K.audit
-local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP =
-  A.show, A.default_rate, A.ttl_ms, A.admitted_prefix, A.channel, A.default_cap
--- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
-local PUBLISH = A.sharded and 'SPUBLISH' or 'PUBLISH'
-
+  SEEN, AUDIT
+local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
-local STATE = {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW,
-  SEEN, AUDIT}
+local STATE
+-- The store's settings as last decoded: a library of functions keeps them between calls, so
+-- they are decoded again only when another store (or version) sends other ones.
+local shared_text
+local function bind(keys, argv)
+  if argv[1] ~= shared_text then
+    S = cjson.decode(argv[1])
+    shared_text = argv[1]
+  end
+  A = cjson.decode(argv[2])
+  local K = {}
+  for i, name in ipairs(S.keys) do K[name] = keys[i] end
+  Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW, SEEN,
+    AUDIT =
+    K.queue, K.seq, K.head, K.left, K.version, K.rate, K.admissions, K.fence, K.tick, K.cap,
+    K.meta, K.holds, K.spent, K.flow, K.seen, K.audit
+  SHOW, ADMITTED, CHANNEL = A.show, A.admitted_prefix, A.channel
+  DEFAULT_RATE, TTL, DEFAULT_CAP = S.default_rate, S.ttl_ms, S.default_cap
+  -- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
+  PUBLISH = S.sharded and 'SPUBLISH' or 'PUBLISH'
+  STATE = {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW, SEEN,
+    AUDIT}
+end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -64,7 +86,7 @@ end
 -- The longest an admission nobody takes up holds its place (ms): the arrival window, when
 -- it is shorter than the TTL and a cap makes it release places; else the TTL.
 local function longest_untaken_hold()
-  local window = tonumber(redis.call('HGET', META, 'window') or A.default_window_ms)
+  local window = tonumber(redis.call('HGET', META, 'window') or S.default_window_ms)
   if cap() > 0 and window > 0 and window < TTL then return window end
   return TTL
 end
@@ -107,12 +129,11 @@ local function ended(ticket, now)
   if expires then held(tonumber(expires) - TTL, now) end
 end
 
--- The pace: places offered a second (mean, variance), and whether the last tick found every
--- place taken. Without a cap, the rate in force. With one, places free up as fast as buyers
--- finish: cap over the mean time a place stays taken (Little's law behind the gate), never
--- above the rate.
-local function pace()
-  local r = rate()
+-- The pace at the rate in force `r`: places offered a second (mean, variance), and whether
+-- the last tick found every place taken. Without a cap, the rate in force. With one, places
+-- free up as fast as buyers finish: cap over the mean time a place stays taken (Little's law
+-- behind the gate), never above the rate.
+local function pace(r)
   local c = cap()
   local full = redis.call('HGET', FLOW, 'full') == '1'
   if c == 0 then return r, 0, full end
@@ -123,28 +144,31 @@ local function pace()
   local spread = flow * math.sqrt(var) / mean / 2
   return flow, spread * spread, full
 end
--- A rate change the operator announced (meta `change_at`, ms, and `change_rate`): {ms until
--- it, the rate}, or nil.
-local function announced_change()
-  local c = redis.call('HMGET', META, 'change_at', 'change_rate')
-  if not c[1] then return nil end
-  return {math.max(tonumber(c[1]) - now_ms(), 0), tonumber(c[2])}
-end
--- {rate, flow, spread (thousandths), phase, full, ms until an announced change (-1: none),
--- its rate, the second of the last tick (-1: none), seats left (-1: no stock)}: what a
--- ticket's ETA is worked out from, and where its count goes on from.
+-- What a ticket's ETA is worked out from, and where its count goes on from (`PaceReply` in
+-- redis/reply.rs): the rate in force, the flow and its spread (thousandths), the phase's
+-- name, whether the last tick found every place taken; when there is one, a rate change the
+-- operator announced (meta `change_at`, ms, and `change_rate`: ms until it, its rate), the
+-- second of the last tick, the seats left, and why an ended on-sale ended. Every join and
+-- status answers with it, so the meta fields it needs are read in one call (`rate()`,
+-- `sale()` and the reason read the same fields one by one elsewhere).
 local function pace_reply()
-  local mean, var, full = pace()
-  local change = announced_change() or {-1, 0}
-  local ph, st = sale()
-  return {rate(), math.floor(mean * 1000 + 0.5), math.floor(math.sqrt(var) * 1000 + 0.5),
-    ph, full and 1 or 0, change[1], change[2],
-    tonumber(redis.call('GET', TICK) or '-1'), seats_left(st)}
-end
--- Appends the pace to a reply.
-local function with_pace(reply)
-  for _, v in ipairs(pace_reply()) do reply[#reply + 1] = v end
-  return reply
+  local m = redis.call('HMGET', META, 'pace', 'change_at', 'change_rate', 'open', 'phase', 'stock',
+    'end_reason')
+  local r = configured_rate()
+  local following = tonumber(m[1] or '')
+  if following and following < r then r = following end
+  local mean, var, full = pace(r)
+  local ph = (m[4] == '1') and 1 or (PHASE_CODE[m[5] or ''] or 0)
+  local left = seats_left(tonumber(m[6] or '0'))
+  return {
+    rate = r, flow_milli = math.floor(mean * 1000 + 0.5),
+    spread_milli = math.floor(math.sqrt(var) * 1000 + 0.5), phase = PHASE_NAME[ph], full = full,
+    change_in_ms = m[2] and math.max(tonumber(m[2]) - now_ms(), 0) or nil,
+    change_rate = m[2] and tonumber(m[3]) or nil,
+    tick_sec = tonumber(redis.call('GET', TICK) or ''),
+    stock_left = left >= 0 and left or nil,
+    reason = ph == 4 and (m[7] or nil) or nil,
+  }
 end
 -- The fair start's draw (src/draw.rs, which says why): a keyed permutation of 1..n, eight
 -- Feistel rounds over 2h bits with cycle-walking, round function MurmurHash3's fmix32 of the
@@ -222,26 +246,27 @@ local function order_key(d, a)
   return nil
 end
 
--- Where the queued ticket with arrival `seq` stands: {1, position} or, in a pre-queue not
--- drawn yet, {3, ms until the show opens}.
+-- Where the queued ticket with arrival `seq` stands (`TicketReply` in redis/reply.rs):
+-- waiting at a position or, in a pre-queue not drawn yet, ms until the show opens.
 local function standing(ticket, seq)
   local d = draw_phase()
   local key = order_key(d, seq)
   if not key then
-    if d.closed then return {3, 0} end
-    return {3, math.max(d.opens_at - now_ms(), 0)}
+    local opens_in = d.closed and 0 or math.max(d.opens_at - now_ms(), 0)
+    return {state = 'pre_queue', arrival = seq, opens_in_ms = opens_in}
   end
   if d and d.p and seq <= d.closed then
     local hd = head()
-    return {1, key - hd - redis.call('ZCOUNT', LEFT, '(' .. hd, '(' .. key)}
+    return {state = 'waiting', arrival = seq,
+      position = key - hd - redis.call('ZCOUNT', LEFT, '(' .. hd, '(' .. key)}
   end
   -- Everyone ahead is still in the queue, whatever their order: the rank says it.
-  return {1, redis.call('ZRANK', Q, ticket) + 1}
+  return {state = 'waiting', arrival = seq, position = redis.call('ZRANK', Q, ticket) + 1}
 end
 
--- Appends a record (field, value, …) to the show's audit, keeping the newest A.audit_max.
+-- Appends a record (field, value, …) to the show's audit, keeping the newest S.audit_max.
 local function audit(fields)
-  redis.call('XADD', AUDIT, 'MAXLEN', '~', A.audit_max, '*', unpack(fields))
+  redis.call('XADD', AUDIT, 'MAXLEN', '~', S.audit_max, '*', unpack(fields))
 end
 
 -- Arrival numbers as inclusive ranges of consecutive numbers: '4-6,9,2-3'.
@@ -260,11 +285,11 @@ end
 local function version() return tonumber(redis.call('GET', VER) or '0') end
 
 -- The show's epoch (a string of digits) if an operator made it and its state is whole;
--- else nil and the reply the script must give: {-404} nobody made it, {-503} it was lost.
+-- else nil and the reply the script must give: nobody made it, or it was lost.
 local function live_show()
   local m = redis.call('HMGET', META, 'epoch', 'lost', 'deleted')
-  if not m[1] or m[3] then return nil, {-404} end
-  if m[2] == '1' then return nil, {-503} end
+  if not m[1] or m[3] then return nil, {refused = 'no_such_show'} end
+  if m[2] == '1' then return nil, {refused = 'lost'} end
   return m[1], nil
 end
 
@@ -288,12 +313,10 @@ local function publish(kind, epoch, ver, hd, left, admitted_now, at)
   local p = pace_reply()
   redis.call(PUBLISH, CHANNEL, cjson.encode({
     show = SHOW, epoch = tonumber(epoch), version = ver, kind = kind, head = hd, left = left,
-    rate = p[1], flow_milli = p[2], spread_milli = p[3], open = p[4] == 1, full = p[5] == 1,
-    phase = PHASE_NAME[p[4]], stock_left = p[9] >= 0 and p[9] or nil,
-    reason = p[4] == 4 and (redis.call('HGET', META, 'end_reason') or nil) or nil,
-    admitted = admitted_now, ttl_ms = TTL, at_ms = at,
-    change_in_ms = p[6] >= 0 and p[6] or nil, change_rate = p[6] >= 0 and p[7] or nil,
-    tick_sec = p[8] >= 0 and p[8] or nil,
+    rate = p.rate, flow_milli = p.flow_milli, spread_milli = p.spread_milli,
+    open = p.phase == 'open', full = p.full, phase = p.phase, stock_left = p.stock_left,
+    reason = p.reason, admitted = admitted_now, ttl_ms = TTL, at_ms = at,
+    change_in_ms = p.change_in_ms, change_rate = p.change_rate, tick_sec = p.tick_sec,
   }))
 end
 

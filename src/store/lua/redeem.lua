@@ -3,12 +3,12 @@
 -- gate it spends the admission once, in any phase: it must be a running admission of this
 -- epoch, never spent (by an order or a redemption). Spent, the ticket answers as admitted no
 -- more, is handed no pass again, and its place goes to the next fan. A redemption is not a
--- seat sold: the stock counts orders. Returns {'redeemed', arrival, epoch}, {'spent'},
--- {'forbidden'}, or {'-404'}/{'-503'}.
+-- seat sold: the stock counts orders. Answers the outcome `redeemed` (with the buyer's
+-- `arrival` and the `epoch`), `spent` or `forbidden`.
 local epoch, refused = live_show()
-if refused then return {tostring(refused[1])} end
-if redis.call('HEXISTS', SPENT, A.ticket) == 1 then return {'spent'} end
-if not admitted(A.ticket, epoch) then return {'forbidden'} end
+if refused then return refused end
+if redis.call('HEXISTS', SPENT, A.ticket) == 1 then return {outcome = 'spent'} end
+if not admitted(A.ticket, epoch) then return {outcome = 'forbidden'} end
 local now = now_ms()
 local arrival = admitted_arrival(A.ticket)
 redis.call('HSET', SPENT, A.ticket, 'redeemed')
@@ -17,4 +17,4 @@ redis.call('ZREM', ADMISSIONS, A.ticket)
 redis.call('DEL', ADMITTED .. A.ticket)
 redis.call('ZREM', SEEN, A.ticket)
 audit({'kind', 'redeem', 'at_ms', now, 'epoch', epoch, 'arrival', arrival})
-return {'redeemed', arrival, epoch}
+return {outcome = 'redeemed', arrival = arrival, epoch = epoch}

@@ -1,20 +1,22 @@
--- An operator's view: {queue length, active buyers, rate, tickets ever joined, buyer cap,
--- open, lost, arrival window ms (-1: the default), admissions released untaken, configured
--- rate, join challenge bits, stock (0: none), pace...}, or {-404}.
+-- An operator's view (`StatsReply` in redis/reply.rs): the queue's length, active buyers, the
+-- rate in force and the configured one, tickets ever joined, the buyer cap, open, lost, the
+-- arrival window (ms; absent: the default), admissions released untaken, the join challenge's
+-- bits, the stock (0: none), and the pace.
 local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted', 'window', 'released')
-if m[4] or not m[1] then return {-404} end
+if m[4] or not m[1] then return {refused = 'no_such_show'} end
 local now = now_ms()
-return with_pace({
-  redis.call('ZCARD', Q),
-  active(now),
-  rate(),
-  tonumber(redis.call('GET', SEQ) or '0'),
-  cap(),
-  m[2] == '1' and 1 or 0,
-  m[3] == '1' and 1 or 0,
-  tonumber(m[5] or '-1'),
-  tonumber(m[6] or '0'),
-  configured_rate(),
-  tonumber(redis.call('HGET', META, 'challenge_bits') or '0'),
-  stock(),
-})
+return {
+  queue_length = redis.call('ZCARD', Q),
+  active = active(now),
+  rate = rate(),
+  joined = tonumber(redis.call('GET', SEQ) or '0'),
+  cap = cap(),
+  open = m[2] == '1',
+  lost = m[3] == '1',
+  window_ms = tonumber(m[5] or ''),
+  released = tonumber(m[6] or '0'),
+  configured_rate = configured_rate(),
+  challenge_bits = tonumber(redis.call('HGET', META, 'challenge_bits') or '0'),
+  stock = stock(),
+  pace = pace_reply(),
+}

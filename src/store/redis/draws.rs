@@ -5,21 +5,21 @@
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
+use redis::AsyncCommands;
 use redis::aio::ConnectionLike;
-use redis::{AsyncCommands, Script, Value};
 
-use super::{RedisStore, SCHEDULED, ScriptArgs, protocol, reply, show_script};
+use super::reply::{ClosingReply, DrawReply, ScheduleReply};
+use super::{RedisStore, SCHEDULED, ScriptArgs, ShowScript, show_script};
 use crate::draw;
 use crate::model::ShowId;
-use crate::store::draws::Refused;
 use crate::store::{
     AuditKind, AuditRecord, Closing, DrawState, Drawn, Draws, Result, Schedule, StoreError,
     parse_ranges,
 };
 
-static SCHEDULE: LazyLock<Script> = show_script!("schedule.lua");
-static CLOSE_PRE_QUEUE: LazyLock<Script> = show_script!("close_pre_queue.lua");
-static DRAW: LazyLock<Script> = show_script!("draw.lua");
+static SCHEDULE: LazyLock<ShowScript> = show_script!("schedule");
+static CLOSE_PRE_QUEUE: LazyLock<ShowScript> = show_script!("close_pre_queue");
+static DRAW: LazyLock<ShowScript> = show_script!("draw");
 
 /// The meta fields `GET …/draw` shows, in the order [`Draws::draw`] reads them.
 const DRAW_FIELDS: [&str; 11] = [
@@ -48,11 +48,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> 
             beacon_value: schedule.beacon_value,
             ..Default::default()
         };
-        let r: Vec<i64> = self.run(&SCHEDULE, show, args).await?;
-        if let [-409, why] = r[..] {
-            return Err(Refused::from_code(why).error(show));
+        let r: ScheduleReply = self.run(&SCHEDULE, show, args).await?;
+        if let ScheduleReply::Conflict { why } = r {
+            return Err(why.error(show));
         }
-        reply(show, "schedule", r, |r| (r == [0]).then_some(()))?;
         if let Some(at) = schedule.opens_at_ms {
             let mut conn = self.conn.clone();
             let _: i64 = conn.zadd(SCHEDULED, show.as_str(), at).await?;
@@ -71,43 +70,15 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> 
             fence: Some(fence),
             ..Default::default()
         };
-        let r: Vec<Value> = self.run(&CLOSE_PRE_QUEUE, show, args).await?;
-        let int = |v: &Value| match v {
-            Value::Int(i) => Some(*i),
-            _ => None,
-        };
-        let text = |v: &Value| match v {
-            Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-            _ => None,
-        };
-        let closing = match &r[..] {
-            [code] => match int(code) {
-                Some(-1) => Some(Closing::Fenced),
-                Some(-3) => Some(Closing::NotDue),
-                Some(-4) => Some(Closing::Drawn),
-                Some(-5) => Some(Closing::NotScheduled),
-                _ => None,
-            },
-            [n, waiting] if int(waiting) == Some(1) => int(n).map(|n| Closing::AwaitingBeacon {
-                participants: n as u64,
-            }),
-            [n, _, seed, beacon_value] => match (int(n), text(seed), text(beacon_value)) {
-                (Some(n), Some(seed), Some(beacon_value)) => Some(Closing::Ready {
-                    participants: n as u64,
-                    seed,
-                    beacon_value,
-                }),
-                _ => None,
-            },
-            _ => None,
-        };
-        if let Some(Closing::Drawn | Closing::NotScheduled) = closing {
+        let r: ClosingReply = self.run(&CLOSE_PRE_QUEUE, show, args).await?;
+        let closing = Closing::from(r);
+        if let Closing::Drawn | Closing::NotScheduled = closing {
             // Drawn already (by a leader that died before it could say so), or no longer
             // scheduled (deleted, or created anew): off the list.
             let mut conn = self.conn.clone();
             let _: i64 = conn.zrem(SCHEDULED, show.as_str()).await?;
         }
-        closing.ok_or_else(|| StoreError::Protocol(format!("close_pre_queue: {r:?}")))
+        Ok(closing)
     }
 
     async fn apply_draw(&self, show: &ShowId, fence: u64, digest: &str, key: &str) -> Result<bool> {
@@ -117,12 +88,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> 
             key: Some(key.to_owned()),
             ..Default::default()
         };
-        let r: Vec<i64> = self.run(&DRAW, show, args).await?;
-        let drawn = match r[..] {
-            [1] => true,
-            [0] => false,
-            _ => return Err(protocol("draw", &r)),
-        };
+        let r: DrawReply = self.run(&DRAW, show, args).await?;
+        let drawn = r.drawn;
         if drawn {
             let mut conn = self.conn.clone();
             let _: i64 = conn.zrem(SCHEDULED, show.as_str()).await?;

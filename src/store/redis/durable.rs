@@ -8,11 +8,43 @@
 use std::sync::Arc;
 
 use redis::aio::ConnectionLike;
-use redis::{Cmd, Script, ServerErrorKind, Value};
+use redis::{Cmd, ErrorKind, RedisError, Script, ServerError, ServerErrorKind, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::Durability;
+use super::functions::{self, Loader};
 use crate::store::{Result, StoreError};
+
+/// What to load when Redis answers that it lacks what a call ran: the script (by SHA), or the
+/// library of functions.
+#[derive(Clone)]
+pub(super) enum Reload {
+    Script(Script),
+    Library(Loader),
+}
+
+impl Reload {
+    /// Loads it where `conn` reaches (the library: where its loader reaches).
+    pub(super) async fn load<C: ConnectionLike>(&self, conn: &mut C) -> Result<()> {
+        match self {
+            Reload::Script(script) => {
+                script.load_async(conn).await?;
+                Ok(())
+            }
+            Reload::Library(load) => load().await,
+        }
+    }
+}
+
+/// Whether Redis answered that it lacks the script or the function called.
+pub(super) fn is_missing(e: &RedisError) -> bool {
+    e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) || functions::is_missing(e)
+}
+
+/// The same, for an error in a pipeline's replies.
+fn is_missing_reply(e: &ServerError) -> bool {
+    e.kind() == Some(ServerErrorKind::NoScript) || functions::is_missing_reply(e)
+}
 
 /// The most scripts one `WAIT` confirms.
 pub(super) const MAX_BATCH: usize = 512;
@@ -23,7 +55,7 @@ pub(super) struct Confirmer {
 }
 
 struct Job {
-    script: Script,
+    reload: Reload,
     cmd: Cmd,
     reply: oneshot::Sender<Result<Value>>,
 }
@@ -39,15 +71,11 @@ impl Confirmer {
         Arc::new(Confirmer { jobs })
     }
 
-    /// Sends `cmd` (an `EVALSHA` of `script`) in the next batch; its answer once the replicas
-    /// confirmed the batch, else [`StoreError::NotReplicated`].
-    pub(super) async fn send(&self, script: &Script, cmd: Cmd) -> Result<Value> {
+    /// Sends `cmd` (an `EVALSHA` or `FCALL` of what `reload` loads) in the next batch; its
+    /// answer once the replicas confirmed the batch, else [`StoreError::NotReplicated`].
+    pub(super) async fn send(&self, reload: Reload, cmd: Cmd) -> Result<Value> {
         let (reply, answer) = oneshot::channel();
-        let job = Job {
-            script: script.clone(),
-            cmd,
-            reply,
-        };
+        let job = Job { reload, cmd, reply };
         self.jobs
             .send(job)
             .map_err(|_| StoreError::Protocol("the write confirmer stopped".into()))?;
@@ -69,12 +97,19 @@ where
                 Err(_) => break,
             }
         }
-        // A script Redis no longer holds (a restart, a failover) is loaded and its job sent
-        // again, once.
+        // A script or library Redis no longer holds (a restart, a failover) is loaded and its
+        // job sent again, once; the library once for the whole batch.
         let again = send_batch(&mut conn, durability, batch).await;
         if !again.is_empty() {
+            let mut library_loaded = false;
             for job in &again {
-                if let Err(e) = job.script.load_async(&mut conn).await {
+                if let Reload::Library(_) = job.reload {
+                    if library_loaded {
+                        continue;
+                    }
+                    library_loaded = true;
+                }
+                if let Err(e) = job.reload.load(&mut conn).await {
                     tracing::debug!(error = %e, "could not load a script");
                 }
             }
@@ -126,7 +161,7 @@ async fn send_batch<C: ConnectionLike>(
     let mut missing = Vec::new();
     for (job, value) in batch.into_iter().zip(values) {
         let answer = match value {
-            Value::ServerError(e) if e.kind() == Some(ServerErrorKind::NoScript) => {
+            Value::ServerError(e) if is_missing_reply(&e) => {
                 missing.push(job);
                 continue;
             }

@@ -7,16 +7,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use redis::Script;
 use redis::aio::{ConnectionLike, PubSubSink};
 use tokio_util::sync::CancellationToken;
 
-use super::{EVENTS_CHANNEL, PACE_FIGURES, RedisStore, ScriptArgs, pace, protocol, show_script};
+use super::reply::SnapshotReply;
+use super::{EVENTS_CHANNEL, RedisStore, ScriptArgs, ShowScript, show_script};
 use crate::draw::Permutation;
 use crate::model::ShowId;
 use crate::store::{DrawPhase, Feed, Result, ShowEvent, ShowSnapshot, StoreError};
 
-static SNAPSHOT: LazyLock<Script> = show_script!("snapshot.lua");
+static SNAPSHOT: LazyLock<ShowScript> = show_script!("snapshot");
 
 /// How often a subscription is PINGed, and how long its PONG may take.
 pub(super) const PUBSUB_PING_EVERY: Duration = Duration::from_secs(5);
@@ -42,30 +42,15 @@ async fn keep_alive(mut sink: PubSubSink, dead: CancellationToken, dropped: Canc
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
     async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot> {
-        let r: Vec<i64> = self.run(&SNAPSHOT, show, ScriptArgs::none()).await?;
-        if r.len() < 3 + PACE_FIGURES {
-            return Err(protocol("snapshot", &r));
-        }
-        let (&[epoch, version, head], rest) = r.split_first_chunk::<3>().expect("checked");
-        let (figures, rest) = rest.split_at(PACE_FIGURES);
-        let (draw, left) = match rest {
-            [] => (DrawPhase::None, rest),
-            [opens_at, closed, words @ ..] if words.len() >= 8 => {
-                let (key, left) = words.split_at(8);
-                (draw_phase(*opens_at, *closed, key), left)
-            }
-            _ => return Err(protocol("snapshot", &r)),
-        };
+        let r: SnapshotReply = self.run(&SNAPSHOT, show, ScriptArgs::none()).await?;
         Ok(ShowSnapshot {
-            epoch: epoch as u64,
-            version: version as u64,
-            head: head as u64,
-            left: left.iter().map(|&s| s as u64).collect(),
-            pace: self
-                .with_reason(show, pace(figures).ok_or_else(|| protocol("snapshot", &r))?)
-                .await?,
+            draw: draw_phase(r.opens_at, r.closed_n, r.draw_key.as_deref()),
+            epoch: r.epoch,
+            version: r.version,
+            head: r.head,
+            left: r.left,
+            pace: r.pace.into(),
             ttl_ms: self.ttl_ms(),
-            draw,
         })
     }
 
@@ -143,23 +128,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
     }
 }
 
-/// The draw's phase from `snapshot.lua`'s figures: the opening time (-1: not scheduled), the
-/// pre-queue's size once closed (-1: open), the draw key's eight words (-1: not drawn).
-fn draw_phase(opens_at: i64, closed: i64, key: &[i64]) -> DrawPhase {
-    if opens_at < 0 {
+/// The draw's phase from `snapshot.lua`'s fields: the opening time (absent: not scheduled),
+/// the pre-queue's size once closed, the draw key once drawn.
+fn draw_phase(opens_at: Option<u64>, closed: Option<u64>, key: Option<&str>) -> DrawPhase {
+    let Some(opens_at_ms) = opens_at else {
         return DrawPhase::None;
-    }
-    if closed < 0 {
-        return DrawPhase::PreQueue {
-            opens_at_ms: opens_at as u64,
-        };
-    }
-    let participants = closed as u64;
-    if key.iter().any(|&w| w < 0) {
-        return DrawPhase::Closed { participants };
-    }
-    let hex: String = key.iter().map(|w| format!("{:08x}", *w as u32)).collect();
-    match Permutation::new(&hex, participants) {
+    };
+    let Some(participants) = closed else {
+        return DrawPhase::PreQueue { opens_at_ms };
+    };
+    match key.and_then(|k| Permutation::new(k, participants)) {
         Some(p) => DrawPhase::Drawn(p),
         None => DrawPhase::Closed { participants },
     }

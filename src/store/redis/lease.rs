@@ -9,6 +9,7 @@ use redis::Script;
 use redis::aio::ConnectionLike;
 
 use super::RedisStore;
+use super::reply::{LeaseReply, ReleaseReply, decode_plain};
 use crate::store::{AdmitterLease, Result};
 
 const LEASE: &str = "wr:{admitter}:lease";
@@ -23,7 +24,7 @@ static RELEASE_SCRIPT: LazyLock<Script> =
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> AdmitterLease for RedisStore<C> {
     async fn lease(&self, instance: &str, ttl: Duration, floor: u64) -> Result<Option<u64>> {
         let mut conn = self.conn.clone();
-        let token: i64 = LEASE_SCRIPT
+        let text: String = LEASE_SCRIPT
             .key(LEASE)
             .key(FENCE_COUNTER)
             .arg(instance)
@@ -31,16 +32,17 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> AdmitterLease for RedisS
             .arg(floor)
             .invoke_async(&mut conn)
             .await?;
-        Ok((token > 0).then_some(token as u64))
+        Ok(decode_plain::<LeaseReply>("lease", &text)?.token)
     }
 
     async fn release_lease(&self, instance: &str) -> Result<()> {
         let mut conn = self.conn.clone();
-        let _: i64 = RELEASE_SCRIPT
+        let text: String = RELEASE_SCRIPT
             .key(LEASE)
             .arg(instance)
             .invoke_async(&mut conn)
             .await?;
+        decode_plain::<ReleaseReply>("release", &text)?;
         Ok(())
     }
 }

@@ -8,6 +8,7 @@ use redis::Script;
 use redis::aio::ConnectionLike;
 
 use super::RedisStore;
+use super::reply::{LimitReply, decode_plain};
 use crate::store::{JoinLimits, Result};
 
 static LIMIT_SCRIPT: LazyLock<Script> =
@@ -17,12 +18,13 @@ static LIMIT_SCRIPT: LazyLock<Script> =
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> JoinLimits for RedisStore<C> {
     async fn limit_join(&self, client: &str, per_second: u32) -> Result<Option<Duration>> {
         let mut conn = self.conn.clone();
-        let wait_ms: u64 = LIMIT_SCRIPT
+        let text: String = LIMIT_SCRIPT
             .key(format!("wr:limit:{client}"))
             .arg(per_second)
             .arg(per_second.saturating_mul(2))
             .invoke_async(&mut conn)
             .await?;
+        let wait_ms = decode_plain::<LimitReply>("limit", &text)?.wait_ms;
         Ok((wait_ms > 0).then(|| Duration::from_millis(wait_ms)))
     }
 }

@@ -8,18 +8,20 @@
 //! on a cluster of Redis ≥ 7, with sharded `SPUBLISH` on a channel per show that only the
 //! instances listening to that show hear (`sharded.rs`; see [`PubSub`]).
 //!
-//! This file holds the connection and the one way a per-show script is run ([`ScriptArgs`],
-//! `run`, and the readers of its replies); each concern of the store is implemented in a
-//! file of its own, next to the scripts it runs: `shows.rs`, `queue.rs`, `draws.rs`, `feed.rs` (pub/sub),
-//! `lease.rs`, `limits.rs`, `orders.rs`.
+//! This file holds the connection and the one way a per-show script is run ([`ScriptArgs`]
+//! in, `run`, one JSON object out, decoded by name into the types of `reply.rs`); each concern
+//! of the store is implemented in a file of its own, next to the scripts it runs: `shows.rs`,
+//! `queue.rs`, `draws.rs`, `feed.rs` (pub/sub), `lease.rs`, `limits.rs`, `orders.rs`.
 
 mod draws;
 mod durable;
 mod feed;
+mod functions;
 mod lease;
 mod limits;
 mod orders;
 mod queue;
+mod reply;
 mod sentinel;
 mod sharded;
 mod shows;
@@ -34,11 +36,12 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Client, Script};
 use uuid::Uuid;
 
-use self::durable::Confirmer;
+use self::durable::{Confirmer, Reload};
+use self::functions::{LIBRARY, Loader};
 pub use self::sentinel::{SentinelConnection, SentinelSettings};
 use self::sharded::{Sharded, show_channel};
-use super::{Health, Result, StoreError, StoreSettings, pace_of};
-use crate::model::{EndReason, Pace, Phase, RateChange, ShowId};
+use super::{Health, Result, StoreError, StoreSettings};
+use crate::model::ShowId;
 
 /// How a Redis Cluster carries events (`REDIS_PUBSUB`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -60,40 +63,76 @@ const SHOWS: &str = "wr:shows";
 /// Scheduled shows not drawn yet, scored by their opening time (ms).
 const SCHEDULED: &str = "wr:scheduled";
 
-/// A per-show script: `prelude.lua` (keys and arguments by name, shared helpers), then the
-/// script's own file in `lua/`.
+/// A per-show script, named after its file in `lua/` (the name its reply's errors give).
+pub(super) struct ShowScript {
+    name: &'static str,
+    script: Script,
+}
+
+/// A per-show script, run by SHA where Redis has no Functions: `prelude.lua` (keys and
+/// arguments by name, shared helpers), then the script's own file in `lua/` as the body of a
+/// function whose table is answered as JSON (`functions.rs` holds the same bodies as a library).
 macro_rules! show_script {
-    ($file:literal) => {
-        ::std::sync::LazyLock::new(|| {
-            ::redis::Script::new(concat!(
+    ($name:literal) => {
+        ::std::sync::LazyLock::new(|| super::ShowScript {
+            name: $name,
+            script: ::redis::Script::new(concat!(
                 include_str!("../lua/prelude.lua"),
-                include_str!(concat!("../lua/", $file))
-            ))
+                "bind(KEYS, ARGV)\nreturn cjson.encode((function()\n",
+                include_str!(concat!("../lua/", $name, ".lua")),
+                "\nend)())\n"
+            )),
         })
     };
 }
 // The concerns' files below name it by path (`super::show_script`).
 use show_script;
 
-/// Every argument of a per-show script, by name, as `prelude.lua` reads them (JSON in
-/// `ARGV[1]`): the show's keys and settings, then each script's own, absent when not given.
-/// Epochs travel as text: Lua numbers would not hold every one exactly.
-#[derive(Debug, Default, serde::Serialize)]
-struct ScriptArgs {
+/// The store's settings every per-show script reads, by name, as `prelude.lua` does (JSON in
+/// `ARGV[1]`): the same text on every call from one store, so a library of functions decodes
+/// it once.
+#[derive(Debug, serde::Serialize)]
+struct SharedArgs {
     /// Names `KEYS` in order.
     keys: [&'static str; SHOW_KEYS.len()],
-    show: String,
     default_rate: u32,
     ttl_ms: u64,
-    admitted_prefix: String,
-    /// Where `publish` in `prelude.lua` sends the show's events, and whether with `SPUBLISH`.
-    channel: String,
+    /// Whether `publish` in `prelude.lua` sends with `SPUBLISH`.
     sharded: bool,
     default_cap: u32,
     /// The arrival window of a show without its own (ms; 0: none).
     default_window_ms: u64,
     /// The most records a show's audit keeps.
     audit_max: u64,
+}
+
+impl SharedArgs {
+    /// The JSON every call of a store with these settings sends.
+    fn json(settings: &StoreSettings, sharded: bool) -> Arc<str> {
+        let args = SharedArgs {
+            keys: SHOW_KEYS,
+            default_rate: settings.default_rate,
+            ttl_ms: settings.admission_ttl.as_millis() as u64,
+            sharded,
+            default_cap: settings.max_active_buyers,
+            default_window_ms: settings.arrival_window.as_millis() as u64,
+            audit_max: super::AUDIT_MAX_RECORDS,
+        };
+        serde_json::to_string(&args)
+            .expect("plain fields serialise")
+            .into()
+    }
+}
+
+/// Every argument of one call of a per-show script, by name, as `prelude.lua` reads them
+/// (JSON in `ARGV[2]`): the show's names, then the script's own, absent when not given.
+/// Epochs travel as text: Lua numbers would not hold every one exactly.
+#[derive(Debug, Default, serde::Serialize)]
+struct ScriptArgs {
+    show: String,
+    admitted_prefix: String,
+    /// Where `publish` in `prelude.lua` sends the show's events.
+    channel: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     ticket: Option<String>,
     /// The key an `Idempotency-Key` keeps its ticket under.
@@ -206,6 +245,11 @@ pub struct RedisStore<C = ConnectionManager> {
     /// `REDIS_WAIT_REPLICAS`: every script's writes are confirmed by replicas (`WAIT`, one
     /// per batch: `durable.rs`) before it answers; `None`: not waited for.
     confirmer: Option<Arc<Confirmer>>,
+    /// Where Redis has Functions (≥ 7), how to load the library (`functions.rs`) again when
+    /// it is missing; `None`: scripts run by SHA.
+    functions: Option<Loader>,
+    /// [`SharedArgs`] as every call sends them.
+    shared: Arc<str>,
 }
 
 /// How many replicas must confirm a write, and how long they may take.
@@ -241,10 +285,13 @@ impl RedisStore<ConnectionManager> {
             .set_connection_timeout(Some(Duration::from_secs(2)))
             .set_response_timeout(Some(Duration::from_secs(2)))
             .set_number_of_retries(3);
-        let conn = ConnectionManager::new_with_config(client.clone(), config).await?;
+        let mut conn = ConnectionManager::new_with_config(client.clone(), config).await?;
+        let runs_7 = runs_7(&mut conn).await?;
         Ok(RedisStore {
             subscribers: Subscribers::Fixed(vec![client]),
             sharded: None,
+            functions: load_library(functions::loader(conn.clone()), runs_7).await?,
+            shared: SharedArgs::json(&settings, false),
             conn,
             settings,
             confirmer: None,
@@ -260,10 +307,13 @@ impl RedisStore<SentinelConnection> {
         settings: StoreSettings,
         on_failover: impl Fn(&str) + Send + Sync + 'static,
     ) -> Result<Self> {
-        let conn = SentinelConnection::connect(sentinel, on_failover).await?;
+        let mut conn = SentinelConnection::connect(sentinel, on_failover).await?;
+        let runs_7 = runs_7(&mut conn).await?;
         Ok(RedisStore {
             subscribers: Subscribers::Sentinel(conn.clone()),
             sharded: None,
+            functions: load_library(functions::loader(conn.clone()), runs_7).await?,
+            shared: SharedArgs::json(&settings, false),
             conn,
             settings,
             confirmer: None,
@@ -289,15 +339,14 @@ impl RedisStore<ClusterConnection> {
             .response_timeout(Duration::from_secs(2))
             .build()?;
         let mut conn = cluster.get_async_connection().await?;
+        let runs_7 = every_primary_runs_7(&mut conn).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot tell the nodes' versions; taken as older than 7");
+            false
+        });
         let sharded = match pubsub {
             PubSub::Sharded => true,
             PubSub::Plain => false,
-            PubSub::Auto => every_node_has_sharded_pubsub(&mut conn)
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "cannot tell the nodes' versions; plain pub/sub");
-                    false
-                }),
+            PubSub::Auto => runs_7,
         };
         tracing::info!(
             sharded,
@@ -315,6 +364,8 @@ impl RedisStore<ClusterConnection> {
         Ok(RedisStore {
             subscribers: Subscribers::Fixed(subscribers),
             sharded: sharded.then(|| Arc::new(Sharded::new(nodes))),
+            functions: load_library(functions::cluster_loader(conn.clone()), runs_7).await?,
+            shared: SharedArgs::json(&settings, sharded),
             conn,
             settings,
             confirmer: None,
@@ -323,41 +374,66 @@ impl RedisStore<ClusterConnection> {
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
-    /// Runs a per-show script with the shared key and argument layout of `prelude.lua`.
-    async fn run<T: redis::FromRedisValue>(
+    /// Runs a per-show script with the shared key and argument layout of `prelude.lua`, and
+    /// decodes its reply (a refusal of the show is its error).
+    async fn run<T: serde::de::DeserializeOwned>(
         &self,
-        script: &Script,
+        script: &ShowScript,
         show: &ShowId,
         own: ScriptArgs,
     ) -> Result<T> {
+        let text = self.run_script(script, show, own).await?;
+        reply::decode(show, script.name, &text)
+    }
+
+    /// Runs a per-show script; its reply's text. A library or script Redis no longer holds
+    /// (a restart, a failover) is loaded again, and the call made again, once.
+    async fn run_script(
+        &self,
+        script: &ShowScript,
+        show: &ShowId,
+        own: ScriptArgs,
+    ) -> Result<String> {
         let tag = format!("wr:{{{show}}}");
-        let mut invocation = script.prepare_invoke();
-        for key in SHOW_KEYS {
-            invocation.key(format!("{tag}:{key}"));
-        }
+        let keys: Vec<String> = SHOW_KEYS.iter().map(|k| format!("{tag}:{k}")).collect();
         let args = ScriptArgs {
-            keys: SHOW_KEYS,
             show: show.as_str().to_owned(),
-            default_rate: self.settings.default_rate,
-            ttl_ms: self.ttl_ms(),
             admitted_prefix: format!("{tag}:admitted:"),
             channel: match self.sharded {
                 Some(_) => show_channel(show),
                 None => EVENTS_CHANNEL.to_owned(),
             },
-            sharded: self.sharded.is_some(),
-            default_cap: self.settings.max_active_buyers,
-            default_window_ms: self.settings.arrival_window.as_millis() as u64,
-            audit_max: super::AUDIT_MAX_RECORDS,
             ..own
         };
-        let json = serde_json::to_string(&args).map_err(|e| StoreError::Protocol(e.to_string()))?;
+        let own = serde_json::to_string(&args).map_err(|e| StoreError::Protocol(e.to_string()))?;
+        let (cmd, reload) = match &self.functions {
+            Some(load) => (
+                LIBRARY.call(script.name, &keys, &self.shared, &own),
+                Reload::Library(load.clone()),
+            ),
+            None => {
+                let mut cmd = redis::cmd("EVALSHA");
+                cmd.arg(script.script.get_hash()).arg(keys.len());
+                for key in &keys {
+                    cmd.arg(key);
+                }
+                cmd.arg(&*self.shared).arg(&own);
+                (cmd, Reload::Script(script.script.clone()))
+            }
+        };
         if let Some(confirmer) = &self.confirmer {
-            return run_durably(confirmer, script, &tag, &json).await;
+            let value = confirmer.send(reload, cmd).await?;
+            return redis::from_redis_value::<String>(value)
+                .map_err(|e| StoreError::Redis(e.into()));
         }
-        invocation.arg(json);
         let mut conn = self.conn.clone();
-        Ok(invocation.invoke_async(&mut conn).await?)
+        match cmd.query_async::<String>(&mut conn).await {
+            Err(e) if durable::is_missing(&e) => {
+                reload.load(&mut conn).await?;
+                Ok(cmd.query_async(&mut conn).await?)
+            }
+            answered => Ok(answered?),
+        }
     }
 
     /// Confirms every write from now on with `WAIT` on this many replicas.
@@ -372,8 +448,25 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     }
 }
 
-/// Whether every master runs Redis 7 or later (`SPUBLISH` and `SSUBSCRIBE`).
-async fn every_node_has_sharded_pubsub(conn: &mut ClusterConnection) -> Result<bool> {
+/// Loads the library where Redis has Functions (`runs_7`), and answers how to load it again;
+/// `None` on an older Redis, whose scripts run by SHA.
+async fn load_library(load: Loader, runs_7: bool) -> Result<Option<Loader>> {
+    if !runs_7 {
+        tracing::warn!("Redis older than 7 (no Functions): every script runs by SHA");
+        return Ok(None);
+    }
+    load().await?;
+    Ok(Some(load))
+}
+
+/// Whether the server runs Redis 7 or later (Functions).
+async fn runs_7<C: ConnectionLike + Send>(conn: &mut C) -> Result<bool> {
+    let info: String = redis::cmd("INFO").arg("server").query_async(conn).await?;
+    Ok(major_version(&info).is_some_and(|v| v >= 7))
+}
+
+/// Whether every master runs Redis 7 or later (Functions; `SPUBLISH` and `SSUBSCRIBE`).
+async fn every_primary_runs_7(conn: &mut ClusterConnection) -> Result<bool> {
     use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
     let mut info = redis::cmd("INFO");
     info.arg("server");
@@ -404,85 +497,6 @@ fn major_version(info: &str) -> Option<u32> {
     version.trim().split('.').next()?.parse().ok()
 }
 
-fn protocol(what: &str, got: &[i64]) -> StoreError {
-    StoreError::Protocol(format!("{what}: {got:?}"))
-}
-
-/// A script's refusal of a show: {-404} nobody made it, {-503} it was lost, {-410} its
-/// on-sale ended (joins).
-fn refused(show: &ShowId, got: &[i64]) -> Option<StoreError> {
-    match got {
-        [-404] => Some(StoreError::NoSuchShow(show.clone())),
-        [-503] => Some(StoreError::ShowLost(show.clone())),
-        [-410] => Some(StoreError::Ended(show.clone())),
-        _ => None,
-    }
-}
-
-/// Runs `parse` on a script's integer reply unless the script refused the show.
-fn reply<T>(
-    show: &ShowId,
-    what: &str,
-    got: Vec<i64>,
-    parse: impl FnOnce(&[i64]) -> Option<T>,
-) -> Result<T> {
-    if let Some(e) = refused(show, &got) {
-        return Err(e);
-    }
-    parse(&got).ok_or_else(|| protocol(what, &got))
-}
-
-/// How many figures every script appends with `with_pace`.
-const PACE_FIGURES: usize = 9;
-
-/// The pace figures every script appends with `with_pace`.
-fn pace(got: &[i64]) -> Option<Pace> {
-    let [
-        rate,
-        flow,
-        spread,
-        phase,
-        full,
-        change_in_ms,
-        change_rate,
-        tick,
-        stock_left,
-    ] = *got
-    else {
-        return None;
-    };
-    Some(Pace {
-        tick_sec: (tick >= 0).then_some(tick as u64),
-        change: (change_in_ms >= 0).then_some(RateChange {
-            in_ms: change_in_ms as u64,
-            rate: change_rate as u32,
-        }),
-        stock_left: (stock_left >= 0).then_some(stock_left as u64),
-        ..pace_of(
-            rate as u32,
-            flow.max(0) as u64,
-            spread.max(0) as u64,
-            Phase::from_code(phase)?,
-            full == 1,
-        )
-    })
-}
-
-impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
-    /// Puts an ended show's reason into `pace` (the scripts' replies are integers; the
-    /// reason is text in the meta, read only for a show that ended).
-    async fn with_reason(&self, show: &ShowId, mut pace: Pace) -> Result<Pace> {
-        if pace.phase == Phase::Ended {
-            let mut conn = self.conn.clone();
-            let why: Option<String> =
-                redis::AsyncCommands::hget(&mut conn, format!("wr:{{{show}}}:meta"), "end_reason")
-                    .await?;
-            pace.reason = why.as_deref().and_then(EndReason::new);
-        }
-        Ok(pace)
-    }
-}
-
 /// The pass keys instances share when `PASS_KEYS` is unset (one key, outside every show's
 /// slot): a sorted set of `kid:base64secret` by when each was made.
 pub(super) const PASS_KEYS: &str = "wr:passkeys";
@@ -500,7 +514,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> super::SharedKeys for Re
     ) -> Result<Option<String>> {
         let ms = |d: Duration| d.as_millis() as u64;
         let mut conn = self.conn.clone();
-        let keys: Vec<String> = SHARE_KEYS
+        let text: String = SHARE_KEYS
             .key(PASS_KEYS)
             .arg(ours)
             .arg(fresh)
@@ -509,6 +523,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> super::SharedKeys for Re
             .arg(ms(schedule.settle))
             .invoke_async(&mut conn)
             .await?;
+        let keys = reply::decode_plain::<reply::PassKeysReply>("pass_keys", &text)?.keys;
         if keys.is_empty() {
             return Err(StoreError::Protocol(
                 "the shared pass keys came back empty".into(),
@@ -525,23 +540,4 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Health for RedisStore<C>
         let _: String = redis::cmd("PING").query_async(&mut conn).await?;
         Ok(())
     }
-}
-
-/// A per-show script sent through the confirmer: in a batch of scripts with one `WAIT` right
-/// behind them on one connection (see `durable.rs`). Fewer replicas than asked in time:
-/// [`StoreError::NotReplicated`].
-async fn run_durably<T: redis::FromRedisValue>(
-    confirmer: &Confirmer,
-    script: &Script,
-    tag: &str,
-    json: &str,
-) -> Result<T> {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash()).arg(SHOW_KEYS.len());
-    for key in SHOW_KEYS {
-        cmd.arg(format!("{tag}:{key}"));
-    }
-    cmd.arg(json);
-    let value = confirmer.send(script, cmd).await?;
-    T::from_redis_value(value).map_err(|e| StoreError::Redis(e.into()))
 }

@@ -4,18 +4,19 @@
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
+use redis::AsyncCommands;
 use redis::aio::ConnectionLike;
-use redis::{AsyncCommands, Script};
 use uuid::Uuid;
 
-use super::{RedisStore, ScriptArgs, show_script};
+use super::reply::{OrderReply, RedeemReply};
+use super::{RedisStore, ScriptArgs, ShowScript, show_script};
 use crate::model::{NewOrder, Order, ShowId};
 use crate::store::{
     OrderBook, OrderOutcome, Redeemed, Result, StoreError, order_fingerprint, wall_ms,
 };
 
-static ORDER: LazyLock<Script> = show_script!("order.lua");
-static REDEEM: LazyLock<Script> = show_script!("redeem.lua");
+static ORDER: LazyLock<ShowScript> = show_script!("order");
+static REDEEM: LazyLock<ShowScript> = show_script!("redeem");
 
 /// An order's key, outside every show's slot: `GET /orders/{id}` knows no show.
 fn order_key(id: Uuid) -> String {
@@ -44,18 +45,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> OrderBook for RedisStore
             ticket: Some(ticket.to_string()),
             ..Default::default()
         };
-        let r: Vec<String> = self.run(&REDEEM, show, args).await?;
-        match r.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-            ["redeemed", arrival, epoch] => match (arrival.parse(), epoch.parse()) {
-                (Ok(arrival), Ok(epoch)) => Ok(Redeemed::Now { arrival, epoch }),
-                _ => Err(StoreError::Protocol(format!("redeem: {r:?}"))),
-            },
-            ["spent"] => Ok(Redeemed::Before),
-            ["forbidden"] => Ok(Redeemed::NotAdmitted),
-            ["-404"] => Err(StoreError::NoSuchShow(show.clone())),
-            ["-503"] => Err(StoreError::ShowLost(show.clone())),
-            _ => Err(StoreError::Protocol(format!("redeem: {r:?}"))),
-        }
+        let r: RedeemReply = self.run(&REDEEM, show, args).await?;
+        Ok(r.into())
     }
 }
 
@@ -77,10 +68,22 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             order: Some(created.id.to_string()),
             ..Default::default()
         };
-        let r: Vec<String> = self.run(&ORDER, &order.show_id, args).await?;
-        let outcome = match r.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-            ["created", _] => return Ok(OrderOutcome::Created(created)),
-            ["repeated", id] => match id.parse() {
+        let r = match self.run(&ORDER, &order.show_id, args).await {
+            // Refused before it wrote anything: the order written ahead is nobody's.
+            Err(e @ (StoreError::NoSuchShow(_) | StoreError::ShowLost(_))) => Err(e),
+            // Unanswered or unreadable, the script may have claimed the hold with this order:
+            // it stays.
+            r => Ok(r?),
+        };
+        let outcome = match r {
+            Ok(OrderReply::Created { order: id }) if id == created.id.to_string() => {
+                return Ok(OrderOutcome::Created(created));
+            }
+            Ok(OrderReply::Created { order: id }) => Err(StoreError::Protocol(format!(
+                "order: placed {id}, not the order {} sent",
+                created.id
+            ))),
+            Ok(OrderReply::Repeated { order: id }) => match id.parse() {
                 Ok(id) => self.get_order(id).await.and_then(|found| {
                     found.map(OrderOutcome::Repeated).ok_or_else(|| {
                         StoreError::Protocol(format!("hold points at missing order {id}"))
@@ -88,13 +91,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
                 }),
                 Err(_) => Err(StoreError::Protocol(format!("hold points at {id}"))),
             },
-            ["conflict", "hold"] => Ok(OrderOutcome::Conflict("hold")),
-            ["conflict", "sold out"] => Ok(OrderOutcome::Conflict("sold out")),
-            ["conflict", _] => Ok(OrderOutcome::Conflict("admission")),
-            ["forbidden"] => Ok(OrderOutcome::Forbidden),
-            ["-404"] => Err(StoreError::NoSuchShow(order.show_id.clone())),
-            ["-503"] => Err(StoreError::ShowLost(order.show_id.clone())),
-            _ => Err(StoreError::Protocol(format!("order: {r:?}"))),
+            Ok(OrderReply::Conflict { why }) => Ok(OrderOutcome::Conflict(match why.as_str() {
+                "hold" => "hold",
+                "sold out" => "sold out",
+                _ => "admission",
+            })),
+            Ok(OrderReply::Forbidden) => Ok(OrderOutcome::Forbidden),
+            Err(e) => Err(e),
         };
         // Not placed: the order written ahead is nobody's.
         let _: i64 = conn.del(order_key(created.id)).await?;

@@ -4,27 +4,31 @@
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
+use redis::AsyncCommands;
 use redis::aio::ConnectionLike;
-use redis::{AsyncCommands, Script};
 
-use super::{OPEN_SHOWS, RedisStore, SHOWS, ScriptArgs, pace, protocol, reply, show_script};
-use crate::model::{EndReason, Phase, ShowId, ShowStats};
+use super::reply::{
+    ChallengeReply, CloseReply, ConfigureReply, DeleteReply, EndReply, MetaReply, OpenReply,
+    PaceControlReply, PauseReply, SetPaceReply, StatsReply,
+};
+use super::{OPEN_SHOWS, RedisStore, SHOWS, ScriptArgs, ShowScript, show_script};
+use crate::model::{EndReason, Pace, ShowId, ShowStats};
 use crate::store::{
-    Configured, Indexed, PaceControl, Pacing, Result, ShowMeta, ShowSettings, Shows, StoreError,
-    TOMBSTONE_TTL, new_epoch, not_running,
+    Configured, Indexed, PaceControl, Pacing, Result, ShowMeta, ShowSettings, Shows, TOMBSTONE_TTL,
+    new_epoch, not_running,
 };
 
-static CONFIGURE: LazyLock<Script> = show_script!("configure.lua");
-static OPEN: LazyLock<Script> = show_script!("open.lua");
-static CLOSE: LazyLock<Script> = show_script!("close.lua");
-static PAUSE: LazyLock<Script> = show_script!("pause.lua");
-static END: LazyLock<Script> = show_script!("end.lua");
-static DELETE: LazyLock<Script> = show_script!("delete.lua");
-static CHECK: LazyLock<Script> = show_script!("check.lua");
-static META: LazyLock<Script> = show_script!("meta.lua");
-static STATS: LazyLock<Script> = show_script!("stats.lua");
-static PACE: LazyLock<Script> = show_script!("pace.lua");
-static CHALLENGE: LazyLock<Script> = show_script!("challenge.lua");
+static CONFIGURE: LazyLock<ShowScript> = show_script!("configure");
+static OPEN: LazyLock<ShowScript> = show_script!("open");
+static CLOSE: LazyLock<ShowScript> = show_script!("close");
+static PAUSE: LazyLock<ShowScript> = show_script!("pause");
+static END: LazyLock<ShowScript> = show_script!("end");
+static DELETE: LazyLock<ShowScript> = show_script!("delete");
+static CHECK: LazyLock<ShowScript> = show_script!("check");
+static META: LazyLock<ShowScript> = show_script!("meta");
+static STATS: LazyLock<ShowScript> = show_script!("stats");
+static PACE: LazyLock<ShowScript> = show_script!("pace");
+static CHALLENGE: LazyLock<ShowScript> = show_script!("challenge");
 
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> {
@@ -43,17 +47,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             stock: settings.stock,
             ..Default::default()
         };
-        let r: Vec<i64> = self.run(&CONFIGURE, show, args).await?;
-        let [created, epoch] = r[..] else {
-            return Err(protocol("configure", &r));
-        };
+        let r: ConfigureReply = self.run(&CONFIGURE, show, args).await?;
         let mut conn = self.conn.clone();
         let _: i64 = conn.sadd(SHOWS, show.as_str()).await?;
-        Ok(Configured {
-            created: created == 1,
-            recovered: false,
-            epoch: epoch as u64,
-        })
+        Ok(r.into())
     }
 
     async fn open(&self, show: &ShowId) -> Result<Configured> {
@@ -61,38 +58,40 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             new_epoch: Some(new_epoch().to_string()),
             ..Default::default()
         };
-        let r: Vec<i64> = self.run(&OPEN, show, args).await?;
-        if r == [-409] {
+        let r: OpenReply = self.run(&OPEN, show, args).await?;
+        let OpenReply::Opened {
+            created,
+            recovered,
+            epoch,
+        } = r
+        else {
             return Err(crate::store::draws::opens_by_itself(show));
-        }
-        let [created, recovered, epoch] = r[..] else {
-            return Err(protocol("open", &r));
         };
         let mut conn = self.conn.clone();
         let _: i64 = conn.sadd(SHOWS, show.as_str()).await?;
         let _: i64 = conn.sadd(OPEN_SHOWS, show.as_str()).await?;
         Ok(Configured {
-            created: created == 1,
-            recovered: recovered == 1,
-            epoch: epoch as u64,
+            created,
+            recovered,
+            epoch,
         })
     }
 
     async fn close(&self, show: &ShowId) -> Result<()> {
-        let r: Vec<i64> = self.run(&CLOSE, show, ScriptArgs::none()).await?;
+        let r: Result<CloseReply> = self.run(&CLOSE, show, ScriptArgs::none()).await;
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
-        reply(show, "close", r, |r| (r == [1]).then_some(()))
+        r.map(|_| ())
     }
 
     async fn pause(&self, show: &ShowId) -> Result<()> {
-        let r: Vec<i64> = self.run(&PAUSE, show, ScriptArgs::none()).await?;
-        if let [-409, phase] = r[..] {
-            return Err(not_running(show, Phase::from_code(phase)));
+        let r: PauseReply = self.run(&PAUSE, show, ScriptArgs::none()).await?;
+        if let PauseReply::NotRunning { phase } = r {
+            return Err(not_running(show, Some(phase)));
         }
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
-        reply(show, "pause", r, |r| (r == [1]).then_some(()))
+        Ok(())
     }
 
     async fn end(&self, show: &ShowId, reason: Option<EndReason>) -> Result<()> {
@@ -100,8 +99,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             reason: reason.map(|r| r.as_str().to_owned()),
             ..Default::default()
         };
-        let r: Vec<i64> = self.run(&END, show, args).await?;
-        reply(show, "end", r, |r| (r == [1]).then_some(()))?;
+        let _: EndReply = self.run(&END, show, args).await?;
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
         // An ended show does not open by itself any more.
@@ -115,17 +113,17 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             tombstone_ms: Some(tombstone),
             ..Default::default()
         };
-        let r: Vec<i64> = self.run(&DELETE, show, args).await?;
+        let r: DeleteReply = self.run(&DELETE, show, args).await?;
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
         let _: i64 = conn.srem(SHOWS, show.as_str()).await?;
         let _: i64 = conn.zrem(super::SCHEDULED, show.as_str()).await?;
-        Ok(r == [1])
+        Ok(r.deleted)
     }
 
     async fn show(&self, show: &ShowId) -> Result<Option<ShowMeta>> {
-        let r: Vec<i64> = self.run(&META, show, ScriptArgs::none()).await?;
-        meta(&r).ok_or_else(|| protocol("meta", &r))
+        let r: MetaReply = self.run(&META, show, ScriptArgs::none()).await?;
+        Ok(r.into())
     }
 
     async fn shows(&self) -> Result<Vec<ShowId>> {
@@ -147,8 +145,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             new_epoch: Some(new_epoch().to_string()),
             ..Default::default()
         };
-        let r: Vec<i64> = self.run(&CHECK, show, args).await?;
-        let found = meta(&r).ok_or_else(|| protocol("check", &r))?;
+        let r: MetaReply = self.run(&CHECK, show, args).await?;
+        let found: Option<ShowMeta> = r.into();
         // Keep the lists whole where they disagree: a lost show stays listed, an open one
         // stays served, a closed one is not.
         let mut conn = self.conn.clone();
@@ -166,94 +164,43 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
     }
 
     async fn stats(&self, show: &ShowId) -> Result<ShowStats> {
-        let r: Vec<i64> = self.run(&STATS, show, ScriptArgs::none()).await?;
-        let mut stats = reply(show, "stats", r, |r| {
-            let [
-                queue_length,
-                admitted_valid,
-                rate,
-                joined,
-                cap,
-                open,
-                lost,
-                window,
-                released,
-                configured,
-                challenge_bits,
-                stock,
-                ref rest @ ..,
-            ] = *r
-            else {
-                return None;
-            };
-            let pace = pace(rest)?;
-            let stock = (stock > 0).then_some(stock as u64);
-            let window = if window < 0 {
-                self.settings.arrival_window.as_secs()
-            } else {
-                window as u64 / 1000
-            };
-            Some(ShowStats {
-                outflow_per_second: pace.flow_milli as f64 / 1000.0,
-                paused: pace.paused,
-                arrival_window_seconds: window,
-                released_untaken: released as u64,
-                effective_admit_per_second: rate as u32,
-                show_id: show.to_string(),
-                open: open == 1,
-                phase: pace.phase,
-                reason: None,
-                stock,
-                stock_left: pace.stock_left,
-                lost: lost == 1,
-                queue_length: queue_length as u64,
-                admitted_valid: admitted_valid as u64,
-                admit_per_second: configured as u32,
-                max_active_buyers: cap as u32,
-                joined: joined as u64,
-                join_challenge_bits: challenge_bits as u32,
-            })
-        })?;
-        if stats.phase == Phase::Ended {
-            let pace = crate::model::Pace {
-                phase: Phase::Ended,
-                ..Default::default()
-            };
-            stats.reason = self.with_reason(show, pace).await?.reason;
-        }
-        Ok(stats)
+        let r: StatsReply = self.run(&STATS, show, ScriptArgs::none()).await?;
+        let pace = Pace::from(r.pace);
+        Ok(ShowStats {
+            outflow_per_second: pace.flow_milli as f64 / 1000.0,
+            paused: pace.paused,
+            arrival_window_seconds: r
+                .window_ms
+                .map_or(self.settings.arrival_window.as_secs(), |w| w / 1000),
+            released_untaken: r.released,
+            effective_admit_per_second: r.rate,
+            show_id: show.to_string(),
+            open: r.open,
+            phase: pace.phase,
+            reason: pace.reason,
+            stock: (r.stock > 0).then_some(r.stock),
+            stock_left: pace.stock_left,
+            lost: r.lost,
+            queue_length: r.queue_length,
+            admitted_valid: r.active,
+            admit_per_second: r.configured_rate,
+            max_active_buyers: r.cap,
+            joined: r.joined,
+            join_challenge_bits: r.challenge_bits,
+        })
     }
 
     async fn challenge_bits(&self, show: &ShowId) -> Result<u32> {
-        let r: Vec<i64> = self.run(&CHALLENGE, show, ScriptArgs::none()).await?;
-        reply(show, "challenge", r, |r| match *r {
-            [bits] => Some(bits as u32),
-            _ => None,
-        })
+        let r: ChallengeReply = self.run(&CHALLENGE, show, ScriptArgs::none()).await?;
+        Ok(r.bits)
     }
 }
 
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Pacing for RedisStore<C> {
     async fn pace_control(&self, show: &ShowId) -> Result<PaceControl> {
-        let r: Vec<String> = self.run(&PACE, show, ScriptArgs::none()).await?;
-        match r.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-            ["-404"] => Err(StoreError::NoSuchShow(show.clone())),
-            ["-503"] => Err(StoreError::ShowLost(show.clone())),
-            [url, floor, configured, current] => {
-                let n = |v: &str| {
-                    v.parse::<u32>()
-                        .map_err(|_| StoreError::Protocol(format!("pace: {r:?}")))
-                };
-                Ok(PaceControl {
-                    health_url: (!url.is_empty()).then(|| url.to_owned()),
-                    floor: n(floor)?,
-                    configured: n(configured)?,
-                    current: n(current)?,
-                })
-            }
-            _ => Err(StoreError::Protocol(format!("pace: {r:?}"))),
-        }
+        let r: PaceControlReply = self.run(&PACE, show, ScriptArgs::none()).await?;
+        Ok(r.into())
     }
 
     async fn set_pace(&self, show: &ShowId, rate: u32) -> Result<bool> {
@@ -261,11 +208,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Pacing for RedisStore<C>
             pace: Some(rate),
             ..Default::default()
         };
-        let r: Vec<i64> = self.run(&PACE, show, args).await?;
-        reply(show, "set_pace", r, |r| match *r {
-            [changed] => Some(changed == 1),
-            _ => None,
-        })
+        let r: SetPaceReply = self.run(&PACE, show, args).await?;
+        Ok(r.changed)
     }
 }
 
@@ -278,19 +222,5 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
         let mut shows: Vec<ShowId> = names.iter().filter_map(|n| n.parse().ok()).collect();
         shows.sort();
         Ok(shows)
-    }
-}
-
-/// A show's meta as `meta.lua` and `check.lua` answer it: {0} no such show, or
-/// {1, epoch, open, lost}.
-fn meta(got: &[i64]) -> Option<Option<ShowMeta>> {
-    match *got {
-        [0] => Some(None),
-        [1, epoch, open, lost] => Some(Some(ShowMeta {
-            epoch: epoch as u64,
-            open: open == 1,
-            lost: lost == 1,
-        })),
-        _ => None,
     }
 }

@@ -12,7 +12,9 @@ use waiting_room::store::{QueueStore, ShowSettings};
 use crate::support::show;
 
 mod admission;
+mod cost;
 mod lease;
+mod library;
 mod orders;
 mod queue;
 mod shows;

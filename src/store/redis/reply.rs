@@ -1,0 +1,594 @@
+//! What the Redis scripts answer, by name: every script answers one JSON object, decoded here
+//! into one type per reply (an enum tagged by `outcome` where a script has several outcomes),
+//! never read by position. A per-show script that will not serve its show answers
+//! `{"refused": …}` instead, alike from every script ([`decode`] turns it into the error).
+//!
+//! Two things of Lua's `cjson` shape the types: an empty table is written `{}` (so a list may
+//! come as an empty object: [`list`]), and numbers are written with 14 significant digits (so
+//! epochs, up to 13 digits today, travel as text all the same, as they do in `ScriptArgs`).
+
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, Deserializer, Error as _};
+
+use crate::model::{EndReason, Pace, Phase, RateChange, ShowId, TicketState};
+use crate::store::draws::Refused;
+use crate::store::{
+    AdmitOutcome, Closing, Configured, PaceControl, Redeemed, Result, ShowMeta, Status, StoreError,
+    Touched, pace_of,
+};
+
+/// Decodes `text`, the reply of the script `script` for `show`: the show's refusal as its
+/// error, else the reply as `T`; anything else is a [`StoreError::Protocol`] naming the script.
+pub(super) fn decode<T: DeserializeOwned>(show: &ShowId, script: &str, text: &str) -> Result<T> {
+    let bad = |e: serde_json::Error| StoreError::Protocol(format!("{script}: {e}: {text}"));
+    let value: serde_json::Value = serde_json::from_str(text).map_err(bad)?;
+    if let Some(refused) = value.get("refused") {
+        return Err(ShowRefusal::deserialize(refused).map_err(bad)?.error(show));
+    }
+    T::deserialize(&value).map_err(bad)
+}
+
+/// Decodes the reply of a script that serves no show (`lease.lua`, `limit.lua`, …).
+pub(super) fn decode_plain<T: DeserializeOwned>(script: &str, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Protocol(format!("{script}: {e}: {text}")))
+}
+
+/// Why a script would not serve a show (`live_show()` in `prelude.lua`, and `join.lua` once
+/// the on-sale ended).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ShowRefusal {
+    /// Nobody made it (or it was deleted).
+    NoSuchShow,
+    /// Its state was lost: it is refused until an operator opens it again.
+    Lost,
+    /// Its on-sale ended (joins).
+    Ended,
+}
+
+impl ShowRefusal {
+    fn error(self, show: &ShowId) -> StoreError {
+        match self {
+            ShowRefusal::NoSuchShow => StoreError::NoSuchShow(show.clone()),
+            ShowRefusal::Lost => StoreError::ShowLost(show.clone()),
+            ShowRefusal::Ended => StoreError::Ended(show.clone()),
+        }
+    }
+}
+
+/// An epoch, as text (see the module's note on numbers).
+fn epoch<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<u64, D::Error> {
+    let text = String::deserialize(d)?;
+    text.parse()
+        .map_err(|_| D::Error::custom(format!("epoch {text:?} is not a number")))
+}
+
+/// A list, which `cjson` writes `{}` when it is empty.
+pub(super) fn list<'de, D, T>(d: D) -> std::result::Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Object(m) if m.is_empty() => Ok(Vec::new()),
+        v => Vec::<T>::deserialize(v).map_err(D::Error::custom),
+    }
+}
+
+/// The pace every script that tells a ticket where it stands adds (`pace_reply()` in
+/// `prelude.lua`; the event `publish` sends carries the same figures).
+#[derive(Debug, Deserialize)]
+pub(super) struct PaceReply {
+    /// The rate in force.
+    rate: u32,
+    flow_milli: i64,
+    spread_milli: i64,
+    phase: Phase,
+    /// Whether the last tick found every place taken.
+    full: bool,
+    /// An announced rate change: ms until it, and its rate.
+    change_in_ms: Option<u64>,
+    change_rate: Option<u32>,
+    /// The second of the show's last tick.
+    tick_sec: Option<u64>,
+    stock_left: Option<u64>,
+    /// Why an ended on-sale ended, as the operator said.
+    reason: Option<String>,
+}
+
+impl From<PaceReply> for Pace {
+    fn from(p: PaceReply) -> Pace {
+        Pace {
+            tick_sec: p.tick_sec,
+            change: p.change_in_ms.map(|in_ms| RateChange {
+                in_ms,
+                rate: p.change_rate.unwrap_or(0),
+            }),
+            stock_left: p.stock_left,
+            reason: p.reason.as_deref().and_then(EndReason::new),
+            ..pace_of(
+                p.rate,
+                p.flow_milli.max(0) as u64,
+                p.spread_milli.max(0) as u64,
+                p.phase,
+                p.full,
+            )
+        }
+    }
+}
+
+/// Where a ticket stands (`standing()` in `prelude.lua`, and `status.lua`).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub(super) enum TicketReply {
+    Waiting { position: u64, arrival: u64 },
+    PreQueue { arrival: u64, opens_in_ms: u64 },
+    Admitted { expires_in_ms: u64 },
+    Unknown,
+}
+
+impl TicketReply {
+    /// The arrival number of a queued ticket.
+    fn arrival(&self) -> Option<u64> {
+        match *self {
+            TicketReply::Waiting { arrival, .. } | TicketReply::PreQueue { arrival, .. } => {
+                Some(arrival)
+            }
+            TicketReply::Admitted { .. } | TicketReply::Unknown => None,
+        }
+    }
+}
+
+impl From<TicketReply> for TicketState {
+    fn from(t: TicketReply) -> TicketState {
+        match t {
+            TicketReply::Waiting { position, arrival } => {
+                TicketState::Waiting { position, arrival }
+            }
+            TicketReply::PreQueue {
+                arrival,
+                opens_in_ms,
+            } => TicketState::PreQueue {
+                arrival,
+                opens_in_ms,
+            },
+            TicketReply::Admitted { expires_in_ms } => TicketState::Admitted { expires_in_ms },
+            TicketReply::Unknown => TicketState::Unknown,
+        }
+    }
+}
+
+/// `status.lua`, and a join's answer: the ticket, the show's version, epoch and pace.
+#[derive(Debug, Deserialize)]
+pub(super) struct StatusReply {
+    ticket: TicketReply,
+    version: u64,
+    #[serde(deserialize_with = "epoch")]
+    epoch: u64,
+    pace: PaceReply,
+}
+
+impl From<StatusReply> for Status {
+    fn from(s: StatusReply) -> Status {
+        Status {
+            seq: s.ticket.arrival(),
+            state: s.ticket.into(),
+            epoch: s.epoch,
+            pace: s.pace.into(),
+            version: s.version,
+        }
+    }
+}
+
+/// `join.lua`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum JoinReply {
+    /// Queued: where the new ticket stands.
+    Joined(StatusReply),
+    /// A live ticket is kept under the join's idempotency key already: the caller answers it.
+    Replayed,
+    /// The show asks a proof of work of `bits` and none came.
+    ProofRequired { bits: u32 },
+    /// The proof found fewer zero bits than the show asks.
+    ProofTooWeak { bits: u32 },
+    /// The proof was spent by an earlier join.
+    ProofSpent,
+}
+
+/// `admit.lua`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum AdmitReply {
+    Admitted { count: u64, head: u64, version: u64 },
+    AlreadyThisSecond { next_in_ms: i64 },
+    Fenced { fence: u64 },
+    NotServed,
+}
+
+impl From<AdmitReply> for AdmitOutcome {
+    fn from(a: AdmitReply) -> AdmitOutcome {
+        match a {
+            AdmitReply::Admitted {
+                count,
+                head,
+                version,
+            } => AdmitOutcome::Admitted {
+                count,
+                head,
+                version,
+            },
+            AdmitReply::AlreadyThisSecond { next_in_ms } => AdmitOutcome::AlreadyThisSecond {
+                next_in: std::time::Duration::from_millis(next_in_ms.max(0) as u64),
+            },
+            AdmitReply::Fenced { fence } => AdmitOutcome::Fenced { fence },
+            AdmitReply::NotServed => AdmitOutcome::NotServed,
+        }
+    }
+}
+
+/// `touch.lua`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum TouchReply {
+    Kept,
+    NotNeeded,
+    Over,
+}
+
+impl From<TouchReply> for Touched {
+    fn from(t: TouchReply) -> Touched {
+        match t {
+            TouchReply::Kept => Touched::Kept,
+            TouchReply::NotNeeded => Touched::NotNeeded,
+            TouchReply::Over => Touched::Over,
+        }
+    }
+}
+
+/// `leave.lua`: whether the ticket was live.
+#[derive(Debug, Deserialize)]
+pub(super) struct LeaveReply {
+    pub(super) live: bool,
+}
+
+/// `is_admitted.lua`.
+#[derive(Debug, Deserialize)]
+pub(super) struct IsAdmittedReply {
+    pub(super) admitted: bool,
+}
+
+/// `meta.lua` and `check.lua`: `{}` when there is no show.
+#[derive(Debug, Deserialize)]
+pub(super) struct MetaReply {
+    show: Option<MetaFields>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MetaFields {
+    #[serde(deserialize_with = "epoch")]
+    epoch: u64,
+    open: bool,
+    lost: bool,
+}
+
+impl From<MetaReply> for Option<ShowMeta> {
+    fn from(m: MetaReply) -> Option<ShowMeta> {
+        m.show.map(|s| ShowMeta {
+            epoch: s.epoch,
+            open: s.open,
+            lost: s.lost,
+        })
+    }
+}
+
+/// `configure.lua`.
+#[derive(Debug, Deserialize)]
+pub(super) struct ConfigureReply {
+    created: bool,
+    #[serde(deserialize_with = "epoch")]
+    epoch: u64,
+}
+
+impl From<ConfigureReply> for Configured {
+    fn from(c: ConfigureReply) -> Configured {
+        Configured {
+            created: c.created,
+            recovered: false,
+            epoch: c.epoch,
+        }
+    }
+}
+
+/// `open.lua`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum OpenReply {
+    Opened {
+        created: bool,
+        recovered: bool,
+        #[serde(deserialize_with = "epoch")]
+        epoch: u64,
+    },
+    /// A scheduled show not drawn yet: it opens by itself, after its draw.
+    OpensByItself,
+}
+
+/// `close.lua`.
+#[derive(Debug, Deserialize)]
+pub(super) struct CloseReply {
+    #[allow(dead_code, reason = "a reply must say it, so a wrong one is refused")]
+    closed: bool,
+}
+
+/// `end.lua`.
+#[derive(Debug, Deserialize)]
+pub(super) struct EndReply {
+    #[allow(dead_code, reason = "a reply must say it, so a wrong one is refused")]
+    ended: bool,
+}
+
+/// `pause.lua`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum PauseReply {
+    Paused,
+    /// Not opened yet, or ended: nothing to pause.
+    NotRunning {
+        phase: Phase,
+    },
+}
+
+/// `delete.lua`: whether there was a show.
+#[derive(Debug, Deserialize)]
+pub(super) struct DeleteReply {
+    pub(super) deleted: bool,
+}
+
+/// `challenge.lua`: the zero bits a join's proof of work must bring (0: none).
+#[derive(Debug, Deserialize)]
+pub(super) struct ChallengeReply {
+    pub(super) bits: u32,
+}
+
+/// `pace.lua` read: what the admitter needs to follow the checkout.
+#[derive(Debug, Deserialize)]
+pub(super) struct PaceControlReply {
+    health_url: Option<String>,
+    floor: u32,
+    configured: u32,
+    current: u32,
+}
+
+impl From<PaceControlReply> for PaceControl {
+    fn from(p: PaceControlReply) -> PaceControl {
+        PaceControl {
+            health_url: p.health_url.filter(|u| !u.is_empty()),
+            floor: p.floor,
+            configured: p.configured,
+            current: p.current,
+        }
+    }
+}
+
+/// `pace.lua` with a new rate: whether it changed.
+#[derive(Debug, Deserialize)]
+pub(super) struct SetPaceReply {
+    pub(super) changed: bool,
+}
+
+/// `stats.lua`.
+#[derive(Debug, Deserialize)]
+pub(super) struct StatsReply {
+    pub(super) queue_length: u64,
+    /// Admissions still running that have not bought.
+    pub(super) active: u64,
+    /// The rate in force, and the configured one.
+    pub(super) rate: u32,
+    pub(super) configured_rate: u32,
+    /// Tickets ever joined.
+    pub(super) joined: u64,
+    pub(super) cap: u32,
+    pub(super) open: bool,
+    pub(super) lost: bool,
+    /// The show's own arrival window (ms), if it has one.
+    pub(super) window_ms: Option<u64>,
+    pub(super) released: u64,
+    pub(super) challenge_bits: u32,
+    /// Seats for sale (0: no stock).
+    pub(super) stock: u64,
+    pub(super) pace: PaceReply,
+}
+
+/// `snapshot.lua`: epoch 0 (and only the pace) when the show does not exist or was lost.
+#[derive(Debug, Deserialize)]
+pub(super) struct SnapshotReply {
+    #[serde(deserialize_with = "epoch")]
+    pub(super) epoch: u64,
+    pub(super) version: u64,
+    pub(super) head: u64,
+    pub(super) pace: PaceReply,
+    /// The opening time of a scheduled show (ms).
+    pub(super) opens_at: Option<u64>,
+    /// The pre-queue's size once it closed.
+    pub(super) closed_n: Option<u64>,
+    /// The draw's key (64 hex digits) once drawn.
+    pub(super) draw_key: Option<String>,
+    /// The early leavers no head has passed yet.
+    #[serde(default, deserialize_with = "list")]
+    pub(super) left: Vec<u64>,
+}
+
+/// `schedule.lua`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum ScheduleReply {
+    Scheduled,
+    Conflict { why: Refused },
+}
+
+/// `close_pre_queue.lua`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum ClosingReply {
+    Fenced,
+    NotDue,
+    Drawn,
+    NotScheduled,
+    AwaitingBeacon {
+        participants: u64,
+    },
+    Ready {
+        participants: u64,
+        seed: String,
+        beacon_value: String,
+    },
+}
+
+impl From<ClosingReply> for Closing {
+    fn from(c: ClosingReply) -> Closing {
+        match c {
+            ClosingReply::Fenced => Closing::Fenced,
+            ClosingReply::NotDue => Closing::NotDue,
+            ClosingReply::Drawn => Closing::Drawn,
+            ClosingReply::NotScheduled => Closing::NotScheduled,
+            ClosingReply::AwaitingBeacon { participants } => {
+                Closing::AwaitingBeacon { participants }
+            }
+            ClosingReply::Ready {
+                participants,
+                seed,
+                beacon_value,
+            } => Closing::Ready {
+                participants,
+                seed,
+                beacon_value,
+            },
+        }
+    }
+}
+
+/// `draw.lua`: whether this call drew.
+#[derive(Debug, Deserialize)]
+pub(super) struct DrawReply {
+    pub(super) drawn: bool,
+}
+
+/// `order.lua`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum OrderReply {
+    Created {
+        order: String,
+    },
+    /// The same request again: the order it placed.
+    Repeated {
+        order: String,
+    },
+    /// The hold is another's, the show sold out, or the admission was spent.
+    Conflict {
+        why: String,
+    },
+    Forbidden,
+}
+
+/// `redeem.lua`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum RedeemReply {
+    Redeemed {
+        arrival: u64,
+        #[serde(deserialize_with = "epoch")]
+        epoch: u64,
+    },
+    Spent,
+    Forbidden,
+}
+
+impl From<RedeemReply> for Redeemed {
+    fn from(r: RedeemReply) -> Redeemed {
+        match r {
+            RedeemReply::Redeemed { arrival, epoch } => Redeemed::Now { arrival, epoch },
+            RedeemReply::Spent => Redeemed::Before,
+            RedeemReply::Forbidden => Redeemed::NotAdmitted,
+        }
+    }
+}
+
+/// `lease.lua`: the token while the instance holds the lease; none while another does.
+#[derive(Debug, Deserialize)]
+pub(super) struct LeaseReply {
+    pub(super) token: Option<u64>,
+}
+
+/// `release.lua`: whether the instance held the lease.
+#[derive(Debug, Deserialize)]
+pub(super) struct ReleaseReply {
+    #[allow(dead_code, reason = "a reply must say it, so a wrong one is refused")]
+    released: bool,
+}
+
+/// `limit.lua`: how long the client must wait (0: allowed now).
+#[derive(Debug, Deserialize)]
+pub(super) struct LimitReply {
+    pub(super) wait_ms: u64,
+}
+
+/// `pass_keys.lua`: the signing key first, the rest newest first.
+#[derive(Debug, Deserialize)]
+pub(super) struct PassKeysReply {
+    #[serde(deserialize_with = "list")]
+    pub(super) keys: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn show() -> ShowId {
+        "s1".parse().unwrap()
+    }
+
+    #[test]
+    fn a_refusal_is_the_shows_error_whatever_the_script() {
+        let e = decode::<LeaveReply>(&show(), "leave", r#"{"refused":"lost"}"#).unwrap_err();
+        assert!(matches!(e, StoreError::ShowLost(_)), "{e:?}");
+        let e = decode::<JoinReply>(&show(), "join", r#"{"refused":"ended"}"#).unwrap_err();
+        assert!(matches!(e, StoreError::Ended(_)), "{e:?}");
+    }
+
+    #[test]
+    fn a_reply_of_another_shape_names_its_script() {
+        let e = decode::<JoinReply>(&show(), "join", r#"{"outcome":"nonsense"}"#).unwrap_err();
+        assert!(
+            matches!(&e, StoreError::Protocol(m) if m.starts_with("join:")),
+            "{e:?}"
+        );
+        let e = decode::<LeaveReply>(&show(), "leave", "[1]").unwrap_err();
+        assert!(matches!(e, StoreError::Protocol(_)), "{e:?}");
+    }
+
+    #[test]
+    fn an_empty_list_may_come_as_cjsons_empty_object() {
+        let r: PassKeysReply = decode_plain("pass_keys", r#"{"keys":{}}"#).unwrap();
+        assert!(r.keys.is_empty());
+        let r: PassKeysReply = decode_plain("pass_keys", r#"{"keys":["a","b"]}"#).unwrap();
+        assert_eq!(r.keys, ["a", "b"]);
+        assert!(decode_plain::<PassKeysReply>("pass_keys", r#"{"keys":{"a":1}}"#).is_err());
+    }
+
+    #[test]
+    fn an_epoch_travels_as_text() {
+        let r: ConfigureReply = decode(
+            &show(),
+            "configure",
+            r#"{"created":true,"epoch":"9999999999999"}"#,
+        )
+        .unwrap();
+        assert_eq!(Configured::from(r).epoch, 9_999_999_999_999);
+        assert!(
+            decode::<ConfigureReply>(&show(), "configure", r#"{"created":true,"epoch":1}"#)
+                .is_err()
+        );
+    }
+}
