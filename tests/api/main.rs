@@ -38,6 +38,7 @@ mod bots;
 mod cadence;
 mod cli;
 mod cluster;
+mod cluster_failover;
 mod contract;
 mod dashboard;
 mod draw;
