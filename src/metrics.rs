@@ -30,6 +30,8 @@ pub struct Metrics {
     redemptions: Family<Labels, Counter>,
     gateway: Family<Labels, Counter>,
     redis_failovers: Counter,
+    lost_writes: Family<Labels, Counter>,
+    lost_places: Family<Labels, Counter>,
 }
 
 /// What a check of a verified pass against the store came to.
@@ -199,6 +201,18 @@ impl Default for Metrics {
             "Behind Sentinel: times this instance followed the primary to another node",
             redis_failovers.clone(),
         );
+        let lost_writes = Family::<Labels, Counter>::default();
+        registry.register(
+            "lost_writes",
+            "Times this instance found a show's arrival counter lower than numbers handed out (a failover lost writes) and raised it, per show",
+            lost_writes.clone(),
+        );
+        let lost_places = Family::<Labels, Counter>::default();
+        registry.register(
+            "lost_places",
+            "Tickets handed out here whose place a failover lost (their fans are told LOST), per show",
+            lost_places.clone(),
+        );
         let gateway = Family::<Labels, Counter>::default();
         registry.register(
             "gateway_requests",
@@ -215,6 +229,8 @@ impl Default for Metrics {
         }
         Metrics {
             redis_failovers,
+            lost_writes,
+            lost_places,
             gateway,
             pass_checks,
             redemptions,
@@ -271,6 +287,18 @@ impl Metrics {
     /// Behind Sentinel, the store followed the primary to another node.
     pub fn redis_failover(&self) {
         self.redis_failovers.inc();
+    }
+
+    /// This instance found `show`'s arrival counter gone back, and raised it.
+    pub fn lost_writes(&self, show: &ShowId) {
+        self.lost_writes.get_or_create(&show_label(show)).inc();
+    }
+
+    /// `n` tickets handed out here for `show` lost their place in a failover.
+    pub fn lost_places(&self, show: &ShowId, n: u64) {
+        if n > 0 {
+            self.lost_places.get_or_create(&show_label(show)).inc_by(n);
+        }
     }
 
     /// A gateway request came to `outcome`.

@@ -101,6 +101,8 @@ pub fn verify(
         }
         match r.kind {
             AuditKind::Phase => lifted = r.phase == Some(crate::model::Phase::Closed),
+            // Arrival numbers are raised past the lost ones, never reused: queue order holds.
+            AuditKind::Lost => {}
             AuditKind::Stock => stock = r.stock.filter(|&s| s > 0),
             AuditKind::Order => {
                 orders += 1;

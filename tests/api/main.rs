@@ -45,6 +45,7 @@ mod draw;
 mod edge;
 mod eta;
 mod failover;
+mod failover_lost;
 mod gate;
 mod http;
 mod hub;

@@ -18,6 +18,7 @@ mod durable;
 mod feed;
 mod lease;
 mod limits;
+mod lineage;
 mod orders;
 mod queue;
 mod sentinel;
