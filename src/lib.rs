@@ -46,6 +46,7 @@ pub mod draw;
 pub mod error;
 pub mod http;
 pub mod hub;
+mod lineage;
 pub mod metrics;
 pub mod model;
 pub mod pass;

@@ -32,6 +32,8 @@ pub struct Metrics {
     redis_failovers: Counter,
     shed: Counter,
     at_work: Gauge,
+    lost_writes: Family<Labels, Counter>,
+    lost_places: Family<Labels, Counter>,
 }
 
 /// What a check of a verified pass against the store came to.
@@ -213,6 +215,18 @@ impl Default for Metrics {
             "Fans' requests at work on this instance now (bounded by MAX_STORE_CALLS)",
             at_work.clone(),
         );
+        let lost_writes = Family::<Labels, Counter>::default();
+        registry.register(
+            "lost_writes",
+            "Times this instance found a show's arrival counter lower than numbers handed out (a failover lost writes) and raised it, per show",
+            lost_writes.clone(),
+        );
+        let lost_places = Family::<Labels, Counter>::default();
+        registry.register(
+            "lost_places",
+            "Tickets handed out here whose place a failover lost (their fans are told LOST), per show",
+            lost_places.clone(),
+        );
         let gateway = Family::<Labels, Counter>::default();
         registry.register(
             "gateway_requests",
@@ -231,6 +245,8 @@ impl Default for Metrics {
             redis_failovers,
             shed,
             at_work,
+            lost_writes,
+            lost_places,
             gateway,
             pass_checks,
             redemptions,
@@ -298,6 +314,18 @@ impl Metrics {
     pub fn at_work(&self) -> ConnectedGuard {
         self.at_work.inc();
         ConnectedGuard(self.at_work.clone())
+    }
+
+    /// This instance found `show`'s arrival counter gone back, and raised it.
+    pub fn lost_writes(&self, show: &ShowId) {
+        self.lost_writes.get_or_create(&show_label(show)).inc();
+    }
+
+    /// `n` tickets handed out here for `show` lost their place in a failover.
+    pub fn lost_places(&self, show: &ShowId, n: u64) {
+        if n > 0 {
+            self.lost_places.get_or_create(&show_label(show)).inc_by(n);
+        }
     }
 
     /// A gateway request came to `outcome`.

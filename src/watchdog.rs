@@ -8,6 +8,9 @@
 //! so that every instance, new ones included, refuses it alike: the gate and joins answer
 //! 503, the admitter skips it, `/readyz` and the `show_lost` metric say so, and the console
 //! shows it until an operator re-opens the show deliberately.
+//!
+//! The same pass asks whether a failover lost the show's last writes (a counter gone back:
+//! `crate::lineage`), and mends the store when it did.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -16,9 +19,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::Hub;
+use crate::lineage::Lineage;
 use crate::metrics::{Metrics, StoreCaller};
 use crate::model::ShowId;
-use crate::store::{Indexed, ShowMeta, Shows};
+use crate::store::{Indexed, QueueStore, ShowMeta, Shows};
 
 /// How often every known show is checked.
 pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -35,12 +39,15 @@ struct Inner {
     metrics: Arc<Metrics>,
     /// Show → the epoch last seen, and whether it was lost.
     known: Mutex<BTreeMap<ShowId, (u64, bool)>>,
+    /// What this instance saw of each show's arrivals, to notice writes a failover lost.
+    lineage: Lineage,
 }
 
 impl Watchdog {
-    pub fn new(store: Arc<dyn Shows>, hub: Hub, metrics: Arc<Metrics>) -> Self {
+    pub fn new(store: Arc<dyn QueueStore>, hub: Hub, metrics: Arc<Metrics>) -> Self {
         Watchdog {
             inner: Arc::new(Inner {
+                lineage: Lineage::new(store.clone(), metrics.clone()),
                 store,
                 hub,
                 metrics,
@@ -63,8 +70,15 @@ impl Watchdog {
         }
     }
 
+    /// A join here handed out `ticket` with arrival number `seq` (remembered for a while, to
+    /// tell its fan if a failover loses it).
+    pub fn joined(&self, show: &ShowId, seq: u64, ticket: uuid::Uuid) {
+        self.inner.lineage.joined(show, seq, ticket);
+    }
+
     /// An operator deleted `show`.
     pub fn forget(&self, show: &ShowId) {
+        self.inner.lineage.forget(show);
         self.known().remove(show);
         self.inner.metrics.forget_lost(show);
     }
@@ -96,7 +110,11 @@ impl Watchdog {
                 open: open.contains(&show),
             };
             let now = self.inner.store.check_show(&show, asked, indexed).await?;
+            let whole = now.as_ref().is_some_and(|m| !m.lost);
             self.update(&show, known, now);
+            if whole {
+                self.inner.lineage.check(&show).await?;
+            }
         }
         Ok(())
     }

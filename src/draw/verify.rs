@@ -148,6 +148,8 @@ impl Walk {
         }
         match r.kind {
             AuditKind::Phase => self.sales.lifted = r.phase == Some(crate::model::Phase::Closed),
+            // Arrival numbers are raised past the lost ones, never reused: queue order holds.
+            AuditKind::Lost => {}
             AuditKind::Stock => self.sales.stock = r.stock.filter(|&s| s > 0),
             AuditKind::Order => self.sales.order(r, &self.queue.let_in)?,
             AuditKind::Redeem => self.sales.redeem(r, &self.queue.let_in)?,

@@ -134,6 +134,9 @@ pub enum AuditKind {
     Stock,
     /// An admission spent by a checkout outside (`POST …/redeem`), by its arrival number.
     Redeem,
+    /// A failover lost writes: the arrival counter was found lower than numbers handed out,
+    /// and raised to `arrival` (no number is handed out twice from then on).
+    Lost,
 }
 
 /// Arrival numbers, in admission order, as inclusive ranges of consecutive numbers.

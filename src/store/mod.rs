@@ -44,6 +44,7 @@ mod feed;
 mod keys;
 mod lease;
 mod limits;
+mod lineage;
 mod memory;
 mod orders;
 mod position;
@@ -65,6 +66,7 @@ pub use self::feed::{EventKind, Feed, ShowEvent, ShowSnapshot, pace_of};
 pub use self::keys::{KeySchedule, SharedKeys};
 pub use self::lease::AdmitterLease;
 pub use self::limits::JoinLimits;
+pub use self::lineage::{Arrivals, Lineage, Mended};
 pub use self::memory::MemoryStore;
 pub use self::orders::{OrderBook, OrderOutcome, Redeemed, order_fingerprint};
 pub use self::position::position;
@@ -88,6 +90,7 @@ pub trait QueueStore:
     + OrderBook
     + SharedKeys
     + Health
+    + Lineage
     + 'static
 {
 }
@@ -103,6 +106,7 @@ impl<T> QueueStore for T where
         + OrderBook
         + SharedKeys
         + Health
+        + Lineage
         + 'static
 {
 }

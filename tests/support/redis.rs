@@ -1,4 +1,5 @@
-//! A redis-server, or a three-node Redis Cluster, of the test's own.
+//! A redis-server, or a Redis Cluster (three masters, with or without a replica each), of the
+//! test's own.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -161,20 +162,41 @@ impl Drop for RedisServer {
     }
 }
 
-/// A three-node Redis Cluster of our own (no replicas), torn down when dropped.
+/// A three-master Redis Cluster of our own, torn down when dropped.
 pub struct RedisCluster {
     nodes: Vec<RedisServer>,
     dir: PathBuf,
 }
 
 impl RedisCluster {
+    /// Three masters, no replicas.
     pub async fn start() -> RedisCluster {
+        RedisCluster::start_with_replicas(0).await
+    }
+
+    /// Three masters with `replicas` replicas each (`--cluster-replicas`). Each node keeps its
+    /// own directory: a replica's full sync writes dump.rdb there, and two nodes sharing one
+    /// would load each other's data on a restart. With replicas, a master silent for a second
+    /// is failed over (`cluster-node-timeout 1000`), and any replica may be promoted however
+    /// long it was cut off (`cluster-replica-validity-factor 0`).
+    pub async fn start_with_replicas(replicas: usize) -> RedisCluster {
         let dir = std::env::temp_dir().join(format!("wr-cluster-{}", Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut nodes = Vec::new();
-        for _ in 0..3 {
-            let dir = dir.to_str().unwrap();
-            nodes.push(RedisServer::start_with(&["--cluster-enabled", "yes", "--dir", dir]).await);
+        for _ in 0..3 * (1 + replicas) {
+            let mut args = vec!["--cluster-enabled", "yes"];
+            if replicas == 0 {
+                let dir = dir.to_str().unwrap();
+                nodes.push(RedisServer::start_with(&[&args[..], &["--dir", dir]].concat()).await);
+                continue;
+            }
+            args.extend([
+                "--cluster-node-timeout",
+                "1000",
+                "--cluster-replica-validity-factor",
+                "0",
+            ]);
+            nodes.push(RedisServer::start_with(&args).await);
         }
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");
@@ -182,7 +204,7 @@ impl RedisCluster {
             create.arg(format!("127.0.0.1:{}", n.port));
         }
         let out = create
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
             .expect("redis-cli must be on PATH (it comes with redis-server)");
         assert!(
@@ -191,10 +213,65 @@ impl RedisCluster {
             String::from_utf8_lossy(&out.stdout)
         );
         let cluster = RedisCluster { nodes, dir };
-        // Every node must agree the cluster is up before the tests start.
-        for _ in 0..200 {
+        // Every node must agree the cluster is up (and every replica be in sync) before the
+        // tests start.
+        for _ in 0..400 {
+            if cluster.ready(replicas).await {
+                return cluster;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the cluster never became ready");
+    }
+
+    /// Whether every live node says the cluster is ok, and every master has `replicas`
+    /// replicas online.
+    async fn ready(&self, replicas: usize) -> bool {
+        let mut masters = 0;
+        for n in &self.nodes {
+            let mut conn = n.conn().await;
+            let info: String = redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            if !info.contains("cluster_state:ok") {
+                return false;
+            }
+            let repl: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            if repl.contains("role:master") {
+                masters += 1;
+                if repl.matches("state=online").count() < replicas {
+                    return false;
+                }
+            }
+        }
+        masters == 3
+    }
+
+    /// SIGKILLs the master that owns `key`'s slot and holds its port (a parallel test's
+    /// redis-server taking it would be met by the cluster's gossip as the dead node coming
+    /// back): the port and its holder, to be dropped once the test is done with the cluster.
+    pub async fn kill_owner(&mut self, key: &str) -> (u16, std::net::TcpListener) {
+        let port = self.owner(key).await.port;
+        let node = self.nodes.iter_mut().find(|n| n.port == port).unwrap();
+        node.stop();
+        let held = std::net::TcpListener::bind(("127.0.0.1", port)).expect("the dead node's port");
+        (port, held)
+    }
+
+    /// Until a live node other than `dead` owns `key`'s slot and every live node says the
+    /// cluster is ok again; panics after `within`.
+    pub async fn wait_promoted(&self, key: &str, dead: u16, within: Duration) -> u16 {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
             let mut ok = true;
-            for n in &cluster.nodes {
+            let mut owner = None;
+            for n in self.nodes_except(dead) {
                 let mut conn = n.conn().await;
                 let info: String = redis::cmd("CLUSTER")
                     .arg("INFO")
@@ -202,13 +279,19 @@ impl RedisCluster {
                     .await
                     .unwrap();
                 ok &= info.contains("cluster_state:ok");
+                if owns(&mut conn, key).await {
+                    owner = Some(n.port);
+                }
             }
-            if ok {
-                return cluster;
+            if let (true, Some(owner)) = (ok, owner) {
+                return owner;
             }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no replica took over {key}'s slot"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("the cluster never became ready");
     }
 
     /// Every node's URL.
@@ -235,14 +318,18 @@ impl RedisCluster {
     pub async fn owner(&self, key: &str) -> &RedisServer {
         for node in &self.nodes {
             let mut conn = node.conn().await;
-            let answer: redis::RedisResult<Option<String>> =
-                redis::cmd("GET").arg(key).query_async(&mut conn).await;
-            if answer.is_ok() {
+            if owns(&mut conn, key).await {
                 return node;
             }
         }
         panic!("no node owns {key}");
     }
+}
+
+/// Whether the node behind `conn` answers for `key` (of any type) instead of `MOVED`.
+async fn owns(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {
+    let answer: redis::RedisResult<String> = redis::cmd("TYPE").arg(key).query_async(conn).await;
+    answer.is_ok()
 }
 
 impl Drop for RedisCluster {

@@ -201,6 +201,7 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
         Some("phase") => AuditKind::Phase,
         Some("stock") => AuditKind::Stock,
         Some("redeem") => AuditKind::Redeem,
+        Some("lost") => AuditKind::Lost,
         _ => return Err(bad()),
     };
     let phase = match field("phase") {

@@ -19,6 +19,7 @@ mod feed;
 mod functions;
 mod lease;
 mod limits;
+mod lineage;
 mod orders;
 mod queue;
 mod reply;

@@ -6,6 +6,13 @@
 //! nothing is sent. The command that met the failover fails (its caller answers 503 and the
 //! client retries); the next one goes to the new primary. The pub/sub feed subscribes to the
 //! current primary each time it (re)subscribes.
+//!
+//! Once a command met the primary gone, the connection is no longer trusted: nothing is sent
+//! on it (every command fails at once, 503) until the Sentinels name a node that says it is
+//! the primary (`ROLE`), the same address included. The connection would otherwise reconnect
+//! by itself to the old address, where the dead primary may be back as an empty replica, or a
+//! paused one demoted: its reads would answer from nothing or from the past (the chaos run saw
+//! fans told `unknown` whose places were kept).
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -50,6 +57,8 @@ pub struct SentinelConnection {
 struct Inner {
     sentinel: tokio::sync::Mutex<SentinelClient>,
     current: Mutex<Primary>,
+    /// False from a command that found the primary gone until a node is confirmed primary.
+    trusted: std::sync::atomic::AtomicBool,
     /// Called with the new primary's address on every failover followed.
     on_failover: Box<dyn Fn(&str) + Send + Sync>,
 }
@@ -86,6 +95,7 @@ impl SentinelConnection {
             inner: Arc::new(Inner {
                 sentinel: tokio::sync::Mutex::new(sentinel),
                 current: Mutex::new(primary),
+                trusted: std::sync::atomic::AtomicBool::new(true),
                 on_failover: Box::new(on_failover),
             }),
         };
@@ -115,6 +125,7 @@ impl SentinelConnection {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .addr
             .clone();
+        let trusted = inner.trusted.load(std::sync::atomic::Ordering::SeqCst);
         match resolve(&mut sentinel).await {
             Ok(primary) if primary.addr != known => {
                 tracing::warn!(from = %known, to = %primary.addr, "Redis failover: following the new primary");
@@ -123,6 +134,20 @@ impl SentinelConnection {
                     .current
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner) = primary;
+                inner
+                    .trusted
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            Ok(primary) if !trusted => {
+                // The same node, confirmed primary again: a fresh connection to it.
+                tracing::info!(primary = %primary.addr, "Redis primary confirmed again");
+                *inner
+                    .current
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = primary;
+                inner
+                    .trusted
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
             }
             Ok(_) => {}
             Err(e) => tracing::debug!(error = %e, "the Sentinels name no primary yet"),
@@ -177,15 +202,40 @@ fn primary_lost(e: &RedisError) -> bool {
         )
 }
 
+impl SentinelConnection {
+    /// The primary's connection if it is trusted; else an error at once (the caller answers
+    /// 503), never a wait: the watcher asks the Sentinels every second, and the command that
+    /// lost the primary asked them already (commands queueing for the Sentinels behind a
+    /// paused primary's timeouts would hang).
+    fn trusted(&self) -> Result<ConnectionManager, RedisError> {
+        if !self.inner.trusted.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(RedisError::from((
+                ErrorKind::Io,
+                "no Redis primary confirmed since the last one was lost",
+            )));
+        }
+        Ok(self.primary().conn)
+    }
+
+    /// After a command's error: when it says the primary is gone, distrust the connection
+    /// and ask the Sentinels.
+    async fn after_error(&self, e: &RedisError) {
+        if primary_lost(e) {
+            self.inner
+                .trusted
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+            SentinelConnection::refresh(&self.inner).await;
+        }
+    }
+}
+
 impl ConnectionLike for SentinelConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
-            let mut conn = self.primary().conn;
+            let mut conn = self.trusted()?;
             let answer = conn.req_packed_command(cmd).await;
-            if let Err(e) = &answer
-                && primary_lost(e)
-            {
-                SentinelConnection::refresh(&self.inner).await;
+            if let Err(e) = &answer {
+                self.after_error(e).await;
             }
             answer
         })
@@ -198,12 +248,10 @@ impl ConnectionLike for SentinelConnection {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let mut conn = self.primary().conn;
+            let mut conn = self.trusted()?;
             let answer = conn.req_packed_commands(pipeline, offset, count).await;
-            if let Err(e) = &answer
-                && primary_lost(e)
-            {
-                SentinelConnection::refresh(&self.inner).await;
+            if let Err(e) = &answer {
+                self.after_error(e).await;
             }
             answer
         })

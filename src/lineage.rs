@@ -1,0 +1,241 @@
+//! Noticing a failover that lost writes, and mending what it left (issue 18, item 3).
+//!
+//! A replica promoted after its primary died may lack the last writes (replication is
+//! asynchronous; `REDIS_WAIT_REPLICAS` closes that gap, at a cost). The store then comes back
+//! with less than this instance saw: a show's arrival counter lower than a number handed out
+//! here (by a join) or read here before (by the watchdog). Left alone, the next joins would be
+//! handed those numbers again, and the fans who held them would find their tickets gone
+//! without a word (UNKNOWN).
+//!
+//! So every instance remembers, per show and epoch, the highest arrival number it saw and the
+//! tickets it handed out lately (the only ones a failover can lose: replication lags by
+//! seconds, not minutes). Once a second the watchdog compares ([`Lineage::check`]); when the
+//! store's counter is lower, or when the counter is at least as high but another instance has
+//! mended this show since (its audit's `lost` record, seen as a raise of the counter past
+//! ours), the store is mended ([`crate::store::Lineage::mend`]): the counter raised past every
+//! number seen, so none is handed out twice after the mend; the tickets of ours that are
+//! neither waiting nor admitted any more marked lost, so their fans are told (`GET …/tickets/…`
+//! answers 410 `LOST`); the event in the show's audit (kind `lost`), the log (an error) and
+//! the metrics (`waiting_room_lost_writes_total`, `waiting_room_lost_places_total`).
+//!
+//! What it cannot do: a join that meets the new primary in the second before the check can
+//! be handed a number a lost ticket held (the lost one is gone from the store, so no two live
+//! tickets share it); and a ticket handed out by an instance that died with the primary is
+//! nobody's to tell. `REDIS_WAIT_REPLICAS=1` (behind Sentinel) loses no acknowledged write at
+//! all.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use uuid::Uuid;
+
+use crate::metrics::Metrics;
+use crate::model::ShowId;
+use crate::store::{Arrivals, Lineage as Store};
+
+/// How long a ticket handed out here is remembered: far longer than any replica lags.
+const REMEMBER_FOR: Duration = Duration::from_secs(120);
+/// At most this many tickets remembered per show (a burst of joins keeps the newest).
+const REMEMBER_AT_MOST: usize = 200_000;
+
+/// What this instance saw of one show, under one epoch.
+#[derive(Default)]
+struct Seen {
+    epoch: u64,
+    /// The highest arrival number handed out here or read from the store.
+    high: u64,
+    /// Tickets handed out here lately: (arrival number, ticket, when).
+    recent: VecDeque<(u64, Uuid, Instant)>,
+    /// The store's count of mends this instance has answered.
+    mends: u64,
+}
+
+/// Per show, what this instance saw. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Lineage {
+    store: Arc<dyn Store>,
+    metrics: Arc<Metrics>,
+    seen: Arc<Mutex<BTreeMap<ShowId, Seen>>>,
+}
+
+impl Lineage {
+    pub(crate) fn new(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> Self {
+        Lineage {
+            store,
+            metrics,
+            seen: Arc::default(),
+        }
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, BTreeMap<ShowId, Seen>> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A join here handed out `ticket` with arrival number `seq`.
+    pub(crate) fn joined(&self, show: &ShowId, seq: u64, ticket: Uuid) {
+        let now = Instant::now();
+        let mut seen = self.seen();
+        let s = seen.entry(show.clone()).or_default();
+        s.high = s.high.max(seq);
+        s.recent.push_back((seq, ticket, now));
+        while s.recent.len() > REMEMBER_AT_MOST
+            || s.recent
+                .front()
+                .is_some_and(|&(_, _, at)| now.duration_since(at) > REMEMBER_FOR)
+        {
+            s.recent.pop_front();
+        }
+    }
+
+    /// The show was deleted here, or its epoch moved on (re-opened after a loss): what was
+    /// seen of it belongs to the past.
+    pub(crate) fn forget(&self, show: &ShowId) {
+        self.seen().remove(show);
+    }
+
+    /// Compares the store's arrival counter with what this instance saw, and mends the store
+    /// when it lost writes. A store error ends the check (the next one tries again).
+    pub(crate) async fn check(&self, show: &ShowId) -> crate::store::Result<()> {
+        let Some(Arrivals {
+            epoch,
+            counter,
+            mends,
+            mended_from,
+        }) = self.store.arrivals(show).await?
+        else {
+            return Ok(());
+        };
+        let (high, tickets) = {
+            let mut seen = self.seen();
+            let s = seen.entry(show.clone()).or_default();
+            if s.epoch == 0 {
+                // The first look: the joins made here before it belong to this epoch.
+                s.epoch = epoch;
+                s.mends = mends;
+                s.high = s.high.max(counter);
+            } else if s.epoch != epoch {
+                // A new epoch: numbers of another epoch say nothing.
+                let recent = std::mem::take(&mut s.recent)
+                    .into_iter()
+                    .filter(|&(seq, _, _)| seq <= counter)
+                    .collect();
+                *s = Seen {
+                    epoch,
+                    high: counter,
+                    recent,
+                    mends,
+                };
+                return Ok(());
+            }
+            // Another instance mended the show since we last looked: the numbers above the
+            // counter it found may have been ours too.
+            let from = if mends > s.mends {
+                s.mends = mends;
+                Some(mended_from)
+            } else {
+                None
+            };
+            if counter >= s.high && from.is_none() {
+                s.high = counter;
+                return Ok(());
+            }
+            // The store forgot numbers we saw: every ticket of ours above its counter may be
+            // gone with them.
+            let above = from.unwrap_or(counter).min(counter);
+            let tickets: Vec<Uuid> = s
+                .recent
+                .iter()
+                .filter(|&&(seq, _, _)| seq > above)
+                .map(|&(_, t, _)| t)
+                .collect();
+            s.high = s.high.max(counter);
+            (s.high, tickets)
+        };
+        let mended = self.store.mend(show, epoch, high, &tickets).await?;
+        if !mended.raised && mended.lost.is_empty() {
+            // Another instance's mend, and none of ours was lost in it.
+            return Ok(());
+        }
+        if mended.raised {
+            self.metrics.lost_writes(show);
+        }
+        self.metrics.lost_places(show, mended.lost.len() as u64);
+        tracing::error!(
+            %show,
+            epoch,
+            counter,
+            high,
+            raised = mended.raised,
+            lost = mended.lost.len(),
+            "the store lost writes (a failover to a replica that lagged): arrival numbers up to {high} were handed out, the store's counter says {counter}; counter raised, the lost places' fans are told"
+        );
+        let mut seen = self.seen();
+        if let Some(s) = seen.get_mut(show).filter(|s| s.epoch == epoch) {
+            // The lost tickets are told; nothing more to do for them here.
+            s.recent.retain(|(_, t, _)| !mended.lost.contains(t));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Mended, Result};
+
+    /// A store whose counter the test sets, recording each mend.
+    #[derive(Default)]
+    struct Fake {
+        counter: Mutex<u64>,
+        mends: Mutex<Vec<(u64, Vec<Uuid>)>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Store for Fake {
+        async fn arrivals(&self, _: &ShowId) -> Result<Option<Arrivals>> {
+            Ok(Some(Arrivals {
+                epoch: 7,
+                counter: *self.counter.lock().unwrap(),
+                mends: 0,
+                mended_from: 0,
+            }))
+        }
+
+        async fn mend(&self, _: &ShowId, _: u64, high: u64, t: &[Uuid]) -> Result<Mended> {
+            self.mends.lock().unwrap().push((high, t.to_vec()));
+            *self.counter.lock().unwrap() = high;
+            Ok(Mended {
+                found: 0,
+                raised: true,
+                lost: t.to_vec(),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_counter_gone_back_is_raised_past_every_number_seen_and_our_lost_tickets_named() {
+        let fake = Arc::new(Fake::default());
+        let lineage = Lineage::new(fake.clone(), Arc::new(Metrics::default()));
+        let show: ShowId = "s".parse().unwrap();
+        lineage.check(&show).await.unwrap();
+        let tickets: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
+        for (i, t) in tickets.iter().enumerate() {
+            lineage.joined(&show, i as u64 + 1, *t);
+        }
+        *fake.counter.lock().unwrap() = 5;
+        lineage.check(&show).await.unwrap();
+        assert!(fake.mends.lock().unwrap().is_empty(), "nothing lost");
+        // A failover: the store says 3 where we handed out 5.
+        *fake.counter.lock().unwrap() = 3;
+        lineage.check(&show).await.unwrap();
+        assert_eq!(
+            *fake.mends.lock().unwrap(),
+            vec![(5, tickets[3..].to_vec())],
+            "raised to 5, tickets 4 and 5 named"
+        );
+        // Mended: the next check finds nothing more.
+        lineage.check(&show).await.unwrap();
+        assert_eq!(fake.mends.lock().unwrap().len(), 1);
+    }
+}
