@@ -155,19 +155,15 @@ fn described(
 ) -> OpenApiRouter<AppState> {
     // The crowd's routes: past `MAX_STORE_CALLS` at work, told to come back at once.
     let shed = shed.clone();
-    let crowd = OpenApiRouter::new()
-        .routes(routes!(fan::join))
-        .routes(routes!(fan::challenge))
-        .routes(routes!(fan::status, fan::leave))
-        .routes(routes!(sse::events))
-        .routes(routes!(ws::upgrade))
-        .routes(routes!(page::wait))
-        .routes(routes!(page::join))
-        .route_layer(axum::middleware::from_fn(move |request, next| {
-            shed.clone().run(request, next)
-        }));
+    let crowd = axum::middleware::from_fn(move |request, next| shed.clone().run(request, next));
     let router = OpenApiRouter::new()
-        .merge(crowd)
+        .routes(routes!(fan::join).layer(crowd.clone()))
+        .routes(routes!(fan::challenge).layer(crowd.clone()))
+        .routes(routes!(fan::status, fan::leave).layer(crowd.clone()))
+        .routes(routes!(sse::events).layer(crowd.clone()))
+        .routes(routes!(ws::upgrade).layer(crowd.clone()))
+        .routes(routes!(page::wait).layer(crowd.clone()))
+        .routes(routes!(page::join).layer(crowd))
         .routes(routes!(operator::create, operator::delete))
         .routes(routes!(operator::open))
         .routes(routes!(operator::pause))
