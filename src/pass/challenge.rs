@@ -52,7 +52,7 @@ pub enum ProofError {
     /// Its MAC does not verify under any key of the keyring (a join answers 403).
     #[error("X-Join-Proof: this server did not mint that challenge")]
     Forged,
-    /// Minted for the show named (a join answers 403).
+    /// Minted for another show, the one named (a join answers 403).
     #[error("X-Join-Proof: the challenge is for another show ({0})")]
     OtherShow(String),
     /// Past its end, [`CHALLENGE_TTL_SECONDS`] after it was minted (a join answers 403).

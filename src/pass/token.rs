@@ -76,7 +76,7 @@ pub enum PassError {
     /// Genuine, but its `exp` has passed.
     #[error("the admission pass ran out; join the queue again")]
     Expired,
-    /// Genuine, but of the show named, not of the one it was shown to (the caller checks).
+    /// Genuine, but of another show, the one named (its callers check, not `verify_pass`).
     #[error("the admission pass is for another show ({0})")]
     OtherShow(String),
 }
