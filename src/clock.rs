@@ -17,7 +17,9 @@ pub enum Clock {
     Wall,
     /// The wall clock at `anchor`, advanced by tokio's clock since.
     Tokio {
+        /// The wall clock when this clock was made, in ms since the Unix epoch.
         anchor_ms: u64,
+        /// Tokio's time at that moment: what has elapsed since is added to `anchor_ms`.
         anchor: tokio::time::Instant,
     },
 }

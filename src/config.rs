@@ -187,7 +187,9 @@ pub struct Config {
 /// How logs are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
+    /// Human-readable lines, coloured only on a terminal.
     Text,
+    /// One JSON object a line, for a log collector.
     Json,
 }
 

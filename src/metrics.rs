@@ -64,7 +64,9 @@ impl PassCheck {
 /// The transports a fan can follow a ticket over.
 #[derive(Clone, Copy, Debug)]
 pub enum Transport {
+    /// Server-Sent Events (label `transport="sse"`).
     Sse,
+    /// A WebSocket (label `transport="ws"`).
     WebSocket,
 }
 
@@ -82,9 +84,13 @@ impl Transport {
 /// `store_errors` counts their failures.
 #[derive(Clone, Copy, Debug)]
 pub enum StoreCaller {
+    /// The admitter loop: its lease check and its tick (label `source="admitter"`).
     Admitter,
+    /// The hub: its pub/sub subscription and a show's snapshot (`source="hub"`).
     Hub,
+    /// The watchdog's once-a-second look for shows the store lost (`source="watchdog"`).
     Watchdog,
+    /// A `GET /metrics` scrape reading the per-show figures (`source="metrics"`).
     Metrics,
 }
 

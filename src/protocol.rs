@@ -15,6 +15,8 @@ pub use crate::model::{EndReason, Paused, Phase, TicketStatus, TicketView};
 pub mod routes {
     /// A show: `PUT` (make it, operator), `DELETE` (remove it, operator).
     pub const SHOW: &str = "/orders/waiting-room/{show_id}";
+    /// `POST` (operator): the on-sale opens: the admitter serves the show and the gate takes
+    /// only its admissions; makes the show if needed and re-opens a lost one from nothing.
     pub const OPEN: &str = "/orders/waiting-room/{show_id}/open";
     /// `POST`: admission stops, every place is kept, the gate stays shut (`open` resumes).
     pub const PAUSE: &str = "/orders/waiting-room/{show_id}/pause";
@@ -22,8 +24,13 @@ pub mod routes {
     pub const CLOSE: &str = "/orders/waiting-room/{show_id}/close";
     /// `POST` `{"reason"}` (optional): the on-sale is over; joins are 410, the gate shut.
     pub const END: &str = "/orders/waiting-room/{show_id}/end";
+    /// `GET` (operator): a show's figures, a [`ShowStats`](crate::model::ShowStats).
     pub const STATS: &str = "/orders/waiting-room/{show_id}/stats";
+    /// `PUT` (operator) with any of a show's settings: makes the show if needed, applies from
+    /// the next tick, answers its figures.
     pub const CONFIG: &str = "/orders/waiting-room/{show_id}/config";
+    /// `POST`: a place in the queue, also before the show opens (202 with the ticket JSON);
+    /// [`super::IDEMPOTENCY_KEY`] optional, [`super::JOIN_PROOF_HEADER`] when the show asks one.
     pub const JOIN: &str = "/orders/waiting-room/{show_id}/join";
     /// A scheduled show's draw: the commitment, then what it revealed (public).
     pub const DRAW: &str = "/orders/waiting-room/{show_id}/draw";
@@ -40,20 +47,37 @@ pub mod routes {
     pub const JWKS: &str = "/.well-known/jwks.json";
     /// A ticket: `GET` (poll), `DELETE` (leave).
     pub const TICKET: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}";
+    /// `GET`: a ticket's states as Server-Sent Events, its current state first.
     pub const EVENTS: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}/events";
+    /// `GET` (a WebSocket upgrade): a ticket's states as [`Frame`](super::Frame)s, its
+    /// current state first.
     pub const WS: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}/ws";
+    /// `POST` an [`OrderRequest`](crate::model::OrderRequest): 201 and `Location`; the gate
+    /// wants an admission of the show in `X-Admission-Ticket` unless its on-sale was closed.
     pub const ORDERS: &str = "/orders";
+    /// `GET`: the order of that id (a UUID), or 404.
     pub const ORDER: &str = "/orders/{id}";
+    /// `GET`: liveness: `ok` while the process answers.
     pub const HEALTHZ: &str = "/healthz";
+    /// `GET`: readiness: `ready` while the store answers (naming the shows it lost), else 503.
     pub const READYZ: &str = "/readyz";
+    /// `GET`: Prometheus metrics, as OpenMetrics text.
     pub const METRICS: &str = "/metrics";
+    /// `GET`: the OpenAPI 3.1 document of the routes this instance serves.
     pub const OPENAPI: &str = "/openapi.json";
+    /// `GET`: the page of the on-sales open now; in gateway mode `/` is the origin's.
     pub const INDEX: &str = "/";
+    /// `GET`: a show's waiting page (HTML), with the ticket's state at first paint.
     pub const WAIT_PAGE: &str = "/wait/{show_id}";
+    /// `POST`: the waiting page's join button without JavaScript: joins, keeps the ticket in
+    /// the `wr_ticket` cookie, and sends the fan back to the page (303).
     pub const WAIT_JOIN: &str = "/wait/{show_id}/join";
     /// `POST` with the pass in `X-Admission-Ticket`: the `wr_pass` cookie gateway mode reads.
     pub const WAIT_PASS: &str = "/wait/{show_id}/pass";
+    /// `GET`: the operator's console (HTML); its script asks for the token.
     pub const ADMIN: &str = "/admin";
+    /// `GET` (operator): the figures of the open shows and those named in `?shows=` (comma
+    /// separated), each second, as Server-Sent Events.
     pub const ADMIN_STATS_EVENTS: &str = "/admin/stats/events";
     /// The pages' scripts, styles and icons: a nested service, not a route.
     pub const STATIC: &str = "/static";
@@ -128,9 +152,14 @@ pub struct Challenge {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EventName {
+    /// In the queue or its pre-queue: a position and ETA, or the time until the show opens.
     Waiting,
+    /// Let through: the seconds left to order and the signed pass.
     Admitted,
+    /// The admission ran out (or was released or given back); the stream ends.
     Expired,
+    /// The store does not know the ticket (never joined, left, or its show was deleted or
+    /// lost); the stream ends.
     Unknown,
     /// The waiting room stepped aside (the on-sale closed: no gate); the stream ends.
     Closed,
@@ -139,6 +168,7 @@ pub enum EventName {
 }
 
 impl EventName {
+    /// Every event name, in the order the variants are declared.
     pub const ALL: [EventName; 6] = [
         EventName::Waiting,
         EventName::Admitted,
@@ -187,9 +217,11 @@ impl FromStr for EventName {
 /// the show version it holds at (SSE's `event:` and `id:`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Frame {
+    /// The push event this state goes out as (SSE's `event:`).
     pub event: EventName,
     /// The show version this state holds at.
     pub id: u64,
+    /// The ticket JSON of the poll endpoint, its fields inline in the frame.
     #[serde(flatten)]
     pub view: TicketView,
 }

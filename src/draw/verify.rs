@@ -15,9 +15,11 @@ pub struct Verified {
     pub participants: Option<u64>,
     /// Ticks walked, and the arrivals they admitted.
     pub ticks: usize,
+    /// Arrivals those ticks admitted, each once.
     pub admitted: u64,
     /// Orders recorded, and how many of them came with an admission.
     pub orders: u64,
+    /// Of those, the ones by an arrival's admission (the rest came while the gate was lifted).
     pub orders_admitted: u64,
     /// What the audit says of the arrival asked about.
     pub arrival: Option<ArrivalReport>,
@@ -26,6 +28,7 @@ pub struct Verified {
 /// Where one arrival was drawn and when it was let in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArrivalReport {
+    /// The arrival number asked about (`--arrival N`).
     pub arrival: u64,
     /// Its drawn place, when it was in the pre-queue.
     pub drawn_place: Option<u64>,

@@ -57,8 +57,10 @@ pub struct Gateway {
 /// Why `UPSTREAM_URL` or `PROTECT` was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
+    /// `UPSTREAM_URL` is not an `http://` URL with a host and no query.
     #[error("UPSTREAM_URL must be an http:// URL with a host (TLS to the origin is not built in)")]
     BadUpstream,
+    /// Entry number `.0` (from 1) of `PROTECT` is not `/path-prefix=showId` with a valid id.
     #[error(
         "PROTECT entry {0}: expected /path-prefix=showId (a path starting with '/', a valid show id)"
     )]

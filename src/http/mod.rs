@@ -62,9 +62,13 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024;
 /// Everything a handler may need, cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
+    /// The queue's state (Redis or embedded), shared by every instance on it.
     pub store: Arc<dyn QueueStore>,
+    /// This instance's fan-out: the streams (SSE, WebSocket) follow tickets through it.
     pub hub: Hub,
+    /// This instance's Prometheus registry, served at `GET /metrics`.
     pub metrics: Arc<Metrics>,
+    /// The operator's bearer token: `ADMIN_TOKEN`, or the one drawn at start.
     pub admin_token: Arc<str>,
     /// Joins a second per client address, shared across instances by the store; 0: no limit.
     pub join_rate_limit: u32,

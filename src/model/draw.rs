@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DrawView {
+    /// The scheduled show, as named in the path.
     pub show_id: String,
     /// When the show opens by itself (RFC 3339, UTC).
     pub opens_at: String,
@@ -47,8 +48,11 @@ pub struct DrawView {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DrawStage {
+    /// Before `opensAt`: the pre-queue takes fans; only the commitment is out.
     Scheduled,
+    /// The pre-queue closed at `opensAt`; the draw waits for the beacon's value.
     Closed,
+    /// The pre-queue is in its drawn order; the seed and what went in are published.
     Drawn,
 }
 
@@ -56,6 +60,7 @@ pub enum DrawStage {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditPage {
+    /// Up to `limit` records after `after`, oldest first.
     pub records: Vec<AuditRecord>,
     /// Pass as `after` for the next page; absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,11 +73,13 @@ pub struct AuditPage {
 pub struct AuditRecord {
     /// The record's id in the audit (page on with `after`).
     pub id: String,
+    /// What happened; it says which of the optional fields are present.
     pub kind: AuditKind,
     /// The store's clock (ms since the epoch).
     pub at_ms: u64,
     /// The admitter's fencing token.
     pub fence: u64,
+    /// The show's incarnation: another once the show is made again or re-opened after a loss.
     pub epoch: u64,
     /// Ticks: the rate in force.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,6 +90,7 @@ pub struct AuditRecord {
     /// The draw: the pre-queue's size and digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub participants: Option<u64>,
+    /// The draw: SHA-256 of the arrival numbers 1 to `participants`, one per line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub participants_digest: Option<String>,
     /// Orders and redemptions: the buyer's arrival number, never more of the buyer (0: the order came with
@@ -124,7 +132,9 @@ impl AuditRecord {
 )]
 #[serde(rename_all = "lowercase")]
 pub enum AuditKind {
+    /// An admission tick that let someone through (`rate`, `admitted`).
     Tick,
+    /// The pre-queue drawn into its order (`participants`, `participantsDigest`).
     Draw,
     /// An order placed through the gate (by the buyer's arrival number).
     Order,

@@ -85,13 +85,26 @@ impl fmt::Display for ShowId {
 /// Where a ticket stands, as the store knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TicketState {
-    /// In the queue: `position` is rank + 1; `arrival` its arrival number.
-    Waiting { position: u64, arrival: u64 },
+    /// In the queue.
+    Waiting {
+        /// The place in the queue, rank + 1 (1: the next let through).
+        position: u64,
+        /// The join's arrival number (the show's counter, from 1): the audit names fans by it.
+        arrival: u64,
+    },
     /// In a scheduled show's pre-queue, before the draw: no place yet; the show opens in
     /// `opens_in_ms` (0: opening now, the draw is under way).
-    PreQueue { arrival: u64, opens_in_ms: u64 },
+    PreQueue {
+        /// The join's arrival number, which the draw orders.
+        arrival: u64,
+        /// Milliseconds until the show opens (0: opening now, the draw is under way).
+        opens_in_ms: u64,
+    },
     /// Let through; the admission runs out after `expires_in_ms`.
-    Admitted { expires_in_ms: u64 },
+    Admitted {
+        /// Milliseconds until the admission runs out (the store's TTL of it).
+        expires_in_ms: u64,
+    },
     /// Never joined, left, or the admission ran out.
     Unknown,
 }
@@ -182,8 +195,11 @@ impl TicketState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TicketStatus {
+    /// In the queue (`position`, `etaSeconds`) or its pre-queue (`preQueue`, `opensInSeconds`).
     Waiting,
+    /// Let through: order within `expiresInSeconds`, with the ticket or its `pass` at the gate.
     Admitted,
+    /// No ticket of that id: never joined, left, admission over, or the show deleted or lost.
     Unknown,
     /// The waiting room stepped aside (the on-sale was closed: no gate): go on to the shop.
     Closed,
@@ -195,7 +211,9 @@ pub enum TicketStatus {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TicketView {
+    /// The id the join handed out (a UUID): the path of every later call about the ticket.
     pub ticket_id: Uuid,
+    /// Where the ticket stands; it decides which of the other fields are present.
     pub status: TicketStatus,
     /// While waiting: the place in the queue, rank + 1.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -207,6 +225,7 @@ pub struct TicketView {
     /// With `etaMaxSeconds`: the likely range of the wait, when the pace is uncertain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta_min_seconds: Option<u64>,
+    /// With `etaMinSeconds`: the longest likely wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta_max_seconds: Option<u64>,
     /// Why the queue stands still: `pending` (not opened yet), `paused` (by the operator) or
@@ -226,8 +245,8 @@ pub struct TicketView {
     /// ticket id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival: Option<u64>,
-    /// While admitted: the signed admission pass (`v1:kid:showId:ticketId:exp:mac`), which
-    /// the gate and any edge holding a key of `PASS_KEYS` check without the store.
+    /// While admitted: the signed admission pass, a JWT (EdDSA) that the gate, and any edge
+    /// with the keys of `GET /.well-known/jwks.json`, check without the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass: Option<String>,
     /// While waiting at a steady pace (no pause, no announced change, every tick letting in
@@ -254,7 +273,9 @@ pub struct TicketView {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ShowStats {
+    /// The show, as named in the path.
     pub show_id: String,
+    /// Whether the admitter serves the show now: `phase` is `open`.
     pub open: bool,
     /// Where the on-sale stands: `pending`, `open`, `paused`, `closed` or `ended`.
     pub phase: Phase,
@@ -269,9 +290,11 @@ pub struct ShowStats {
     pub stock_left: Option<u64>,
     /// The store lost this show's state: it serves nothing until an operator re-opens it.
     pub lost: bool,
+    /// Tickets waiting now, those in a pre-queue included.
     pub queue_length: u64,
     /// Admitted, not expired, not yet done buying: the buyers in the system behind.
     pub admitted_valid: u64,
+    /// The configured admissions a second (`effectiveAdmitPerSecond` is the rate in force).
     pub admit_per_second: u32,
     /// Cap on `admitted_valid` (0: none); admission fills only free places.
     pub max_active_buyers: u32,

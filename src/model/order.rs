@@ -10,10 +10,12 @@ use super::{InvalidShowId, ShowId};
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OrderRequest {
+    /// The show the hold is in; an admission in `X-Admission-Ticket` must be of it.
     pub show_id: String,
     /// The checkout's hold: 1 to 128 characters; a retry with the very same request is
     /// answered with the same order.
     pub hold_id: String,
+    /// The buyer's address: one `@`, a dotted domain, no spaces, at most 254 characters.
     pub customer_email: String,
     /// Greater than 0, at most 1000000, at most two decimal places.
     pub amount: Decimal,
@@ -22,9 +24,13 @@ pub struct OrderRequest {
 /// An order request that passed validation.
 #[derive(Clone, Debug)]
 pub struct NewOrder {
+    /// The show, its id checked.
     pub show_id: ShowId,
+    /// The checkout's hold, trimmed: 1 to 128 bytes.
     pub hold_id: String,
+    /// The buyer's address, trimmed, of an email's shape.
     pub customer_email: String,
+    /// The price: above 0, at most 1000000, at most two decimal places.
     pub amount: Decimal,
 }
 
@@ -77,7 +83,9 @@ fn plausible_email(s: &str) -> bool {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Redemption {
+    /// The show whose admission was spent.
     pub show_id: String,
+    /// The admitted ticket the checkout spent (named by it, or by its pass).
     pub ticket_id: Uuid,
     /// The fan's arrival number (as the public audit names it).
     pub arrival: u64,
@@ -87,10 +95,15 @@ pub struct Redemption {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Order {
+    /// A random UUID, the `{id}` of `GET /orders/{id}`.
     pub id: Uuid,
+    /// The show the order is for.
     pub show_id: String,
+    /// The checkout's hold: a show's hold is ordered once.
     pub hold_id: String,
+    /// The buyer's address, trimmed.
     pub customer_email: String,
+    /// The price, a JSON number with at most two decimal places.
     #[serde(with = "rust_decimal::serde::float")]
     pub amount: Decimal,
     /// `CONFIRMED`.

@@ -112,6 +112,7 @@ impl EndReason {
         EndReason::new(SOLD_OUT).expect("a valid reason")
     }
 
+    /// The reason as the operator gave it, trimmed (what `"reason"` carries).
     pub fn as_str(&self) -> &str {
         // Built from a `&str` cut at its own length: always valid UTF-8.
         std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
@@ -270,6 +271,7 @@ impl Pace {
 /// What a fan is told about its wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Eta {
+    /// The expected wait in whole seconds, rounded up: what `etaSeconds` carries.
     pub seconds: u64,
     /// Shortest and longest likely wait, when the pace is uncertain.
     pub range: Option<(u64, u64)>,

@@ -43,14 +43,19 @@ pub struct Proof {
 /// Why a proof was refused before the store was asked.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProofError {
+    /// Not `<challenge>:<nonce>` with a challenge of this server's shape and a nonce of 1 to
+    /// [`MAX_NONCE_LEN`] visible characters (a join answers 400).
     #[error(
         "X-Join-Proof is malformed: expected <challenge>:<nonce> (nonce 1 to 64 visible characters)"
     )]
     Malformed,
+    /// Its MAC does not verify under any key of the keyring (a join answers 403).
     #[error("X-Join-Proof: this server did not mint that challenge")]
     Forged,
+    /// Minted for another show, the one named (a join answers 403).
     #[error("X-Join-Proof: the challenge is for another show ({0})")]
     OtherShow(String),
+    /// Past its end, [`CHALLENGE_TTL_SECONDS`] after it was minted (a join answers 403).
     #[error("X-Join-Proof: the challenge ran out; ask for a new one")]
     Expired,
 }

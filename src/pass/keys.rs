@@ -116,20 +116,26 @@ impl Clone for Keyring {
 /// Why `PASS_KEYS` was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyringError {
+    /// No entry at all (blank entries between commas are skipped).
     #[error("PASS_KEYS is empty: give kid:base64secret[,kid:base64secret...]")]
     Empty,
+    /// Entry number `.0` (from 1) has no `:` between key id and secret.
     #[error("PASS_KEYS entry {0}: expected kid:base64secret")]
     NoColon(usize),
+    /// Entry number `.0`'s key id is not 1 to 32 of `[A-Za-z0-9_-]`.
     #[error(
         "PASS_KEYS entry {0}: the key id must be 1 to 32 characters of A-Z, a-z, 0-9, '_' or '-'"
     )]
     BadKid(usize),
+    /// Entry number `.0` (key id `.1`): the secret is neither standard nor URL-safe base64.
     #[error("PASS_KEYS entry {0} ({1}): the secret is not base64")]
     NotBase64(usize, String),
+    /// Entry number `.0` (key id `.1`): its secret has `.2` bytes, under [`MIN_SECRET_BYTES`].
     #[error(
         "PASS_KEYS entry {0} ({1}): the secret has {2} bytes, at least {MIN_SECRET_BYTES} are needed"
     )]
     Short(usize, String, usize),
+    /// The key id named is given twice.
     #[error("PASS_KEYS: key id {0} appears twice")]
     Duplicate(String),
 }

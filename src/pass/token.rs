@@ -34,7 +34,9 @@ pub const PASS_ISSUER: &str = "waiting-room";
 /// An admission, as a valid pass proves it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Admission {
+    /// The show the admission is of (the JWT's `aud`).
     pub show: ShowId,
+    /// The admitted ticket (the JWT's `sub`).
     pub ticket: Uuid,
     /// When the admission runs out (seconds since the Unix epoch).
     pub expires_at: u64,
@@ -62,14 +64,19 @@ struct Claims {
 /// Why a pass was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PassError {
+    /// Neither an EdDSA JWT with a `kid`, an `aud` show id and a `sub` UUID, nor a v1 pass.
     #[error("the admission pass is malformed (expected the JWT the waiting room signed)")]
     Malformed,
+    /// Its `kid` (the first 32 characters of it) names no key in force here.
     #[error("the admission pass was signed with a key this server does not hold ({0})")]
     UnknownKey(String),
+    /// The key it names exists, but its signature does not verify: a forgery.
     #[error("the admission pass's signature is wrong")]
     BadSignature,
+    /// Genuine, but its `exp` has passed.
     #[error("the admission pass ran out; join the queue again")]
     Expired,
+    /// Genuine, but of another show, the one named (its callers check, not `verify_pass`).
     #[error("the admission pass is for another show ({0})")]
     OtherShow(String),
 }

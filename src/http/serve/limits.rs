@@ -179,6 +179,7 @@ pub struct TokenGuesses {
 impl TokenGuesses {
     /// Wrong tokens one address block may send per window.
     pub const MAX: u32 = 20;
+    /// How long a block's count runs from its first wrong token; then it starts from 0.
     pub const WINDOW: Duration = Duration::from_secs(60);
     /// Blocks remembered at most; past it, windows that ended are forgotten first.
     const MAX_BLOCKS: usize = 100_000;
