@@ -15,6 +15,7 @@
 //! - [`JoinLimits`] (`limits.rs`): joins a second per client, shared by every instance.
 //! - [`OrderBook`] (`orders.rs`): orders placed through the gate.
 //! - [`SharedKeys`] (`keys.rs`): the pass key instances share when none is configured.
+//! - [`Presence`] (`presence.rs`): fans following each show live, on every instance together.
 //! - [`Health`]: whether the store answers.
 //!
 //! The backends live in `memory/` and `redis/` (its scripts in `lua/`), one file per concern
@@ -47,6 +48,7 @@ mod limits;
 mod memory;
 mod orders;
 mod position;
+mod presence;
 mod queue;
 mod redis;
 mod shows;
@@ -68,6 +70,7 @@ pub use self::limits::JoinLimits;
 pub use self::memory::MemoryStore;
 pub use self::orders::{OrderBook, OrderOutcome, Redeemed, order_fingerprint};
 pub use self::position::position;
+pub use self::presence::Presence;
 pub use self::queue::{AdmitOutcome, Joined, Queue, Status, Touched};
 pub use self::redis::{Durability, PubSub, RedisStore, SentinelConnection, SentinelSettings};
 pub use self::shows::{
@@ -87,6 +90,7 @@ pub trait QueueStore:
     + JoinLimits
     + OrderBook
     + SharedKeys
+    + Presence
     + Health
     + 'static
 {
@@ -102,6 +106,7 @@ impl<T> QueueStore for T where
         + JoinLimits
         + OrderBook
         + SharedKeys
+        + Presence
         + Health
         + 'static
 {

@@ -19,6 +19,7 @@ mod feed;
 mod lease;
 mod limits;
 mod orders;
+mod presence;
 mod queue;
 mod sentinel;
 mod sharded;
