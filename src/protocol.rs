@@ -55,6 +55,8 @@ pub mod routes {
     pub const WAIT_PASS: &str = "/wait/{show_id}/pass";
     pub const ADMIN: &str = "/admin";
     pub const ADMIN_STATS_EVENTS: &str = "/admin/stats/events";
+    /// `GET` (operator): where a ticket stands and in which show, for support.
+    pub const ADMIN_TICKET: &str = "/admin/tickets/{ticket_id}";
     /// The pages' scripts, styles and icons: a nested service, not a route.
     pub const STATIC: &str = "/static";
     /// A file under [`STATIC`], as the document names it.

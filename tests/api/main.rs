@@ -38,6 +38,7 @@ mod bots;
 mod cadence;
 mod cli;
 mod cluster;
+mod console;
 mod contract;
 mod dashboard;
 mod draw;
