@@ -89,6 +89,16 @@ async fn support_finds_a_ticket_by_its_id_alone(backend: Backend) {
     let path = routes::ADMIN_TICKET.replace("{ticket_id}", third);
     let anonymous = app.client.get(app.url(&path)).send().await.unwrap();
     assert_eq!(anonymous.status(), 401);
+
+    // Documented where the other operator calls are, with the shape it answers.
+    let doc: Value = app.get(routes::OPENAPI).await.json().await.unwrap();
+    let op = &doc["paths"]["/admin/tickets/{ticketId}"]["get"];
+    assert_eq!(op["tags"][0], "operator", "{op}");
+    assert!(op["responses"]["401"].is_object(), "{op}");
+    let schema = &doc["components"]["schemas"]["TicketLookup"];
+    for field in ["showId", "phase", "ticket"] {
+        assert!(schema["properties"][field].is_object(), "{schema}");
+    }
     app.stop().await;
 }
 
