@@ -79,6 +79,8 @@ pub mod routes {
     /// `GET` (operator): the figures of the open shows and those named in `?shows=` (comma
     /// separated), each second, as Server-Sent Events.
     pub const ADMIN_STATS_EVENTS: &str = "/admin/stats/events";
+    /// `GET` (operator): where a ticket stands and in which show, for support.
+    pub const ADMIN_TICKET: &str = "/admin/tickets/{ticket_id}";
     /// The pages' scripts, styles and icons: a nested service, not a route.
     pub const STATIC: &str = "/static";
     /// A file under [`STATIC`], as the document names it.

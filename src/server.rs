@@ -249,6 +249,11 @@ impl Application {
             tracing::warn!(error = %e, "first show check failed");
         }
         tasks.spawn(state.watchdog.clone().run(stop.clone()));
+        // Every instance counts its live fans where the console sums them.
+        tasks.spawn(crate::http::report_fans(
+            state.clone(),
+            self.instance.clone(),
+        ));
         tasks.spawn(admitter::run(
             state.store.clone(),
             self.instance,

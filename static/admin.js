@@ -1,5 +1,6 @@
-// The operator console: sign in with the operator token, watch every show's figures live,
-// open and close on-sales, change the admission rate.
+// The operator console: sign in with the operator token, see every show in one table, open
+// one show's detail (live figures, chart, fair start, every setting), open, pause, close, end
+// or delete on-sales after a confirmation, and look a ticket up for support.
 //
 // The token is kept in sessionStorage (this tab only, gone when it closes) and sent as a
 // bearer header on every call; the server has no session. The live feed is an SSE stream
@@ -9,6 +10,7 @@
 
   const TOKEN_KEY = 'waiting-room:operator-token';
   const WATCH_KEY = 'waiting-room:watched';
+  const SELECTED_KEY = 'waiting-room:selected';
   const HISTORY_MS = 5 * 60 * 1000;
   // Without a sample for this long, the figures on screen are called stale.
   const STALE_MS = 3500;
@@ -20,6 +22,10 @@
     loginButton: $('login-button'), console: $('console'), session: $('session'), logout: $('logout'),
     conn: $('conn'), connText: $('conn-text'), watchForm: $('watch-form'), watchShow: $('watch-show'),
     watchError: $('watch-error'), shows: $('shows'), noShows: $('no-shows'), template: $('show-card'),
+    table: $('show-table'), rows: $('show-rows'), rowTemplate: $('show-row'),
+    lookupForm: $('lookup-form'), lookupTicket: $('lookup-ticket'), lookupResult: $('lookup-result'),
+    dialog: $('confirm-dialog'), confirmText: $('confirm-text'), confirmReason: $('confirm-reason'),
+    confirmReasonLabel: $('confirm-reason-label'), confirmOk: $('confirm-ok'),
   };
 
   // Every path comes from the server's contract (protocol.rs), through the page.
@@ -30,7 +36,9 @@
     pause: 'Paused: nobody is admitted, every place is kept and the gate stays shut. Open resumes.',
     close: 'Gate lifted: no more admissions, orders need no ticket, waiting fans were sent on.',
     end: 'On-sale ended: joins are refused, every waiting fan was told, the gate stays shut.',
+    delete: 'Show deleted: its queue and settings are gone; orders placed stay readable.',
   };
+  const DRAW_WORDS = { scheduled: 'Pre-queue taking fans', closed: 'Pre-queue closed: waiting for the beacon', drawn: 'Drawn' };
   const route = (name, show) => routes[`route${name}`].replace('{show_id}', encodeURIComponent(show || ''));
 
   const storage = {
@@ -42,7 +50,9 @@
   let token = storage.get(TOKEN_KEY);
   let watched = new Set(readWatched());
   const history = new Map(); // show -> [{ at, queue, admitted }]
-  const cards = new Map();   // show -> { el, stats }
+  const cards = new Map();   // show -> { el, row, stats }
+  let selected = storage.get(SELECTED_KEY);
+  let clockOffset = 0;       // the server's clock less this browser's, from the samples
   let stream = null;         // AbortController of the running feed
   let streamShows = new Set();
   let retryTimer = 0;
@@ -234,6 +244,7 @@
 
   function onSample(sample) {
     lastSampleAt = Date.now();
+    clockOffset = sample.at - lastSampleAt;
     retryDelay = 1000;
     setConn('live', 'Live');
     let newShows = false;
@@ -250,7 +261,7 @@
       });
       while (points.length && sample.at - points[0].at > HISTORY_MS) points.shift();
       history.set(s.showId, points);
-      updateCard(s);
+      updateCard(Object.assign({ draw: null, rateChange: null, checkoutHealthUrl: '' }, s));
     }
     if (newShows) {
       saveWatched();
@@ -260,12 +271,35 @@
     render();
   }
 
-  // ---- show cards --------------------------------------------------------------------------
+  // ---- the summary table and the show cards ---------------------------------------------
+  //
+  // Every show has a row in the table and a card; only the selected show's card is shown,
+  // so five shows are five rows, not a 4,000-pixel column.
 
   function render() {
     const names = [...cards.keys()].sort();
     els.noShows.hidden = names.length > 0;
-    names.forEach((name) => els.shows.appendChild(cards.get(name).el));
+    els.table.hidden = names.length === 0;
+    if (!cards.has(selected)) selected = names[0] || null;
+    names.forEach((name) => {
+      const c = cards.get(name);
+      els.rows.appendChild(c.row);
+      els.shows.appendChild(c.el);
+      const on = name === selected;
+      const wasHidden = c.el.hidden;
+      c.el.hidden = !on;
+      c.row.classList.toggle('selected', on);
+      if (on) c.row.setAttribute('aria-current', 'true'); else c.row.removeAttribute('aria-current');
+      // A card drawn while hidden has no width: draw it again once it shows.
+      if (on && wasHidden) drawChart(name);
+    });
+  }
+
+  function select(show, scroll) {
+    selected = show;
+    storage.set(SELECTED_KEY, show);
+    render();
+    if (scroll) cards.get(show).el.scrollIntoView({ block: 'start' });
   }
 
   function card(show) {
@@ -273,37 +307,74 @@
     if (c) return c;
     const el = els.template.content.firstElementChild.cloneNode(true);
     el.dataset.show = show;
+    el.hidden = true;
     el.querySelector('.show-title').textContent = show;
-    const page = el.querySelector('.show-page');
-    page.href = route('Page', show);
-    for (const action of ['open', 'pause', 'close', 'end']) {
+    el.querySelector('.show-page').href = route('Page', show);
+    el.querySelector('.draw-link').href = route('Draw', show);
+    for (const action of ['open', 'pause', 'close', 'end', 'delete']) {
       el.querySelector(`[data-action="${action}"]`).addEventListener('click', () => changePhase(show, action));
     }
-    el.querySelector('.stock-form').addEventListener('submit', (e) => {
+    const form = el.querySelector('.settings-form');
+    form.addEventListener('submit', (e) => {
       e.preventDefault();
-      setStock(show, e.target.elements.stock.value);
+      saveSettings(show, form);
     });
-    el.querySelector('.rate-form').addEventListener('submit', (e) => {
-      e.preventDefault();
-      setRate(show, e.target.elements.rate.value);
-    });
+    form.querySelector('.withdraw').addEventListener('click', () => send(show, { rateChangeAt: '' }, 'Rate change withdrawn: every estimate counts with the rate in force.'));
     const unwatch = document.createElement('button');
     unwatch.type = 'button';
     unwatch.className = 'link-button unwatch';
     unwatch.textContent = 'Stop watching';
-    unwatch.addEventListener('click', () => {
-      watched.delete(show);
-      saveWatched();
-      cards.delete(show);
-      history.delete(show);
-      el.remove();
-      render();
-      connect(false);
-    });
+    unwatch.addEventListener('click', () => forget(show));
     el.appendChild(unwatch);
-    c = { el, stats: null };
+
+    const row = els.rowTemplate.content.firstElementChild.cloneNode(true);
+    row.dataset.row = show;
+    const name = row.querySelector('.row-name');
+    name.textContent = show;
+    name.addEventListener('click', () => select(show, false));
+    row.querySelector('.row-details').addEventListener('click', () => select(show, true));
+    c = { el, row, stats: null };
     cards.set(show, c);
     return c;
+  }
+
+  function forget(show) {
+    const c = cards.get(show);
+    watched.delete(show);
+    saveWatched();
+    cards.delete(show);
+    history.delete(show);
+    if (c) { c.el.remove(); c.row.remove(); }
+    render();
+    connect(false);
+  }
+
+  const duration = (ms) => {
+    const s = Math.max(0, Math.ceil(ms / 1000));
+    const d = Math.floor(s / 86400);
+    const h = Math.floor((s % 86400) / 3600);
+    const m = Math.floor((s % 3600) / 60);
+    const pad = (n) => String(n).padStart(2, '0');
+    return d ? `${d} d ${h} h ${pad(m)} min` : `${h ? `${h}:${pad(m)}` : m}:${pad(s % 60)}`;
+  };
+  const serverNow = () => Date.now() + clockOffset;
+  // An <input type="datetime-local"> value (local time) and back.
+  const localInput = (ms) => {
+    const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
+    return d.toISOString().slice(0, 19);
+  };
+
+  function phaseWords(s) {
+    const phase = s.phase || (s.open ? 'open' : 'pending');
+    if (s.lost) return 'Lost: re-open to start again';
+    if (phase === 'pending' && s.draw && s.draw.state === 'scheduled') return 'Scheduled';
+    return PHASE_WORDS[phase] + (phase === 'ended' && s.reason ? `: ${s.reason}` : '');
+  }
+
+  function setBadge(badge, s) {
+    badge.textContent = phaseWords(s);
+    badge.classList.toggle('open', s.open && !s.lost);
+    badge.classList.toggle('lost', Boolean(s.lost));
   }
 
   function updateCard(stats) {
@@ -312,13 +383,10 @@
     const s = c.stats;
     const el = c.el;
     el.dataset.open = String(s.open);
-    const badge = el.querySelector('.badge');
     // A lost show: the store forgot its queue (Redis restarted empty). Everything about it is
     // refused until the operator re-opens it, deliberately, from nothing.
     const phase = s.phase || (s.open ? 'open' : 'pending');
-    badge.textContent = s.lost ? 'Lost: re-open to start again' : PHASE_WORDS[phase] + (phase === 'ended' && s.reason ? `: ${s.reason}` : '');
-    badge.classList.toggle('open', s.open && !s.lost);
-    badge.classList.toggle('lost', Boolean(s.lost));
+    setBadge(el.querySelector('.badge'), s);
     el.dataset.lost = String(Boolean(s.lost));
     for (const dd of el.querySelectorAll('[data-figure]')) {
       const key = dd.dataset.figure;
@@ -330,6 +398,11 @@
         dd.textContent = s.paused === 'full' ? 'every place taken' : s.paused === 'paused' ? 'paused' : s.paused === 'pending' ? 'not open yet' : '';
       } else if (key === 'stockWords') {
         dd.textContent = typeof s.stock === 'number' ? `${fmt(s.stockLeft ?? s.stock)} of ${fmt(s.stock)}` : 'no stock set';
+      } else if (key === 'fansEverywhere') {
+        // Every instance's count; this instance's own while the store cannot say.
+        dd.textContent = fmt(s.fansEverywhere ?? s.connectedFans);
+      } else if (key === 'fansHere') {
+        dd.textContent = typeof s.connectedFans === 'number' ? `(${fmt(s.connectedFans)} here)` : '';
       } else if (key === 'outflowPerSecond' && typeof s[key] === 'number') {
         dd.textContent = s[key].toFixed(1);
       } else if (key in s) {
@@ -340,12 +413,83 @@
     el.querySelector('[data-action="pause"]').disabled = s.lost || !(phase === 'open' || phase === 'closed');
     el.querySelector('[data-action="close"]').disabled = s.lost || phase === 'closed';
     el.querySelector('[data-action="end"]').disabled = s.lost || phase === 'ended';
-    const rate = el.querySelector('.rate-form input');
-    // Never overwrite what the operator is typing.
-    if (document.activeElement !== rate && !rate.dataset.dirty) rate.value = s.admitPerSecond;
-    rate.oninput = () => { rate.dataset.dirty = '1'; };
-    drawChart(stats.showId);
+    updateSchedule(c);
+    updateSettings(c);
+    updateRow(c);
+    if (!el.hidden) drawChart(stats.showId);
   }
+
+  function updateRow(c) {
+    const s = c.stats;
+    const row = c.row;
+    setBadge(row.querySelector('.badge'), s);
+    const cell = (name, text) => { row.querySelector(`[data-cell="${name}"]`).textContent = text; };
+    cell('queueLength', fmt(s.queueLength));
+    cell('admittedValid', fmt(s.admittedValid));
+    const force = s.effectiveAdmitPerSecond ?? s.admitPerSecond;
+    cell('rate', force !== undefined && force !== s.admitPerSecond ? `${fmt(force)} of ${fmt(s.admitPerSecond)}/s` : `${fmt(s.admitPerSecond)}/s`);
+    cell('seats', typeof s.stock === 'number' ? fmt(s.stockLeft ?? s.stock) : '–');
+    cell('fans', fmt(s.fansEverywhere ?? s.connectedFans));
+    row.querySelector('.row-when').textContent = s.draw && s.draw.state === 'scheduled'
+      ? `opens in ${duration(s.draw.opensAtMs - serverNow())}` : '';
+  }
+
+  function updateSchedule(c) {
+    const s = c.stats;
+    const box = c.el.querySelector('.schedule');
+    box.hidden = !s.draw;
+    if (!s.draw) return;
+    const d = s.draw;
+    const put = (key, text) => { box.querySelector(`[data-draw="${key}"]`).textContent = text; };
+    put('countdown', d.state === 'scheduled' ? duration(d.opensAtMs - serverNow()) : 'due: opening');
+    put('opensAt', new Date(d.opensAtMs).toLocaleString('en-GB'));
+    put('preQueue', `${fmt(d.preQueue)} fan${d.preQueue === 1 ? '' : 's'}`);
+    put('state', DRAW_WORDS[d.state] || d.state);
+    const commitment = box.querySelector('[data-draw="commitment"]');
+    commitment.textContent = `${d.commitment.slice(0, 16)}…`;
+    commitment.title = d.commitment;
+    put('beacon', d.beacon ? `· beacon: ${d.beacon}` : '· no beacon');
+  }
+
+  // A field the operator changed: it no longer holds what the server last said (kept in
+  // data-shown), so the feed leaves it alone and saving sends it. Comparing values rather
+  // than listening for keys also counts a field emptied, pasted into or filled by a tool.
+  const edited = (input) => input.value !== (input.dataset.shown ?? '');
+
+  // The settings form shows what is in force, except in the fields being edited.
+  function updateSettings(c) {
+    const s = c.stats;
+    const form = c.el.querySelector('.settings-form');
+    const put = (name, value) => {
+      const input = form.elements[name];
+      if (edited(input) || document.activeElement === input) return;
+      input.value = value ?? '';
+      input.dataset.shown = input.value;
+    };
+    put('admitPerSecond', s.admitPerSecond);
+    put('maxActiveBuyers', s.maxActiveBuyers);
+    put('arrivalWindowSeconds', s.arrivalWindowSeconds);
+    put('stock', s.stock ?? 0);
+    put('joinChallengeBits', s.joinChallengeBits ?? 0);
+    if ('minAdmitPerSecond' in s) put('minAdmitPerSecond', s.minAdmitPerSecond);
+    put('checkoutHealthUrl', s.checkoutHealthUrl || '');
+    put('opensAt', s.draw ? localInput(s.draw.opensAtMs) : '');
+    put('drawBeacon', s.draw ? s.draw.beacon : '');
+    const announced = form.querySelector('.announced');
+    const change = s.rateChange;
+    announced.hidden = !change;
+    form.querySelector('.withdraw').hidden = !change;
+    if (change) {
+      announced.textContent = `Announced: ${fmt(change.to)}/s from ${new Date(change.atMs).toLocaleTimeString('en-GB')} (in ${duration(change.atMs - serverNow())}); every estimate already counts with it.`;
+    }
+  }
+
+  // The countdowns move between samples too.
+  setInterval(() => {
+    for (const c of cards.values()) {
+      if (c.stats && c.stats.draw) { updateSchedule(c); updateRow(c); }
+    }
+  }, 1000);
 
   function message(show, text, isError) {
     const el = card(show).el.querySelector('.form-message');
@@ -353,22 +497,49 @@
     el.classList.toggle('error', Boolean(isError));
   }
 
-  // Open, pause, close (lift the gate) or end an on-sale. Lifting the gate and ending are
-  // asked once more: the first lets anyone buy without queueing, the second sends every
-  // waiting fan away.
+  // The in-page confirmation: resolves to { ok, reason }.
+  function ask(text, action, withReason) {
+    return new Promise((resolve) => {
+      els.confirmText.textContent = text;
+      els.confirmReasonLabel.hidden = !withReason;
+      els.confirmReason.value = withReason ? 'sold out' : '';
+      els.confirmOk.textContent = action;
+      els.dialog.returnValue = '';
+      els.dialog.addEventListener('close', () => {
+        resolve({ ok: els.dialog.returnValue === 'ok', reason: els.confirmReason.value.trim() });
+      }, { once: true });
+      els.dialog.showModal();
+      els.confirmOk.focus();
+    });
+  }
+
+  const ASK = {
+    pause: (show) => [`Pause admissions of ${show}? Nobody is let in until you open it again; every fan keeps their place and the gate stays shut.`, 'Pause'],
+    close: (show) => [`Lift the gate of ${show}? Anyone can then order without queueing, and every waiting fan is sent on to the shop.`, 'Lift the gate'],
+    end: (show) => [`End the on-sale of ${show}? Joins are refused from now on and every waiting fan is told it ended.`, 'End the on-sale'],
+    delete: (show) => [`Delete ${show}? Its queue, its settings and every ticket in it are gone; fans following it are told their ticket is unknown. Orders stay.`, 'Delete'],
+  };
+
+  // Open, pause, close (lift the gate), end or delete. Every step but opening is asked
+  // once more: each stops admissions, lifts the gate or sends fans away.
   async function changePhase(show, action) {
     let body;
-    if (action === 'close' && !window.confirm(`Lift the gate of ${show}? Anyone can then order without queueing, and every waiting fan is sent on to the shop.`)) return;
-    if (action === 'end') {
-      const reason = window.prompt(`End the on-sale of ${show}? Every waiting fan is told it ended. Reason (optional, e.g. "sold out"):`, 'sold out');
-      if (reason === null) return;
-      if (reason.trim()) body = { reason: reason.trim() };
+    if (ASK[action]) {
+      const [text, label] = ASK[action](show);
+      const answer = await ask(text, label, action === 'end');
+      if (!answer.ok) return;
+      if (action === 'end' && answer.reason) body = { reason: answer.reason };
     }
     const button = card(show).el.querySelector(`[data-action="${action}"]`);
     button.disabled = true;
     try {
-      const res = await call('POST', route(action[0].toUpperCase() + action.slice(1), show), body);
+      const path = action === 'delete' ? route('Show', show) : route(action[0].toUpperCase() + action.slice(1), show);
+      const res = await call(action === 'delete' ? 'DELETE' : 'POST', path, body);
       if (res.status !== 204) throw new Error(await problem(res));
+      if (action === 'delete') {
+        forget(show);
+        return;
+      }
       const phase = { open: 'open', pause: 'paused', close: 'closed', end: 'ended' }[action];
       updateCard({ showId: show, open: action === 'open', phase, reason: body && body.reason, lost: false });
       message(show, PHASE_DONE[action]);
@@ -379,43 +550,99 @@
     }
   }
 
-  async function setStock(show, value) {
-    const stock = Number(value);
-    if (!Number.isInteger(stock) || stock < 0) {
-      message(show, 'The stock is a whole number of seats (0 removes it).', true);
-      return;
+  // Whole numbers within the bounds the server sets (the inputs carry them).
+  function whole(input, label) {
+    const n = Number(input.value);
+    const min = Number(input.min);
+    const max = Number(input.max);
+    if (input.value.trim() === '' || !Number.isInteger(n) || n < min || n > max) {
+      throw new Error(`${label} is a whole number from ${fmt(min)} to ${fmt(max)}.`);
     }
-    try {
-      const res = await call('PUT', route('Config', show), { stock });
-      if (res.status !== 200) throw new Error(await problem(res));
-      updateCard(await res.json());
-      message(show, stock === 0 ? 'No stock: admission follows the rate alone.' : `Stock set: never more fans admitted than the ${fmt(stock)} seats, and the last one sold ends the sale.`);
-    } catch (e) {
-      if (e.message !== 'unauthorised') message(show, `Could not set the stock: ${e.message}`, true);
-    }
+    return n;
   }
 
-  async function setRate(show, value) {
-    const rate = Number(value);
-    if (!Number.isInteger(rate) || rate < 1) {
-      message(show, 'The rate is a whole number of fans per second, at least 1.', true);
+  function isoFromLocal(input, label) {
+    const ms = new Date(input.value).getTime();
+    if (!input.value || Number.isNaN(ms)) throw new Error(`${label}: pick a date and time.`);
+    if (ms <= serverNow()) throw new Error(`${label} must be in the future.`);
+    return new Date(ms).toISOString();
+  }
+
+  // The settings changed in the form, checked as the server checks them.
+  function changedSettings(form) {
+    const dirty = (name) => edited(form.elements[name]);
+    const el = (name) => form.elements[name];
+    const body = {};
+    const numbers = [
+      ['admitPerSecond', 'The rate'], ['maxActiveBuyers', 'The active buyer cap'],
+      ['arrivalWindowSeconds', 'The arrival window'], ['stock', 'The stock'],
+      ['joinChallengeBits', 'The challenge bits'], ['minAdmitPerSecond', 'The lowest rate'],
+    ];
+    for (const [name, label] of numbers) if (dirty(name)) body[name] = whole(el(name), label);
+    if ('arrivalWindowSeconds' in body && body.arrivalWindowSeconds > 0 && body.arrivalWindowSeconds < 10) {
+      throw new Error('The arrival window is 0 (off) or from 10 to 86,400 seconds.');
+    }
+    if (dirty('checkoutHealthUrl')) {
+      const url = el('checkoutHealthUrl').value.trim();
+      if (url && !/^http:\/\/[^\s/]+/.test(url)) throw new Error('The checkout health URL is an http:// URL (or empty to stop following it).');
+      body.checkoutHealthUrl = url;
+    }
+    if (dirty('opensAt')) body.opensAt = isoFromLocal(el('opensAt'), 'The opening');
+    for (const name of ['drawBeacon', 'drawBeaconValue']) {
+      if (dirty(name) && el(name).value.trim()) body[name] = el(name).value.trim();
+    }
+    if (dirty('rateChangeAt') || dirty('rateChangeTo')) {
+      body.rateChangeAt = isoFromLocal(el('rateChangeAt'), 'The rate change');
+      body.rateChangeTo = whole(el('rateChangeTo'), 'The rate from then');
+    }
+    return body;
+  }
+
+  async function saveSettings(show, form) {
+    let body;
+    try {
+      body = changedSettings(form);
+    } catch (e) {
+      message(show, e.message, true);
       return;
     }
+    if (!Object.keys(body).length) {
+      message(show, 'Nothing changed: edit a setting first.', true);
+      return;
+    }
+    const said = [];
+    if ('admitPerSecond' in body) said.push(`rate ${fmt(body.admitPerSecond)}/s from the next tick`);
+    if ('stock' in body) said.push(body.stock === 0 ? 'no stock' : `${fmt(body.stock)} seats`);
+    if ('opensAt' in body) said.push('opening scheduled');
+    const ok = await send(show, body, `Saved: ${Object.keys(body).join(', ')}${said.length ? ` (${said.join('; ')})` : ''}.`);
+    // What was sent is in force now: no longer an edit.
+    if (ok) for (const input of form.elements) if (input.name) input.dataset.shown = input.value;
+  }
+
+  async function send(show, body, done) {
     try {
-      const res = await call('PUT', route('Config', show), { admitPerSecond: rate });
+      const res = await call('PUT', route('Config', show), body);
       if (res.status !== 200) throw new Error(await problem(res));
-      const input = card(show).el.querySelector('.rate-form input');
-      delete input.dataset.dirty;
       updateCard(await res.json());
-      message(show, `Rate set to ${fmt(rate)} per second. It applies from the next tick, and every fan's estimate is updated.`);
+      message(show, done);
+      return true;
     } catch (e) {
-      if (e.message !== 'unauthorised') message(show, `Could not change the rate: ${e.message}`, true);
+      if (e.message !== 'unauthorised') message(show, `Not saved: ${e.message}`, true);
+      return false;
     }
   }
 
   async function problem(res) {
     const body = await res.json().catch(() => ({}));
-    return body.message || `the server answered ${res.status}`;
+    return body.message || body.detail || `the server answered ${res.status}`;
+  }
+
+  function watch(show) {
+    watched.add(show);
+    saveWatched();
+    card(show);
+    render();
+    connect(false);
   }
 
   els.watchForm.addEventListener('submit', (e) => {
@@ -428,11 +655,55 @@
     }
     els.watchError.hidden = true;
     els.watchShow.value = '';
-    watched.add(show);
-    saveWatched();
-    card(show);
-    render();
-    connect(false);
+    watch(show);
+    select(show, false);
+  });
+
+  // ---- ticket lookup, for support ----------------------------------------------------------
+
+  const STATUS_WORDS = {
+    WAITING: 'Waiting', ADMITTED: 'Admitted', UNKNOWN: 'Unknown', CLOSED: 'Sent on (gate lifted)', ENDED: 'On-sale ended',
+  };
+
+  els.lookupForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const id = els.lookupTicket.value.trim().toLowerCase();
+    const box = els.lookupResult;
+    els.watchError.hidden = true;
+    if (!/^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/.test(id)) {
+      box.hidden = true;
+      els.watchError.textContent = 'A ticket id is a UUID, such as 0b8f5c2e-5d1a-4c52-9e57-2f0d4c1e9a3b.';
+      els.watchError.hidden = false;
+      return;
+    }
+    try {
+      const res = await call('GET', route('Ticket').replace('{ticket_id}', encodeURIComponent(id)));
+      if (res.status !== 200) throw new Error(await problem(res));
+      const found = await res.json();
+      const t = found.ticket;
+      const show = $('lookup-show');
+      show.textContent = found.showId;
+      show.onclick = (ev) => {
+        ev.preventDefault();
+        if (!cards.has(found.showId)) watch(found.showId);
+        select(found.showId, true);
+      };
+      $('lookup-status').textContent = (STATUS_WORDS[t.status] || t.status) + (t.preQueue ? ' (pre-queue, before the draw)' : '') + (t.reason ? `: ${t.reason}` : '');
+      $('lookup-position').textContent = t.position ? fmt(t.position) : '–';
+      $('lookup-arrival').textContent = t.arrival ? fmt(t.arrival) : '–';
+      $('lookup-time').textContent = t.status === 'ADMITTED'
+        ? `admitted, ${duration((t.expiresInSeconds || 0) * 1000)} left to buy`
+        : typeof t.etaSeconds === 'number' ? `about ${etaWords(t.etaSeconds)} to wait`
+          : typeof t.opensInSeconds === 'number' ? `opens in ${duration(t.opensInSeconds * 1000)}` : '–';
+      $('lookup-phase').textContent = PHASE_WORDS[found.phase] || found.phase;
+      box.dataset.ticket = id;
+      box.hidden = false;
+    } catch (err) {
+      if (err.message === 'unauthorised') return;
+      box.hidden = true;
+      els.watchError.textContent = `Not found: ${err.message}`;
+      els.watchError.hidden = false;
+    }
   });
 
   // ---- the chart ---------------------------------------------------------------------------
@@ -525,7 +796,7 @@
   }
 
   window.addEventListener('resize', () => {
-    for (const show of cards.keys()) drawChart(show);
+    if (selected && cards.has(selected)) drawChart(selected);
   });
 
   // ---- start -------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ use crate::protocol::routes;
 use crate::store::QueueStore;
 use crate::watchdog::Watchdog;
 
+pub(crate) use console::report_fans;
 pub(crate) use extract::{AppJson, AppPath, Operator, show_id, ticket_path};
 pub use gateway::{Gateway, GatewayError, GatewayOutcome};
 pub use serve::{Origin, StreamGuard, StreamLimits, TokenGuesses};
@@ -189,6 +190,7 @@ fn described(
         .routes(routes!(page::keep_pass))
         .routes(routes!(console::console))
         .routes(routes!(console::stats_events))
+        .routes(routes!(console::lookup))
         .nest_service(routes::STATIC, page::static_files());
     let mut router = if gateway {
         // In gateway mode the shop's own home page is the origin's, and every path the

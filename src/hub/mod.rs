@@ -438,6 +438,16 @@ impl Hub {
     pub fn fans_of(&self, show: &ShowId) -> usize {
         self.shows().get(show).map_or(0, |s| s.fans.len())
     }
+
+    /// How many connections follow each show on this instance (shows nobody follows left
+    /// out): what the instance reports for the console's count across instances.
+    pub fn fans_by_show(&self) -> Vec<(ShowId, u64)> {
+        self.shows()
+            .iter()
+            .filter(|(_, s)| !s.fans.is_empty())
+            .map(|(show, s)| (show.clone(), s.fans.len() as u64))
+            .collect()
+    }
 }
 
 /// Unregisters a fan when its stream is dropped.

@@ -15,6 +15,7 @@
 //! - [`JoinLimits`] (`limits.rs`): joins a second per client, shared by every instance.
 //! - [`OrderBook`] (`orders.rs`): orders placed through the gate.
 //! - [`SharedKeys`] (`keys.rs`): the pass key instances share when none is configured.
+//! - [`Presence`] (`presence.rs`): fans following each show live, on every instance together.
 //! - [`Health`]: whether the store answers.
 //!
 //! The backends live in `memory/` and `redis/` (its scripts in `lua/`), one file per concern
@@ -48,6 +49,7 @@ mod lineage;
 mod memory;
 mod orders;
 mod position;
+mod presence;
 mod queue;
 mod redis;
 mod shows;
@@ -70,6 +72,7 @@ pub use self::lineage::{Arrivals, Lineage, Mended};
 pub use self::memory::MemoryStore;
 pub use self::orders::{OrderBook, OrderOutcome, Redeemed, order_fingerprint};
 pub use self::position::position;
+pub use self::presence::Presence;
 pub use self::queue::{AdmitOutcome, Joined, Queue, Status, Touched};
 pub use self::redis::{Durability, PubSub, RedisStore, SentinelConnection, SentinelSettings};
 pub use self::shows::{
@@ -89,6 +92,7 @@ pub trait QueueStore:
     + JoinLimits
     + OrderBook
     + SharedKeys
+    + Presence
     + Health
     + Lineage
     + 'static
@@ -105,6 +109,7 @@ impl<T> QueueStore for T where
         + JoinLimits
         + OrderBook
         + SharedKeys
+        + Presence
         + Health
         + Lineage
         + 'static

@@ -39,6 +39,7 @@ mod cadence;
 mod cli;
 mod cluster;
 mod cluster_failover;
+mod console;
 mod contract;
 mod dashboard;
 mod draw;

@@ -1,12 +1,15 @@
-//! The operator console in a real browser: sign-in, live figures and chart, open, close and
-//! rate changes.
+//! The operator console in a real browser: sign-in, the table of every show, a show's live
+//! figures and chart, every setting, the fair start's countdown, the ticket lookup, and the
+//! confirmation before each step that stops admissions, lifts the gate or sends fans away.
 
 use std::time::Duration;
 
 use fantoccini::Client;
 use serde_json::{Value, json};
+use waiting_room::protocol::routes;
 
 use crate::helpers::*;
+use crate::support::app::TestApp;
 
 /// A figure on a show's card, as a number.
 async fn figure(client: &Client, show: &str, name: &str) -> Option<u64> {
@@ -16,6 +19,50 @@ async fn figure(client: &Client, show: &str, name: &str) -> Option<u64> {
         .replace(',', "")
         .parse()
         .ok()
+}
+
+/// Answers the confirmation dialog that must be open now; what it asked.
+async fn confirm(client: &Client, yes: bool) -> String {
+    eventually("the confirmation", SHORT, || async {
+        client.visible("#confirm-dialog").await.then_some(())
+    })
+    .await;
+    let asked = client.text_of("#confirm-text").await.unwrap_or_default();
+    let button = if yes {
+        "#confirm-ok"
+    } else {
+        "#confirm-cancel"
+    };
+    client.click_on(button).await;
+    eventually("the dialog to close", SHORT, || async {
+        (!client.visible("#confirm-dialog").await).then_some(())
+    })
+    .await;
+    asked
+}
+
+/// Signs in with the app's token and waits for the live feed.
+async fn sign_in(client: &Client, app: &TestApp) {
+    client.goto(&app.url("/admin")).await.unwrap();
+    client.fill("#token", &app.admin_token).await;
+    client.click_on("#login-button").await;
+    eventually("the live feed", SHORT, || async {
+        (client.attr_of("#conn", "data-conn").await.as_deref() == Some("live")).then_some(())
+    })
+    .await;
+}
+
+/// Watches `show` through the console's form.
+async fn watch(client: &Client, show: &str) {
+    client.fill("#watch-show", show).await;
+    client.click_on("#watch-button").await;
+    eventually("the show's row", SHORT, || async {
+        client
+            .text_of(&format!("[data-row='{show}'] [data-cell=queueLength]"))
+            .await
+            .filter(|q| q != "–")
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -90,8 +137,12 @@ async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_char
         assert_eq!(app.stats(&show).await["open"], true);
 
         // Change the rate through the form: the API and the card agree.
-        client.fill(&format!("{card} .rate-form input"), "7").await;
-        client.click_on(&format!("{card} .rate-form button")).await;
+        client
+            .fill(&format!("{card} [name=admitPerSecond]"), "7")
+            .await;
+        client
+            .click_on(&format!("{card} .settings-form [type=submit]"))
+            .await;
         eventually("the new rate on the card", SHORT, || async {
             figure(&client, &show, "admitPerSecond")
                 .await
@@ -103,7 +154,7 @@ async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_char
             .text_of(&format!("{card} .form-message"))
             .await
             .unwrap();
-        assert!(said.starts_with("Rate set to 7 per second"), "got {said}");
+        assert!(said.starts_with("Saved: admitPerSecond"), "got {said}");
 
         // The chart fills from the live feed: the queue falls and admissions show as bars.
         eventually("a chart with history", Duration::from_secs(40), || async {
@@ -140,11 +191,6 @@ async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_char
             label.contains("in the queue now"),
             "the chart describes itself: {label}"
         );
-        client
-            .eval("document.activeElement.blur(); window.scrollTo(0, 0); return null")
-            .await;
-        screenshot(&client, "console").await;
-
         // A reload keeps the session; signing out forgets the token.
         client.refresh().await.unwrap();
         eventually("the console after a reload", SHORT, || async {
@@ -156,10 +202,11 @@ async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_char
         .await;
         assert!(!client.visible("#login").await);
 
-        // Pause it: nobody is admitted, the gate stays shut.
+        // Pause it, once confirmed: nobody is admitted, the gate stays shut.
         client
             .click_on(&format!("{card} [data-action=pause]"))
             .await;
+        confirm(&client, true).await;
         eventually("the paused badge", SHORT, || async {
             client
                 .text_of(&format!("{card} .badge"))
@@ -171,18 +218,15 @@ async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_char
 
         // Lifting the gate asks first: declined, nothing changes.
         client
-            .eval("window.confirm = () => false; return null")
-            .await;
-        client
             .click_on(&format!("{card} [data-action=close]"))
             .await;
+        let asked = confirm(&client, false).await;
+        assert!(asked.contains("Lift the gate of"), "asked {asked}");
         assert_eq!(app.stats(&show).await["phase"], "paused");
         client
-            .eval("window.confirm = () => true; return null")
-            .await;
-        client
             .click_on(&format!("{card} [data-action=close]"))
             .await;
+        confirm(&client, true).await;
         eventually("the closed badge", SHORT, || async {
             client
                 .text_of(&format!("{card} .badge"))
@@ -193,10 +237,10 @@ async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_char
         assert_eq!(app.stats(&show).await["phase"], "closed");
 
         // End it with a reason, and set a stock on the way.
+        client.fill(&format!("{card} [name=stock]"), "60000").await;
         client
-            .fill(&format!("{card} .stock-form input"), "60000")
+            .click_on(&format!("{card} .settings-form [type=submit]"))
             .await;
-        client.click_on(&format!("{card} .stock-form button")).await;
         eventually("the stock on the card", SHORT, || async {
             client
                 .text_of(&format!("{card} [data-figure=stockWords]"))
@@ -205,10 +249,13 @@ async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_char
         })
         .await;
         assert_eq!(app.stats(&show).await["stock"], 60000);
-        client
-            .eval("window.prompt = () => 'postponed'; return null")
-            .await;
         client.click_on(&format!("{card} [data-action=end]")).await;
+        eventually("the end's dialog", SHORT, || async {
+            client.visible("#confirm-reason").await.then_some(())
+        })
+        .await;
+        client.fill("#confirm-reason", "postponed").await;
+        confirm(&client, true).await;
         eventually("the ended badge", SHORT, || async {
             client
                 .text_of(&format!("{card} .badge"))
@@ -228,6 +275,295 @@ async fn an_operator_signs_in_opens_a_show_changes_its_rate_and_watches_the_char
             .eval("return sessionStorage.getItem('waiting-room:operator-token')")
             .await;
         assert_eq!(kept, Value::Null, "signing out forgets the token");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_console_tables_every_show_edits_any_setting_and_finds_a_ticket() {
+    let app = spawn_app().await;
+    // Five shows: two open at their own rates, one with seats, one scheduled, one closed.
+    let arena = app.queued_show("arena", 1800).await;
+    app.configure(&arena, json!({"admitPerSecond": 12, "stock": 20000}))
+        .await;
+    app.open(&arena).await;
+    let club = app.queued_show("club", 240).await;
+    app.configure(&club, json!({"admitPerSecond": 3})).await;
+    app.open(&club).await;
+    let stadium = app.queued_show("stadium", 0).await;
+    let opens_at = jiff::Timestamp::now() + jiff::SignedDuration::from_mins(45);
+    app.configure(
+        &stadium,
+        json!({"opensAt": opens_at.to_string(), "drawBeacon": "drand quicknet round 9000000"}),
+    )
+    .await;
+    let early = app.join_many(&stadium, 40).await;
+    let hall = app.queued_show("hall", 75).await;
+    let theatre = app.queued_show("theatre", 12).await;
+    // Fans following live, for the "fans live" column.
+    let mut following = Vec::new();
+    for ticket in app.join_many(&club, 3).await {
+        following.push(app.events(&club, &ticket).await);
+    }
+    let waiting = app.join_ok(&hall).await;
+    let ticket = waiting["ticketId"].as_str().unwrap().to_owned();
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        sign_in(&client, &app).await;
+        for show in [&stadium, &hall, &theatre] {
+            watch(&client, show).await;
+        }
+
+        // One row per show, open ones by themselves, each with the API's figures.
+        let rows = client
+            .eval("return document.querySelectorAll('#show-rows tr').length")
+            .await;
+        assert_eq!(rows, json!(5));
+        let cell = |show: &str, name: &str| format!("[data-row='{show}'] [data-cell={name}]");
+        eventually("the club's fans live", SHORT, || async {
+            client
+                .text_of(&cell(&club, "fans"))
+                .await
+                .filter(|f| f == "3")
+        })
+        .await;
+        assert_eq!(
+            client.text_of(&cell(&hall, "queueLength")).await.as_deref(),
+            Some("76")
+        );
+        assert_eq!(
+            client.text_of(&cell(&club, "rate")).await.as_deref(),
+            Some("3/s")
+        );
+        let seats: u64 = client
+            .text_of(&cell(&arena, "seats"))
+            .await
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap();
+        assert!((1..=20_000).contains(&seats), "seats left: {seats}");
+        let when = client
+            .text_of(&format!("[data-row='{stadium}'] .row-when"))
+            .await
+            .unwrap();
+        assert!(when.starts_with("opens in 4"), "the countdown: {when}");
+        // Only the selected show's card shows: a table, not a column of cards.
+        let shown = client
+            .eval(
+                "return [...document.querySelectorAll('.show-card')].filter(c => !c.hidden).length",
+            )
+            .await;
+        assert_eq!(shown, json!(1));
+
+        // The scheduled show's detail: countdown, pre-queue, commitment, beacon.
+        client
+            .click_on(&format!("[data-row='{stadium}'] .row-details"))
+            .await;
+        let card = format!("[data-show='{stadium}']");
+        eventually("the fair start", SHORT, || async {
+            client
+                .text_of(&format!("{card} [data-draw=preQueue]"))
+                .await
+                .filter(|p| p == "40 fans")
+        })
+        .await;
+        let countdown = client
+            .text_of(&format!("{card} [data-draw=countdown]"))
+            .await
+            .unwrap();
+        assert!(
+            countdown.starts_with("4") && countdown.contains(':'),
+            "{countdown}"
+        );
+        assert_eq!(
+            client
+                .text_of(&format!("{card} [data-draw=state]"))
+                .await
+                .as_deref(),
+            Some("Pre-queue taking fans")
+        );
+        let commitment = client
+            .attr_of(&format!("{card} [data-draw=commitment]"), "title")
+            .await
+            .unwrap();
+        let draw: Value = app
+            .get(&routes::show(routes::DRAW, &stadium))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(draw["commitment"], commitment.as_str());
+        assert_eq!(early.len(), 40);
+
+        // Every setting through the form: the show changes, as the API says.
+        client
+            .click_on(&format!("[data-row='{hall}'] .row-details"))
+            .await;
+        let card = format!("[data-show='{hall}']");
+        eventually("the hall's card", SHORT, || async {
+            client
+                .visible(&format!("{card} .settings-form"))
+                .await
+                .then_some(())
+        })
+        .await;
+        // The rate input is bounded as the server bounds it; a rate above it is not sent.
+        assert_eq!(
+            client
+                .attr_of(&format!("{card} [name=admitPerSecond]"), "max")
+                .await
+                .as_deref(),
+            Some("10000")
+        );
+        client
+            .fill(&format!("{card} [name=admitPerSecond]"), "20000")
+            .await;
+        client
+            .click_on(&format!("{card} .settings-form [type=submit]"))
+            .await;
+        let said = client
+            .text_of(&format!("{card} .form-message"))
+            .await
+            .unwrap();
+        assert!(said.contains("1 to 10,000"), "{said}");
+        assert_eq!(app.stats(&hall).await["admitPerSecond"], 2);
+        for (name, value) in [
+            ("admitPerSecond", "40"),
+            ("maxActiveBuyers", "500"),
+            ("arrivalWindowSeconds", "30"),
+            ("joinChallengeBits", "6"),
+            ("minAdmitPerSecond", "5"),
+            ("checkoutHealthUrl", "http://127.0.0.1:9/health"),
+        ] {
+            client.fill(&format!("{card} [name={name}]"), value).await;
+        }
+        client
+            .click_on(&format!("{card} .settings-form [type=submit]"))
+            .await;
+        eventually("the saved settings", SHORT, || async {
+            client
+                .text_of(&format!("{card} .form-message"))
+                .await
+                .filter(|m| m.starts_with("Saved:"))
+        })
+        .await;
+        let stats = app.stats(&hall).await;
+        assert_eq!(
+            (
+                &stats["admitPerSecond"],
+                &stats["maxActiveBuyers"],
+                &stats["arrivalWindowSeconds"],
+                &stats["joinChallengeBits"],
+            ),
+            (&json!(40), &json!(500), &json!(30), &json!(6))
+        );
+        eventually("the health URL from the feed", SHORT, || async {
+            client
+                .eval(&format!(
+                    "return document.querySelector(\"{card} [name=checkoutHealthUrl]\").value"
+                ))
+                .await
+                .as_str()
+                .filter(|u| *u == "http://127.0.0.1:9/health")
+                .map(|_| ())
+        })
+        .await;
+
+        // Support looks a ticket up: its show and place.
+        client.fill("#lookup-ticket", &ticket).await;
+        client.click_on("#lookup-button").await;
+        eventually("the ticket found", SHORT, || async {
+            client
+                .text_of("#lookup-show")
+                .await
+                .filter(|s| s == hall.as_str())
+        })
+        .await;
+        assert_eq!(
+            client.text_of("#lookup-status").await.as_deref(),
+            Some("Waiting")
+        );
+        assert_eq!(
+            client.text_of("#lookup-position").await.as_deref(),
+            Some("76")
+        );
+        assert_eq!(
+            client.text_of("#lookup-arrival").await.as_deref(),
+            Some("76")
+        );
+
+        // The picture for the README: the arena's detail with a chart of some history.
+        client
+            .click_on(&format!("[data-row='{arena}'] .row-details"))
+            .await;
+        let card = format!("[data-show='{arena}']");
+        eventually("a chart with history", Duration::from_secs(40), || async {
+            let samples: u64 = client
+                .attr_of(&format!("{card} .chart-svg"), "data-samples")
+                .await?
+                .parse()
+                .ok()?;
+            (samples >= 15).then_some(())
+        })
+        .await;
+        client.set_window_size(1100, 1900).await.unwrap();
+        client
+            .eval("document.activeElement.blur(); window.scrollTo(0, 0); return null")
+            .await;
+        screenshot(&client, "console").await;
+
+        client
+            .click_on(&format!("[data-row='{hall}'] .row-details"))
+            .await;
+        let card = format!("[data-show='{hall}']");
+        eventually("the hall's card again", SHORT, || async {
+            client
+                .visible(&format!("{card} [data-action=end]"))
+                .await
+                .then_some(())
+        })
+        .await;
+
+        // Ending and deleting ask first; declined, nothing happens.
+        client.click_on(&format!("{card} [data-action=end]")).await;
+        let asked = confirm(&client, false).await;
+        assert!(asked.starts_with("End the on-sale of"), "{asked}");
+        client
+            .click_on(&format!("{card} [data-action=delete]"))
+            .await;
+        let asked = confirm(&client, false).await;
+        assert!(asked.starts_with(&format!("Delete {hall}?")), "{asked}");
+        assert_eq!(app.stats(&hall).await["phase"], "pending");
+        // Confirmed, the show goes, and so does its row.
+        client
+            .click_on(&format!("{card} [data-action=delete]"))
+            .await;
+        confirm(&client, true).await;
+        eventually("the row gone", SHORT, || async {
+            (!client.visible(&format!("[data-row='{hall}']")).await).then_some(())
+        })
+        .await;
+        let gone = app.as_operator(reqwest::Method::GET, &routes::show(routes::STATS, &hall));
+        assert_eq!(gone.send().await.unwrap().status().as_u16(), 404);
+
+        // A phone: the table becomes one block per show, nothing wider than the screen.
+        client.set_window_size(390, 900).await.unwrap();
+        eventually("the phone layout", SHORT, || async {
+            let fits = client
+                .eval("return document.documentElement.scrollWidth <= window.innerWidth")
+                .await;
+            let stacked = client
+                .eval("return getComputedStyle(document.querySelector('#show-rows tr')).display")
+                .await;
+            (fits == json!(true) && stacked == json!("grid")).then_some(())
+        })
+        .await;
+        client
+            .eval("document.getElementById('show-table').scrollIntoView(); return null")
+            .await;
+        screenshot(&client, "console-phone").await;
+        drop(following);
     })
     .await;
 }

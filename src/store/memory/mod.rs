@@ -12,6 +12,7 @@ mod feed;
 mod lease;
 mod limits;
 mod orders;
+mod presence;
 mod queue;
 mod show;
 mod shows;
@@ -48,6 +49,8 @@ struct Inner {
     fence_counter: u64,
     /// Per client: the theoretical arrival time of its next join (GCRA, as in `limit.lua`).
     join_tat: HashMap<String, f64>,
+    /// Per instance: its latest count of fans following each show (`presence.rs`).
+    presence: HashMap<String, presence::Report>,
 }
 
 impl MemoryStore {

@@ -21,6 +21,7 @@ mod lease;
 mod limits;
 mod lineage;
 mod orders;
+mod presence;
 mod queue;
 mod reply;
 mod sentinel;

@@ -1,10 +1,14 @@
 //! The operator console: `GET /admin` (a page that holds no data: everything it shows comes
 //! from bearer-authenticated API calls its script makes) and its live feed,
-//! `GET /admin/stats/events`, an SSE stream of every watched show's figures once a second.
+//! `GET /admin/stats/events`, an SSE stream of every watched show's figures once a second;
+//! [`lookup`] finds a ticket for support, and [`fans`] counts every instance's live fans.
 //!
 //! One stream carries every show, rather than one stream per show: a browser holds at most
 //! six HTTP/1.1 connections to an origin, and a console watching six shows must still be
 //! able to press a button.
+
+mod fans;
+mod lookup;
 
 use std::collections::{BTreeSet, HashMap};
 use std::convert::Infallible;
@@ -24,13 +28,15 @@ use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 use tokio_stream::wrappers::ReceiverStream;
 
+pub(crate) use self::fans::report_fans;
+pub(super) use self::lookup::{__path_lookup, lookup};
 use super::page::{asset_version, html};
 use super::{AppState, Operator, show_id};
 use crate::clock::wall_ms;
 use crate::error::AppError;
-use crate::model::{ShowId, ShowStats};
+use crate::model::{DrawStage, Phase, ShowId, ShowStats};
 use crate::protocol::routes;
-use crate::store::{EventKind, QueueStore, ShowEvent, StoreError};
+use crate::store::{DrawState, EventKind, QueueStore, ShowEvent, StoreError};
 
 /// The console samples every show this often; its chart has one point per sample.
 pub(super) const SAMPLE_EVERY: Duration = Duration::from_secs(1);
@@ -59,8 +65,15 @@ struct ConsoleRoutes {
     close: &'static str,
     end: &'static str,
     config: &'static str,
+    show: &'static str,
     feed: &'static str,
     page: &'static str,
+    draw: &'static str,
+    ticket: &'static str,
+    max_rate: u32,
+    max_stock: u64,
+    max_bits: u32,
+    max_cap: u32,
 }
 
 /// `GET /admin`: the console's page. It is public on purpose: it carries no data, and the
@@ -91,8 +104,16 @@ pub(super) async fn console() -> Response {
                 close: routes::CLOSE,
                 end: routes::END,
                 config: routes::CONFIG,
+                show: routes::SHOW,
                 feed: routes::ADMIN_STATS_EVENTS,
                 page: routes::WAIT_PAGE,
+                draw: routes::DRAW,
+                ticket: routes::ADMIN_TICKET,
+                // The inputs are bounded as the server bounds them (operator.rs).
+                max_rate: crate::store::MAX_RATE,
+                max_stock: super::operator::MAX_STOCK,
+                max_bits: crate::pass::MAX_CHALLENGE_BITS,
+                max_cap: crate::store::MAX_RATE * 3600,
             },
         },
     )
@@ -123,9 +144,70 @@ pub(super) struct ShowSample {
     pub stats: ShowStats,
     /// Fans following a ticket of this show over SSE or WebSocket on this instance.
     pub connected_fans: usize,
+    /// Fans following a ticket of this show live on every instance together (each
+    /// instance's count reported within the last second or two); `null` while the store
+    /// cannot say.
+    pub fans_everywhere: Option<u64>,
     /// Tickets admitted since the previous sample, counted from the admitter's published
     /// ticks; `null` while the feed cannot hear them.
     pub admitted_since_last: Option<u64>,
+    /// The checkout health URL the pace follows, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkout_health_url: Option<String>,
+    /// The lowest rate the pace may fall to while it follows the checkout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_admit_per_second: Option<u32>,
+    /// A rate change announced ahead, as the show's last event carried it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_change: Option<AnnouncedChange>,
+    /// A scheduled show's draw, until it opens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draw: Option<DrawSummary>,
+}
+
+/// A rate change announced ahead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct AnnouncedChange {
+    /// When it takes effect (ms since the epoch, the store's clock).
+    pub at_ms: u64,
+    /// The rate from then on.
+    pub to: u32,
+}
+
+/// Where a scheduled show's fair start stands, for the console's countdown.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct DrawSummary {
+    /// When the show opens by itself (ms since the epoch).
+    pub opens_at_ms: u64,
+    /// `scheduled`, `closed` (waiting for the beacon's value) or `drawn`.
+    pub state: DrawStage,
+    /// SHA-256 of the secret seed, published from the start.
+    pub commitment: String,
+    /// The public randomness named in advance, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beacon: Option<String>,
+    /// Fans in the pre-queue: everyone who joined so far while it takes fans, its fixed
+    /// size once closed.
+    pub pre_queue: u64,
+}
+
+impl DrawSummary {
+    fn new(d: DrawState, joined: u64) -> DrawSummary {
+        let state = match (&d.drawn, d.participants) {
+            (Some(_), _) => DrawStage::Drawn,
+            (None, Some(_)) => DrawStage::Closed,
+            (None, None) => DrawStage::Scheduled,
+        };
+        DrawSummary {
+            opens_at_ms: d.opens_at_ms,
+            state,
+            commitment: d.commitment,
+            beacon: d.beacon,
+            pre_queue: d.participants.unwrap_or(joined),
+        }
+    }
 }
 
 /// `GET /admin/stats/events?shows=a,b` (operator): a `stats` event with a [`Sample`] of the
@@ -191,6 +273,7 @@ async fn feed(state: AppState, watched: BTreeSet<ShowId>, tx: mpsc::Sender<Event
         shows: BTreeSet::new(),
     };
     let mut admitted: HashMap<ShowId, u64> = HashMap::new();
+    let mut changes: HashMap<ShowId, Option<AnnouncedChange>> = HashMap::new();
     let mut every = tokio::time::interval(SAMPLE_EVERY);
     every.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut ticks_unsubscribed = 0u32;
@@ -204,7 +287,8 @@ async fn feed(state: AppState, watched: BTreeSet<ShowId>, tx: mpsc::Sender<Event
                     }
                 }
                 let counted = events.is_some();
-                let sample = match sample(&state, &watched, &mut admitted, counted).await {
+                let heard = Heard { admitted: &mut admitted, changes: &mut changes, counted };
+                let sample = match sample(&state, &watched, heard).await {
                     Ok(sample) => sample,
                     Err(e) => {
                         // The console shows its data going stale; the log says why.
@@ -225,10 +309,16 @@ async fn feed(state: AppState, watched: BTreeSet<ShowId>, tx: mpsc::Sender<Event
                 }
             }
             event = next_event(&mut events) => match event {
-                Some(ShowEvent { kind: EventKind::Tick, show, admitted: count, .. }) => {
-                    *admitted.entry(show).or_default() += count;
+                Some(event) => {
+                    // Every event carries the show's announced change (or none).
+                    let change = event.change_in_ms.zip(event.change_rate).map(|(in_ms, to)| {
+                        AnnouncedChange { at_ms: event.at_ms + in_ms, to }
+                    });
+                    changes.insert(event.show.clone(), change);
+                    if event.kind == EventKind::Tick {
+                        *admitted.entry(event.show).or_default() += event.admitted;
+                    }
                 }
-                Some(_) => {}
                 None => {
                     tracing::debug!("operator feed lost its event subscription");
                     events = None;
@@ -288,18 +378,34 @@ async fn next_event(events: &mut Option<BoxStream<'static, ShowEvent>>) -> Optio
     }
 }
 
+/// What the feed heard between samples: admissions per show (`counted`: while it could
+/// hear them) and the latest announced rate change per show.
+struct Heard<'a> {
+    admitted: &'a mut HashMap<ShowId, u64>,
+    changes: &'a mut HashMap<ShowId, Option<AnnouncedChange>>,
+    counted: bool,
+}
+
 /// Reads the figures of the open and the watched shows, and hands over (and resets) the
 /// admissions counted since the last sample.
 async fn sample(
     state: &AppState,
     watched: &BTreeSet<ShowId>,
-    admitted: &mut HashMap<ShowId, u64>,
-    counted: bool,
+    heard: Heard<'_>,
 ) -> Result<Sample, AppError> {
     let mut shows: BTreeSet<ShowId> = state.store.open_shows().await?.into_iter().collect();
     // A lost show is no longer open, and is what the operator most needs to see.
     shows.extend(state.watchdog.lost());
     shows.extend(watched.iter().cloned());
+    // One read for every show: each instance's report of its live fans.
+    let everywhere = match state.store.fans_everywhere().await {
+        Ok(fans) => Some(fans),
+        Err(e) => {
+            tracing::debug!(error = %e, "cannot read the live fans of every instance");
+            None
+        }
+    };
+    let at = wall_ms();
     let mut out = Vec::with_capacity(shows.len());
     for show in shows {
         let stats = match state.store.stats(&show).await {
@@ -308,18 +414,48 @@ async fn sample(
             Err(StoreError::NoSuchShow(_)) => continue,
             Err(e) => return Err(e.into()),
         };
+        // What the figures do not carry: the checkout the pace follows (not for a lost
+        // show, which keeps no settings), and a scheduled show's draw until it opens.
+        let pace = if stats.lost {
+            None
+        } else {
+            state.store.pace_control(&show).await.ok()
+        };
+        let draw = if stats.phase == Phase::Pending && !stats.lost {
+            match state.store.draw(&show).await {
+                Ok(draw) => draw.map(|d| DrawSummary::new(d, stats.joined)),
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
+        let rate_change = heard
+            .changes
+            .get(&show)
+            .copied()
+            .flatten()
+            .filter(|c| c.at_ms > at);
         out.push(ShowSample {
             connected_fans: state.hub.fans_of(&show),
-            admitted_since_last: counted.then(|| admitted.remove(&show).unwrap_or(0)),
+            fans_everywhere: everywhere
+                .as_ref()
+                .map(|all| all.get(&show).copied().unwrap_or(0)),
+            admitted_since_last: heard
+                .counted
+                .then(|| heard.admitted.remove(&show).unwrap_or(0)),
+            checkout_health_url: pace.as_ref().and_then(|p| p.health_url.clone()),
+            min_admit_per_second: pace.as_ref().map(|p| p.floor),
+            rate_change,
+            draw,
             stats,
         });
     }
     // Ticks of shows nobody reports on would pile up otherwise.
-    admitted.clear();
-    Ok(Sample {
-        at: wall_ms(),
-        shows: out,
-    })
+    heard.admitted.clear();
+    heard
+        .changes
+        .retain(|show, _| out.iter().any(|s| s.stats.show_id == show.as_str()));
+    Ok(Sample { at, shows: out })
 }
 
 #[cfg(test)]

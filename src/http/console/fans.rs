@@ -1,0 +1,41 @@
+//! This instance's share of the console's "fans live": once a second the hub's count of
+//! fans following each show goes to the store, where the console's feed sums every
+//! instance's. One write per instance a second, however many fans it holds.
+
+use std::time::Duration;
+
+use tokio::time::MissedTickBehavior;
+
+use super::super::AppState;
+
+/// How often an instance reports its fans.
+pub(crate) const REPORT_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a report holds: several missed reports before an instance counts as gone.
+pub(crate) const REPORT_TTL: Duration = Duration::from_secs(5);
+
+/// Reports this instance's live fans every [`REPORT_EVERY`] under `instance` until the
+/// server stops, then reports none (its streams have ended), so the sum drops at once.
+pub(crate) async fn report_fans(state: AppState, instance: String) {
+    let mut every = tokio::time::interval(REPORT_EVERY);
+    every.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = state.shutdown.cancelled() => break,
+        }
+        let fans = state.hub.fans_by_show();
+        match state.store.report_fans(&instance, &fans, REPORT_TTL).await {
+            Ok(()) => failing = false,
+            // Said once per outage: the store's own errors are logged elsewhere too.
+            Err(e) if !failing => {
+                failing = true;
+                tracing::warn!(error = %e, "cannot report this instance's live fans");
+            }
+            Err(_) => {}
+        }
+    }
+    let last = state.store.report_fans(&instance, &[], REPORT_TTL);
+    let _ = tokio::time::timeout(REPORT_EVERY, last).await;
+}
