@@ -18,17 +18,23 @@ const STREAM_RETRY: Duration = Duration::from_secs(5);
 /// What a handler can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
+    /// 400: the request is malformed (a bad id, header or body); the message says which part.
     #[error("{0}")]
     BadRequest(String),
+    /// 401: an operator route without the right `Authorization: Bearer` token.
     #[error("operator token missing or wrong: send Authorization: Bearer <ADMIN_TOKEN>")]
     Unauthorized,
+    /// 403: understood but refused (no admission at the gate, a bad pass, a cross-site form).
     #[error("{0}")]
     Forbidden(String),
+    /// 404: no such show or resource.
     #[error("{0}")]
     NotFound(String),
     /// A ticket nobody holds; answered with the original's `{"ticketId":…,"status":"UNKNOWN"}`.
     #[error("unknown ticket {0}")]
     UnknownTicket(String),
+    /// 429: the client's address joined too often (`JOIN_RATE_LIMIT`); `Retry-After` is the
+    /// wait until its next join is let through.
     #[error("too many joins from this client; try again in {} s", .0.as_millis().div_ceil(1000).max(1))]
     TooManyRequests(Duration),
     /// Too many wrong operator tokens from this client address lately.
@@ -55,6 +61,7 @@ pub enum AppError {
     /// A request the framework refused before any handler ran (bad JSON, too large, ...).
     #[error("{1}")]
     Rejected(StatusCode, String),
+    /// 503: the store failed or did not answer; logged, never echoed to the client.
     #[error("store unavailable")]
     Store(StoreError),
 }

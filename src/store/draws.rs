@@ -69,11 +69,17 @@ pub enum Closing {
     /// Drawn already.
     Drawn,
     /// Closed with `participants` arrivals; the draw needs the beacon's value first.
-    AwaitingBeacon { participants: u64 },
+    AwaitingBeacon {
+        /// Arrivals in the closed pre-queue.
+        participants: u64,
+    },
     /// Closed: what the draw key is worked out from.
     Ready {
+        /// Arrivals in the closed pre-queue, the permutation's length.
         participants: u64,
+        /// The secret committed to when the show was scheduled, revealed now.
         seed: String,
+        /// The public beacon's value named at scheduling time.
         beacon_value: String,
     },
 }
@@ -81,9 +87,11 @@ pub enum Closing {
 /// A scheduled show's draw: the commitment from the start, the rest once drawn.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DrawState {
+    /// When the show opens and its pre-queue is drawn (ms since the Unix epoch).
     pub opens_at_ms: u64,
     /// SHA-256 of the seed.
     pub commitment: String,
+    /// The public beacon whose value, unknown at scheduling, goes into the draw's key.
     pub beacon: Option<String>,
     /// Set once the pre-queue closed: how many arrivals it holds.
     pub participants: Option<u64>,
@@ -94,10 +102,15 @@ pub struct DrawState {
 /// What a draw reveals.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Drawn {
+    /// The secret behind the commitment (hex), revealed by the draw.
     pub seed: String,
+    /// SHA-256 over the pre-queue's arrivals as published (hex): who took part.
     pub participants_digest: String,
+    /// The beacon's value the key was made with.
     pub beacon_value: String,
+    /// The permutation's key, worked out from seed, digest and beacon value (hex).
     pub key: String,
+    /// When the draw was made, by the store's clock (ms since the Unix epoch).
     pub at_ms: u64,
 }
 
@@ -108,10 +121,16 @@ pub enum DrawPhase {
     #[default]
     None,
     /// The pre-queue takes fans until `opens_at_ms`: nobody has a place yet.
-    PreQueue { opens_at_ms: u64 },
+    PreQueue {
+        /// When the pre-queue closes and is drawn (ms since the Unix epoch).
+        opens_at_ms: u64,
+    },
     /// The pre-queue closed with `participants` arrivals, not drawn yet: they have no place
     /// yet; later fans queue behind them by arrival.
-    Closed { participants: u64 },
+    Closed {
+        /// Arrivals in the closed pre-queue, who will be drawn.
+        participants: u64,
+    },
     /// Drawn: arrivals up to the permutation's length take their drawn place.
     Drawn(Permutation),
 }

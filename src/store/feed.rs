@@ -32,8 +32,12 @@ pub trait Feed: Send + Sync {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EventKind {
+    /// An admission tick let the first `admitted` fans in: `head` moved.
     Tick,
+    /// A waiting fan left (`left` says which sequence).
     Leave,
+    /// The pace changed without a tick: the rate, a cap, a phase, the stock, an announced
+    /// change.
     Rate,
     /// A scheduled show's opening moved, its pre-queue closed, or it was drawn: who stands
     /// where changed for every fan, and only a snapshot tells.
@@ -49,18 +53,26 @@ pub enum EventKind {
 /// derive every position and ETA from it alone.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShowEvent {
+    /// The show that changed.
     pub show: ShowId,
+    /// The show's incarnation the change belongs to.
     pub epoch: u64,
+    /// The show's version after the change: one more than the event before it.
     pub version: u64,
+    /// Why the state moved.
     pub kind: EventKind,
+    /// The highest arrival sequence admitted so far.
     pub head: u64,
     /// The sequence that left, for [`EventKind::Leave`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left: Option<u64>,
+    /// The admission rate in force, a second.
     pub rate: u32,
     /// Places offered a second, smoothed, in thousandths (see [`Pace`]).
     pub flow_milli: u64,
+    /// How much that flow varies, in thousandths: the ETA's range (see [`Pace`]).
     pub spread_milli: u64,
+    /// Whether the show admits now.
     pub open: bool,
     /// Where the on-sale stands (`open` is `phase == open`).
     #[serde(default)]
@@ -83,6 +95,7 @@ pub struct ShowEvent {
     /// An announced rate change: in how long (ms from `at_ms`), and to what rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_in_ms: Option<u64>,
+    /// With `change_in_ms`: the rate announced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_rate: Option<u32>,
     /// The store's second of the show's last tick, if it had one.
@@ -137,10 +150,15 @@ pub fn pace_of(rate: u32, flow_milli: u64, spread_milli: u64, phase: Phase, full
 pub struct ShowSnapshot {
     /// 0 when the show does not exist (deleted, or never made).
     pub epoch: u64,
+    /// The show's version the snapshot was read at; events above it come after it.
     pub version: u64,
+    /// The highest arrival sequence admitted so far.
     pub head: u64,
+    /// The sequences above `head` that left the queue early, in order.
     pub left: Vec<u64>,
+    /// How the queue moves now, for positions' ETAs.
     pub pace: Pace,
+    /// How long an admission lasts.
     pub ttl_ms: u64,
     /// Where the show's draw stands: whether arrivals have a place yet, and which.
     pub draw: DrawPhase,

@@ -19,6 +19,7 @@ use crate::model::ShowId;
 /// A show's arrival counter as the store holds it now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Arrivals {
+    /// The show's incarnation the counter belongs to.
     pub epoch: u64,
     /// The last arrival number handed out.
     pub counter: u64,
@@ -26,6 +27,7 @@ pub struct Arrivals {
     /// a mend found: the numbers above it may have been lost (another instance's tickets
     /// among them).
     pub mends: u64,
+    /// The lowest counter a mend found (0: never mended).
     pub mended_from: u64,
 }
 

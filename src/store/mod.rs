@@ -126,8 +126,10 @@ pub trait Health: Send + Sync {
 /// What can go wrong talking to a store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// Redis refused the call or could not be reached.
     #[error("redis: {0}")]
     Redis(#[from] ::redis::RedisError),
+    /// The store's answer could not be read (a script and the server out of step).
     #[error("store answered something unexpected: {0}")]
     Protocol(String),
     /// No operator created this show (or it was deleted).
@@ -160,7 +162,12 @@ pub enum StoreError {
     /// or may not survive a failover; the client retries (an `Idempotency-Key` keeps one
     /// place).
     #[error("the write was confirmed by {acked} of the {wanted} replicas asked in time")]
-    NotReplicated { acked: u32, wanted: u32 },
+    NotReplicated {
+        /// Replicas that confirmed in time.
+        acked: u32,
+        /// Replicas asked for (`REDIS_WAIT_REPLICAS`).
+        wanted: u32,
+    },
 }
 
 /// Result alias for store calls.

@@ -29,7 +29,12 @@ pub trait OrderBook: Send + Sync {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Redeemed {
     /// Spent now: the admission's arrival number and the show's epoch.
-    Now { arrival: u64, epoch: u64 },
+    Now {
+        /// The admitted fan's arrival number (the audit names buyers by it).
+        arrival: u64,
+        /// The show's incarnation the admission belonged to.
+        epoch: u64,
+    },
     /// Spent before, by an order or a redemption.
     Before,
     /// No running admission of this show's epoch.

@@ -48,6 +48,7 @@ pub trait Queue: Send + Sync {
 /// A ticket's state plus what a stream needs to follow it from there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Status {
+    /// Where the ticket stands.
     pub state: TicketState,
     /// The show's epoch this answer belongs to.
     pub epoch: u64,
@@ -62,8 +63,11 @@ pub struct Status {
 /// A fresh ticket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Joined {
+    /// The ticket handed out (or the one an `Idempotency-Key` already held).
     pub ticket: Uuid,
+    /// Its arrival sequence in the show's queue.
     pub seq: u64,
+    /// Where it stands right after the join.
     pub status: Status,
 }
 
@@ -84,13 +88,26 @@ pub enum Touched {
 pub enum AdmitOutcome {
     /// Admitted `count` tickets (maybe 0); the tick was published at `version`, with the
     /// queue's `head` after it.
-    Admitted { count: u64, head: u64, version: u64 },
+    Admitted {
+        /// Fans let in by this tick.
+        count: u64,
+        /// The highest arrival sequence admitted after it.
+        head: u64,
+        /// The show's version the tick was published at.
+        version: u64,
+    },
     /// This show already had its admission in the current second of the store's clock
     /// (another admitter was first, or our clock runs ahead); that second ends in `next_in`.
-    AlreadyThisSecond { next_in: Duration },
+    AlreadyThisSecond {
+        /// How long until the store's next second begins.
+        next_in: Duration,
+    },
     /// The fencing token is older than `fence`, the newest this show has seen: a newer
     /// leader exists, or the lease's counter fell behind.
-    Fenced { fence: u64 },
+    Fenced {
+        /// The newest fencing token the show has seen.
+        fence: u64,
+    },
     /// The show is not served: closed, deleted or lost since the list of open shows was read.
     NotServed,
 }

@@ -64,8 +64,11 @@ pub trait Pacing: Send + Sync {
 /// What an operator sets on a show; `None` keeps what it has (or the server's default).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShowSettings {
+    /// Admissions a second (1 to [`super::MAX_RATE`]).
     pub admit_per_second: Option<u32>,
+    /// Most fans admitted and not done buying at once (0: no cap).
     pub max_active_buyers: Option<u32>,
+    /// With a cap: how long an admission may go untaken before its place goes on (0: off).
     pub arrival_window: Option<Duration>,
     /// Follow the checkout's health at this URL (`Some("")` stops following it).
     pub checkout_health_url: Option<String>,
@@ -84,7 +87,9 @@ pub struct ShowSettings {
 /// A rate change announced ahead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AnnouncedRate {
+    /// When the new rate takes over (ms since the Unix epoch).
     pub at_ms: u64,
+    /// The rate from then on, a second.
     pub rate: u32,
 }
 
@@ -119,6 +124,7 @@ pub struct Configured {
     pub created: bool,
     /// The show had been lost and now starts again from nothing (a new epoch).
     pub recovered: bool,
+    /// The show's incarnation now.
     pub epoch: u64,
 }
 

@@ -257,7 +257,9 @@ pub struct RedisStore<C = ConnectionManager> {
 /// How many replicas must confirm a write, and how long they may take.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Durability {
+    /// Replicas that must confirm every script's writes (`REDIS_WAIT_REPLICAS`; 0: none).
     pub replicas: u32,
+    /// How long they may take (`REDIS_WAIT_TIMEOUT`) before the call answers 503.
     pub timeout: Duration,
 }
 
