@@ -7,6 +7,8 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use waiting_room::admitter::LEASE_TTL;
+
 use crate::support::process::ServerProcess;
 use crate::support::redis::RedisServer;
 
@@ -117,7 +119,7 @@ async fn three_instances_admit_n_per_second_and_survive_the_leader_dying() {
     // SIGKILL the leader: no hand-over, the lease has to run out.
     let killed_at = now_ms();
     servers[leader].kill();
-    let after = collect(&mut ticks, Duration::from_millis(6000)).await;
+    let after = collect(&mut ticks, Duration::from_millis(8000)).await;
     let mut all = steady.clone();
     all.extend(&after);
     assert_at_most_n_per_second(&all);
@@ -126,9 +128,12 @@ async fn three_instances_admit_n_per_second_and_survive_the_leader_dying() {
         .map(|t| t.0)
         .find(|&at| at > killed_at)
         .expect("admission resumes");
+    // The dead leader's lease runs out within LEASE_TTL, a survivor asks every half second:
+    // a second more for a slow machine, never the several a missing fence would let pass.
+    let bound = LEASE_TTL.as_millis() as u64 + 2000;
     assert!(
-        first - killed_at <= 3000,
-        "admission resumed {} ms after the leader died",
+        first - killed_at <= bound,
+        "admission resumed {} ms after the leader died (at most {bound})",
         first - killed_at
     );
     assert!(after.len() >= 3, "admission goes on: {after:?}");
@@ -153,20 +158,30 @@ async fn three_instances_admit_n_per_second_and_survive_the_leader_dying() {
         .filter(|(i, _)| *i != leader)
         .map(|(_, s)| s)
         .collect();
+    let stopping = remaining[new_leader[0]].child.id();
     let status = remaining[new_leader[0]].terminate();
     assert!(status.success(), "graceful stop exits 0: {status:?}");
     let stopped_at = now_ms();
-    let handed = collect(&mut ticks, Duration::from_millis(3000)).await;
-    let first = handed
+    // Handed over, not left to run out: by the time the process is gone its lease is too
+    // (or already the last one's), whatever the machine's speed.
+    let mut conn = redis.conn().await;
+    let holder: Option<String> = ::redis::cmd("GET")
+        .arg("wr:{admitter}:lease")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(
+        !holder
+            .as_deref()
+            .is_some_and(|h| h.starts_with(&format!("{stopping}-"))),
+        "the stopped leader still holds the lease: {holder:?}"
+    );
+    let handed = collect(&mut ticks, Duration::from_millis(5000)).await;
+    handed
         .iter()
         .map(|t| t.0)
         .find(|&at| at > stopped_at)
         .expect("the last one admits");
-    assert!(
-        first - stopped_at <= 1700,
-        "a graceful hand-over is quick: {} ms",
-        first - stopped_at
-    );
     all.extend(&handed);
     assert_at_most_n_per_second(&all);
 }
