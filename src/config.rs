@@ -7,6 +7,7 @@ use clap::Args;
 
 use crate::http::Origin;
 use crate::store::PubSub;
+use crate::words::parse_duration;
 
 /// How the server runs. Bad values stop the start with clap's message.
 #[derive(Clone, Debug, Args)]
@@ -193,16 +194,8 @@ pub enum LogFormat {
     Json,
 }
 
-/// A duration as people write it (`5m`, `90s`, `500ms`, `1h 30m`), through jiff's friendly
-/// format: the crate that already reads `opensAt`, so no second time crate. Negative
-/// durations are refused here, bounds by each setting.
-fn duration(s: &str) -> Result<Duration, String> {
-    let d: jiff::SignedDuration = s.trim().parse().map_err(|e: jiff::Error| e.to_string())?;
-    Duration::try_from(d).map_err(|_| "must not be negative".to_owned())
-}
-
 fn parse_rotation(s: &str) -> Result<Duration, String> {
-    let d = duration(s)?;
+    let d = parse_duration(s)?;
     if d < Duration::from_secs(1) {
         return Err("must be at least 1s".into());
     }
@@ -210,7 +203,7 @@ fn parse_rotation(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_header_timeout(s: &str) -> Result<Duration, String> {
-    let d = duration(s).map_err(|e| format!("{e} (try 10s or 500ms)"))?;
+    let d = parse_duration(s).map_err(|e| format!("{e} (try 10s or 500ms)"))?;
     if d < Duration::from_millis(100) || d > Duration::from_secs(600) {
         return Err("must be between 100ms and 10m".into());
     }
@@ -218,7 +211,7 @@ fn parse_header_timeout(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_window(s: &str) -> Result<Duration, String> {
-    let d = duration(s).map_err(|e| format!("{e} (try 60s or 2m)"))?;
+    let d = parse_duration(s).map_err(|e| format!("{e} (try 60s or 2m)"))?;
     let shortest = crate::store::MIN_ARRIVAL_WINDOW;
     if !d.is_zero() && (d < shortest || d > Duration::from_secs(24 * 3600)) {
         return Err(format!("must be 0s (off) or between {shortest:?} and 24h"));
@@ -227,7 +220,7 @@ fn parse_window(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_ttl(s: &str) -> Result<Duration, String> {
-    let d = duration(s).map_err(|e| format!("{e} (try 5m, 90s or 500ms)"))?;
+    let d = parse_duration(s).map_err(|e| format!("{e} (try 5m, 90s or 500ms)"))?;
     if d < Duration::from_millis(100) || d > Duration::from_secs(24 * 3600) {
         return Err("must be between 100ms and 24h".into());
     }

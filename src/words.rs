@@ -1,5 +1,22 @@
 //! Numbers and waits worded the way a fan reads them, for the waiting page, its script
-//! (`static/wait.js` words them the same way) and the command-line fan client alike.
+//! (`static/wait.js` words them the same way) and the command-line fan client alike; and
+//! durations as people write them, for the server's settings and the clients' flags.
+
+use std::time::Duration;
+
+/// A duration as people write it (`5m`, `90s`, `500ms`, `1h 30m`), through jiff's friendly
+/// format (the crate that already reads `opensAt`, so no second time crate). Negative
+/// durations are refused; bounds are each setting's own.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d: jiff::SignedDuration = s.trim().parse().map_err(|e: jiff::Error| e.to_string())?;
+    Duration::try_from(d).map_err(|_| "must not be negative".to_owned())
+}
+
+/// A duration as people read it: `2m 30s`, `500ms`.
+pub fn duration_text(d: Duration) -> String {
+    let d = jiff::SignedDuration::try_from(d).unwrap_or(jiff::SignedDuration::MAX);
+    format!("{d:#}")
+}
 
 /// `1234567` as `1,234,567`.
 pub fn thousands(n: u64) -> String {
@@ -91,6 +108,28 @@ pub fn wait_words(seconds: u64, range: Option<(u64, u64)>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_and_said_as_people_write_them() {
+        for (text, d) in [
+            ("5m", Duration::from_secs(300)),
+            ("90s", Duration::from_secs(90)),
+            ("500ms", Duration::from_millis(500)),
+            ("1h 30m", Duration::from_secs(5400)),
+            (" 2s ", Duration::from_secs(2)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(d), "{text}");
+        }
+        for bad in ["", "soon", "-5s", "5"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(duration_text(Duration::from_secs(150)), "2m 30s");
+        assert_eq!(duration_text(Duration::from_millis(500)), "500ms");
+        assert_eq!(
+            parse_duration(&duration_text(Duration::from_secs(3723))),
+            Ok(Duration::from_secs(3723))
+        );
+    }
 
     #[test]
     fn waits_round_to_what_a_fan_can_use() {

@@ -42,6 +42,23 @@ async fn confirm(client: &Client, yes: bool) -> String {
 }
 
 /// Signs in with the app's token and waits for the live feed.
+/// Opens `show`'s detail from its row of the table and waits for `inside` to show in its
+/// card; the card's selector.
+async fn open_card(client: &Client, show: &str, inside: &str) -> String {
+    client
+        .click_on(&format!("[data-row='{show}'] .row-details"))
+        .await;
+    let card = format!("[data-show='{show}']");
+    eventually("the show's card", SHORT, || async {
+        client
+            .visible(&format!("{card} {inside}"))
+            .await
+            .then_some(())
+    })
+    .await;
+    card
+}
+
 async fn sign_in(client: &Client, app: &TestApp) {
     client.goto(&app.url("/admin")).await.unwrap();
     client.fill("#token", &app.admin_token).await;
@@ -357,10 +374,7 @@ async fn the_console_tables_every_show_edits_any_setting_and_finds_a_ticket() {
         assert_eq!(shown, json!(1));
 
         // The scheduled show's detail: countdown, pre-queue, commitment, beacon.
-        client
-            .click_on(&format!("[data-row='{stadium}'] .row-details"))
-            .await;
-        let card = format!("[data-show='{stadium}']");
+        let card = open_card(&client, &stadium, ".settings-form").await;
         eventually("the fair start", SHORT, || async {
             client
                 .text_of(&format!("{card} [data-draw=preQueue]"))
@@ -397,17 +411,7 @@ async fn the_console_tables_every_show_edits_any_setting_and_finds_a_ticket() {
         assert_eq!(early.len(), 40);
 
         // Every setting through the form: the show changes, as the API says.
-        client
-            .click_on(&format!("[data-row='{hall}'] .row-details"))
-            .await;
-        let card = format!("[data-show='{hall}']");
-        eventually("the hall's card", SHORT, || async {
-            client
-                .visible(&format!("{card} .settings-form"))
-                .await
-                .then_some(())
-        })
-        .await;
+        let card = open_card(&client, &hall, ".settings-form").await;
         // The rate input is bounded as the server bounds it; a rate above it is not sent.
         assert_eq!(
             client
@@ -494,10 +498,7 @@ async fn the_console_tables_every_show_edits_any_setting_and_finds_a_ticket() {
         );
 
         // The picture for the README: the arena's detail with a chart of some history.
-        client
-            .click_on(&format!("[data-row='{arena}'] .row-details"))
-            .await;
-        let card = format!("[data-show='{arena}']");
+        let card = open_card(&client, &arena, ".settings-form").await;
         eventually("a chart with history", Duration::from_secs(40), || async {
             let samples: u64 = client
                 .attr_of(&format!("{card} .chart-svg"), "data-samples")
@@ -513,17 +514,7 @@ async fn the_console_tables_every_show_edits_any_setting_and_finds_a_ticket() {
             .await;
         screenshot(&client, "console").await;
 
-        client
-            .click_on(&format!("[data-row='{hall}'] .row-details"))
-            .await;
-        let card = format!("[data-show='{hall}']");
-        eventually("the hall's card again", SHORT, || async {
-            client
-                .visible(&format!("{card} [data-action=end]"))
-                .await
-                .then_some(())
-        })
-        .await;
+        let card = open_card(&client, &hall, "[data-action=end]").await;
 
         // Ending and deleting ask first; declined, nothing happens.
         client.click_on(&format!("{card} [data-action=end]")).await;

@@ -46,7 +46,7 @@ pub struct FanArgs {
     pub ws: bool,
 
     /// Give up after this long without reaching any server (`90s`, `5m`).
-    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "2m", value_parser = waiting_room::words::parse_duration)]
     pub give_up_after: Duration,
 }
 

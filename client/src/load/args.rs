@@ -202,7 +202,7 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 30s or 2m)"))?;
+    let d = waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 30s or 2m)"))?;
     if d.is_zero() || d > Duration::from_secs(3600) {
         return Err("must be more than 0 and at most 1h".into());
     }
@@ -210,7 +210,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_poll_interval(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 1s or 500ms)"))?;
+    let d = waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 1s or 500ms)"))?;
     if d < Duration::from_millis(100) || d > Duration::from_secs(60) {
         return Err("must be from 100ms to 60s".into());
     }
@@ -218,7 +218,7 @@ fn parse_poll_interval(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_min_wait(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (try 10s or 0s)"))?;
+    let d = waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 10s or 0s)"))?;
     if d > Duration::from_secs(3600) {
         return Err("must be at most 1h".into());
     }

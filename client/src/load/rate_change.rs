@@ -33,7 +33,7 @@ impl FromStr for RateChange {
     fn from_str(s: &str) -> Result<Self, String> {
         let usage = || format!("'{s}' is not AFTER:RATE (try 30s:10)");
         let (after, rate) = s.split_once(':').ok_or_else(usage)?;
-        let after = humantime::parse_duration(after.trim()).map_err(|_| usage())?;
+        let after = waiting_room::words::parse_duration(after).map_err(|_| usage())?;
         let rate: u32 = rate.trim().parse().map_err(|_| usage())?;
         if after > Duration::from_secs(3600) {
             return Err(format!("'{s}': a change comes at most 1h into the run"));

@@ -54,8 +54,8 @@ pub(super) fn check_rate_changes(args: &LoadArgs) -> anyhow::Result<()> {
     if let Some(late) = args.rate_changes.iter().find(|c| c.after >= args.duration) {
         bail!(
             "--rate-change at {} comes after the run's --duration of {}",
-            humantime::format_duration(late.after),
-            humantime::format_duration(args.duration)
+            waiting_room::words::duration_text(late.after),
+            waiting_room::words::duration_text(args.duration)
         );
     }
     Ok(())
