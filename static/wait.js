@@ -490,7 +490,10 @@
           return;
         }
         setConn('reconnecting');
-        retry = setTimeout(connect, Math.min(1000 * 2 ** (failures - 1), 10000));
+        // Doubling up to 10 s, each wait drawn from the upper half of its ceiling: a crowd
+        // dropped at once does not come back at once.
+        const ceiling = Math.min(1000 * 2 ** (failures - 1), 10000);
+        retry = setTimeout(connect, ceiling / 2 + Math.random() * ceiling / 2);
       };
     };
     const stop = () => {
@@ -511,7 +514,8 @@
       try {
         const res = await fetch(url, { cache: 'no-store', headers: { Accept: 'application/json' } });
         if (stopped) return;
-        if (res.status !== 200 && res.status !== 404) throw new Error(`status ${res.status}`);
+        // 404 UNKNOWN and 410 LOST (a place a Redis failover lost) are answers, not failures.
+        if (![200, 404, 410].includes(res.status)) throw new Error(`status ${res.status}`);
         const view = await res.json();
         if (stopped) return;
         if (handle(eventOf(view), view)) { stop(); return; }

@@ -56,6 +56,7 @@ pub(crate) use extract::{AppJson, AppPath, Operator, show_id, ticket_path};
 pub use gateway::{Gateway, GatewayError, GatewayOutcome};
 pub use serve::{Origin, StreamGuard, StreamLimits, TokenGuesses};
 pub use shed::Shed;
+pub use sse::RETRY_MS as SSE_RETRY_MS;
 
 /// Request bodies larger than this get 413: an order is a few hundred bytes.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;

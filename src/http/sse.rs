@@ -20,8 +20,10 @@ use crate::shown::Shown;
 /// Keep-alive comments go out this often, well inside proxies' idle timeouts (spec: ≤ 15 s).
 pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(10);
 
-/// How long an EventSource waits before reconnecting after the stream drops.
-const RETRY: Duration = Duration::from_secs(2);
+/// How long an EventSource waits before reconnecting after the stream drops, in ms: drawn per
+/// stream from this range, so that the crowd of an instance that died (or shed them) does not
+/// come back to the others in the same instant.
+pub const RETRY_MS: (u64, u64) = (1500, 4500);
 
 /// Streams the ticket: its current state at once, then one event per change. Each event's
 /// `id` is the show version it holds at; a reconnecting EventSource sends it back as
@@ -62,13 +64,14 @@ pub(super) async fn events(
         tracing::debug!(from, "EventSource resuming");
     }
     let updates = state.hub.follow(&show, id, state.shutdown.clone()).await?;
+    let retry = Duration::from_millis(rand::random_range(RETRY_MS.0..=RETRY_MS.1));
     let connected = state.metrics.connected(Transport::Sse);
     let metrics = state.metrics.clone();
     let stream = updates.enumerate().map(move |(i, update)| {
         let _still_connected = (&connected, &slot);
         metrics.pushed(Transport::Sse);
         let event = to_event(&update);
-        Ok::<_, Infallible>(if i == 0 { event.retry(RETRY) } else { event })
+        Ok::<_, Infallible>(if i == 0 { event.retry(retry) } else { event })
     });
     let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
