@@ -52,18 +52,6 @@ pub enum Phase {
 }
 
 impl Phase {
-    /// The phase's code in the Redis scripts' replies (`phase()` in `prelude.lua`).
-    pub fn from_code(code: i64) -> Option<Phase> {
-        Some(match code {
-            0 => Phase::Pending,
-            1 => Phase::Open,
-            2 => Phase::Paused,
-            3 => Phase::Closed,
-            4 => Phase::Ended,
-            _ => return None,
-        })
-    }
-
     /// Whether an order needs an admission (every phase but `Closed`).
     pub fn gated(self) -> bool {
         self != Phase::Closed

@@ -248,6 +248,49 @@ async fn a_ticket_the_queue_forgot_is_said_so_and_the_fan_can_join_again() {
 }
 
 #[tokio::test]
+async fn a_place_a_failover_lost_is_said_so_on_a_polling_page() {
+    let app = crate::support::app::spawn_app_with(
+        crate::support::backend::Backend::Redis,
+        Config {
+            admit_per_second: 2,
+            ..Config::for_tests()
+        },
+    )
+    .await;
+    let show = app.queued_show("lost-poll", 0).await;
+    let redis = app.redis.as_ref().unwrap().server().conn().await;
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        visit_waiting_page(&client, &app, &show, "?transport=poll").await;
+        wait_for_state(&client, "waiting", SHORT).await;
+        let ticket = stored_ticket(&client, &show).await.unwrap();
+
+        // What mending a failover that lost writes leaves of a ticket: gone from the queue,
+        // marked lost (src/lineage.rs). Its poll answers 410 LOST, which the page must take
+        // as the answer it is, not as a failure to retry for ever.
+        let mut redis = redis;
+        let _: () = ::redis::pipe()
+            .cmd("ZREM")
+            .arg(format!("wr:{{{show}}}:queue"))
+            .arg(&ticket)
+            .cmd("SADD")
+            .arg(format!("wr:{{{show}}}:lostfans"))
+            .arg(&ticket)
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+        assert_eq!(app.ticket(&show, &ticket).await.status(), 410);
+        wait_for_state(&client, "unknown", Duration::from_secs(30)).await;
+        assert!(
+            client
+                .visible("[data-panel=unknown] .join-form button")
+                .await
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn an_admission_that_runs_out_is_said_so_and_the_fan_can_join_again() {
     let app = spawn_app_configured(Config {
         admit_per_second: 10,
