@@ -36,6 +36,8 @@ pub(in crate::http) struct TicketLookup {
 /// it stands there; 404 when no show holds it (never joined, left, or its admission ran out).
 /// Without `show` every show made is asked in turn: one store call each, a support
 /// desk's pace, not a fan's.
+/// It reads the ticket as a poll does, so an admitted ticket looked up counts as a sign of
+/// life for the arrival window: the fan who calls support about it is there to buy.
 #[utoipa::path(
     get,
     path = crate::protocol::routes::ADMIN_TICKET,
