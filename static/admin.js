@@ -281,10 +281,13 @@
     els.noShows.hidden = names.length > 0;
     els.table.hidden = names.length === 0;
     if (!cards.has(selected)) selected = names[0] || null;
-    names.forEach((name) => {
+    names.forEach((name, i) => {
       const c = cards.get(name);
-      els.rows.appendChild(c.row);
-      els.shows.appendChild(c.el);
+      // Moving a node takes the focus from whatever inside it has it: only what is out of
+      // place moves, or every sample would take the field an operator is typing in (and the
+      // rest of what they type would go nowhere).
+      if (els.rows.children[i] !== c.row) els.rows.insertBefore(c.row, els.rows.children[i] || null);
+      if (els.shows.children[i] !== c.el) els.shows.insertBefore(c.el, els.shows.children[i] || null);
       const on = name === selected;
       const wasHidden = c.el.hidden;
       c.el.hidden = !on;

@@ -412,6 +412,26 @@ async fn the_console_tables_every_show_edits_any_setting_and_finds_a_ticket() {
 
         // Every setting through the form: the show changes, as the API says.
         let card = open_card(&client, &hall, ".settings-form").await;
+        // A field being typed in keeps the focus while samples arrive: moving the card on
+        // every sample took it, and the rest of what was typed went nowhere.
+        client
+            .click_on(&format!("{card} [name=checkoutHealthUrl]"))
+            .await;
+        let samples = || async {
+            client
+                .attr_of(&format!("{card} .chart-svg"), "data-samples")
+                .await
+                .and_then(|n| n.parse::<u64>().ok())
+        };
+        let before = samples().await.unwrap_or(0);
+        eventually("two more samples", SHORT, || async {
+            samples().await.filter(|n| *n >= before + 2)
+        })
+        .await;
+        assert_eq!(
+            client.eval("return document.activeElement.name").await,
+            json!("checkoutHealthUrl")
+        );
         // The rate input is bounded as the server bounds it; a rate above it is not sent.
         assert_eq!(
             client
