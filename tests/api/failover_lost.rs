@@ -5,10 +5,14 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use reqwest::StatusCode;
+use serde_json::Value;
 use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
 use waiting_room::model::{AuditKind, AuditPage};
 
+use crate::support::api::Api;
 use crate::support::process::ServerProcess;
 use crate::support::redis::RedisServer;
 use crate::support::ticket_id;
@@ -131,4 +135,201 @@ async fn a_failover_that_lost_joins_raises_the_counter_and_tells_the_lost_fans()
     server
         .wait_admitted("lw", &fresh, Duration::from_secs(30))
         .await;
+}
+
+/// A failover to a replica that lags: `primary` dies and its address comes back as a copy of
+/// `replica` (cut off earlier, holding `counter` arrivals), promoted.
+async fn fail_over(primary: &mut RedisServer, replica: &RedisServer, counter: u64) {
+    primary
+        .restart_with(&["--replicaof", "127.0.0.1", &replica.port.to_string()])
+        .await;
+    counter_reaches(primary, counter).await;
+    promote(primary).await;
+}
+
+/// Until `api` answers 410 LOST for every one of `tickets` (the watchdog's check runs once a
+/// second).
+async fn told_lost(api: &Api, show: &str, tickets: &[String]) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for t in tickets {
+        loop {
+            let r = api.ticket(show, t).await;
+            if r.status() == StatusCode::GONE {
+                let v: Value = r.json().await.unwrap();
+                assert_eq!(
+                    (v["ticketId"].as_str(), v["status"].as_str()),
+                    (Some(t.as_str()), Some("LOST")),
+                    "{v}"
+                );
+                assert!(v["message"].as_str().unwrap().contains("join again"), "{v}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "ticket {t} was never told LOST: {}",
+                r.status()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The first frame a WebSocket following `ticket` is sent, as JSON.
+async fn first_frame(api: &Api, show: &str, ticket: &str) -> Value {
+    let (mut ws, _) = tokio_tungstenite::connect_async(api.ws_url(show, ticket))
+        .await
+        .unwrap();
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("a frame in time")
+            .expect("the socket stays open")
+            .unwrap();
+        if let Message::Text(t) = msg {
+            return serde_json::from_str(&t).unwrap();
+        }
+    }
+}
+
+/// A lost place is pushed as it is polled: over SSE and over the WebSocket the first event
+/// is `unknown` and its JSON says `LOST`, never a bare UNKNOWN. A stream opened before the
+/// failover is told the same once the queue passes its place (the hub then asks the store,
+/// which says LOST).
+#[tokio::test]
+async fn a_lost_place_is_pushed_unknown_saying_lost_over_sse_and_websocket() {
+    let mut primary = RedisServer::start().await;
+    let replica =
+        RedisServer::start_with(&["--replicaof", "127.0.0.1", &primary.port.to_string()]).await;
+    let server = ServerProcess::start(&primary.url(), 5, &[]).await;
+    // Made, not open: nobody is admitted before the failover.
+    server.create("lw").await;
+    let kept = server.join_many("lw", 3).await;
+    counter_reaches(&replica, 3).await;
+    promote(&replica).await;
+    let lost = server.join_many("lw", 2).await;
+    // This fan follows its ticket across the failover.
+    let mut following = server.events("lw", &lost[1]).await;
+    let first = following.next(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(first.event, "waiting");
+    assert_eq!(first.data["position"], 5);
+    fail_over(&mut primary, &replica, 3).await;
+    told_lost(&server, "lw", &lost).await;
+
+    // Followed afresh: the first event says so.
+    let mut sse = server.events("lw", &lost[0]).await;
+    let event = sse.next(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(event.event, "unknown");
+    assert_eq!(event.data["status"], "LOST", "{:?}", event.data);
+    assert_eq!(event.data["ticketId"], lost[0].as_str());
+    assert!(
+        event.data["message"]
+            .as_str()
+            .unwrap()
+            .contains("join again")
+    );
+    assert!(
+        sse.next(Duration::from_secs(10)).await.is_none(),
+        "the stream ends after it"
+    );
+    let frame = first_frame(&server, "lw", &lost[0]).await;
+    assert_eq!(
+        (
+            frame["event"].as_str(),
+            frame["status"].as_str(),
+            frame["ticketId"].as_str()
+        ),
+        (Some("unknown"), Some("LOST"), Some(lost[0].as_str())),
+        "{frame}"
+    );
+    // A kept ticket is no lost one.
+    let frame = first_frame(&server, "lw", &kept[0]).await;
+    assert_eq!(
+        (frame["event"].as_str(), frame["position"].as_u64()),
+        (Some("waiting"), Some(1))
+    );
+
+    // The stream opened before: once a fan behind the lost places is admitted, the hub asks
+    // the store about the place it thought admitted too, and pushes what it says.
+    let fresh = ticket_id(&server.join_ok("lw").await);
+    server.open("lw").await;
+    server
+        .wait_admitted("lw", &fresh, Duration::from_secs(30))
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = following
+            .next(left)
+            .await
+            .expect("the stream goes on until it is told");
+        assert_ne!(
+            event.event, "admitted",
+            "a lost place was admitted: {:?}",
+            event.data
+        );
+        if event.event == "unknown" {
+            assert_eq!(event.data["status"], "LOST", "{:?}", event.data);
+            break;
+        }
+    }
+}
+
+/// Two instances on one Redis, each handing out tickets the failover loses: each mends its
+/// own, and any instance asked about any lost ticket (poll, SSE, WebSocket) says LOST.
+#[tokio::test]
+async fn two_instances_each_mend_their_own_lost_places_and_both_tell_every_one() {
+    let mut primary = RedisServer::start().await;
+    let replica =
+        RedisServer::start_with(&["--replicaof", "127.0.0.1", &primary.port.to_string()]).await;
+    let a = ServerProcess::start(&primary.url(), 5, &[]).await;
+    let b = ServerProcess::start(&primary.url(), 5, &[]).await;
+    a.create("lw").await;
+    let mut kept = a.join_many("lw", 2).await;
+    kept.extend(b.join_many("lw", 2).await);
+    counter_reaches(&replica, 4).await;
+    promote(&replica).await;
+    let lost_a = a.join_many("lw", 2).await;
+    let lost_b = b.join_many("lw", 3).await;
+    fail_over(&mut primary, &replica, 4).await;
+
+    let lost: Vec<String> = lost_a.iter().chain(&lost_b).cloned().collect();
+    for server in [&a, &b] {
+        told_lost(server, "lw", &lost).await;
+    }
+    // Each instance marked the tickets it handed out, and only those.
+    for (server, n) in [(&a, 2), (&b, 3)] {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let want = format!("waiting_room_lost_places_total{{show=\"lw\"}} {n}");
+        loop {
+            let metrics = server.metrics().await;
+            if metrics.contains(&want) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{want} never came: {metrics}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    // Followed on the instance that did not hand it out: LOST all the same.
+    let mut sse = b.events("lw", &lost_a[0]).await;
+    let event = sse.next(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(
+        (event.event.as_str(), event.data["status"].as_str()),
+        ("unknown", Some("LOST")),
+        "{:?}",
+        event.data
+    );
+    let frame = first_frame(&a, "lw", &lost_b[2]).await;
+    assert_eq!(
+        (frame["event"].as_str(), frame["status"].as_str()),
+        (Some("unknown"), Some("LOST")),
+        "{frame}"
+    );
+    // The kept ones still wait, in order, on both.
+    for server in [&a, &b] {
+        for (i, t) in kept.iter().enumerate() {
+            let v = server.ticket_json("lw", t).await;
+            assert_eq!(v["status"], "WAITING", "{v}");
+            assert_eq!(v["position"], i as u64 + 1, "{v}");
+        }
+    }
 }

@@ -46,8 +46,8 @@ enum Inner {
     /// Not a stream: `GET …/tickets/{ticketId}` every interval (`--transport poll`).
     Poll(Box<Poller>),
     /// The server answered the connection with a final state (404 UNKNOWN) instead of a
-    /// stream; it is yielded once.
-    Done(Option<Push>),
+    /// stream; it is yielded once. Boxed: a ticket's JSON is the largest thing here.
+    Done(Option<Box<Push>>),
 }
 
 impl PushStream {
@@ -150,7 +150,7 @@ impl PushStream {
     /// The next push; `None` when the server ended the stream cleanly.
     pub async fn next(&mut self) -> Option<Result<Push, FollowError>> {
         match &mut self.inner {
-            Inner::Done(last) => last.take().map(Ok),
+            Inner::Done(last) => last.take().map(|push| Ok(*push)),
             Inner::Poll(poller) => poller.next().await,
             Inner::Sse {
                 events,
@@ -235,11 +235,11 @@ fn final_answer(status: StatusCode, body: &[u8]) -> Result<PushStream, FollowErr
         && let Ok(ticket) = serde_json::from_slice::<TicketView>(body)
         && ticket.status == TicketStatus::Unknown
     {
-        return Ok(PushStream::new(Inner::Done(Some(Push {
+        return Ok(PushStream::new(Inner::Done(Some(Box::new(Push {
             kind: EventName::Unknown,
             id: None,
             ticket,
-        }))));
+        })))));
     }
     Err(refusal(status, body, "the push endpoint"))
 }
