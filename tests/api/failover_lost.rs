@@ -15,6 +15,7 @@ use waiting_room::model::{AuditKind, AuditPage};
 use crate::support::api::Api;
 use crate::support::process::ServerProcess;
 use crate::support::redis::RedisServer;
+use crate::support::sse::SseReader;
 use crate::support::ticket_id;
 
 async fn counter(redis: &RedisServer) -> u64 {
@@ -174,6 +175,31 @@ async fn told_lost(api: &Api, show: &str, tickets: &[String]) {
     }
 }
 
+/// Reads `stream` until it says `unknown`, which must say LOST: never `admitted` on the way.
+async fn told_lost_over(stream: &mut SseReader, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = stream
+            .next(left)
+            .await
+            .expect("the stream goes on until it is told");
+        assert_ne!(
+            event.event, "admitted",
+            "a lost place was admitted: {:?}",
+            event.data
+        );
+        if event.event == "unknown" {
+            assert_eq!(event.data["status"], "LOST", "{:?}", event.data);
+            assert!(
+                stream.next(within).await.is_none(),
+                "the stream ends after it"
+            );
+            return;
+        }
+    }
+}
+
 /// The first frame a WebSocket following `ticket` is sent, as JSON.
 async fn first_frame(api: &Api, show: &str, ticket: &str) -> Value {
     let (mut ws, _) = tokio_tungstenite::connect_async(api.ws_url(show, ticket))
@@ -193,8 +219,8 @@ async fn first_frame(api: &Api, show: &str, ticket: &str) -> Value {
 
 /// A lost place is pushed as it is polled: over SSE and over the WebSocket the first event
 /// is `unknown` and its JSON says `LOST`, never a bare UNKNOWN. A stream opened before the
-/// failover is told the same once the queue passes its place (the hub then asks the store,
-/// which says LOST).
+/// failover, on the instance that handed the ticket out, is told the same as soon as the
+/// mend marks it.
 #[tokio::test]
 async fn a_lost_place_is_pushed_unknown_saying_lost_over_sse_and_websocket() {
     let mut primary = RedisServer::start().await;
@@ -248,30 +274,9 @@ async fn a_lost_place_is_pushed_unknown_saying_lost_over_sse_and_websocket() {
         (Some("waiting"), Some(1))
     );
 
-    // The stream opened before: once a fan behind the lost places is admitted, the hub asks
-    // the store about the place it thought admitted too, and pushes what it says.
-    let fresh = ticket_id(&server.join_ok("lw").await);
-    server.open("lw").await;
-    server
-        .wait_admitted("lw", &fresh, Duration::from_secs(30))
-        .await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let event = following
-            .next(left)
-            .await
-            .expect("the stream goes on until it is told");
-        assert_ne!(
-            event.event, "admitted",
-            "a lost place was admitted: {:?}",
-            event.data
-        );
-        if event.event == "unknown" {
-            assert_eq!(event.data["status"], "LOST", "{:?}", event.data);
-            break;
-        }
-    }
+    // The stream opened before the failover, on the instance whose mend marked its ticket:
+    // told at once, the show not even open (nobody was admitted, nothing passed its place).
+    told_lost_over(&mut following, Duration::from_secs(10)).await;
 }
 
 /// Two instances on one Redis, each handing out tickets the failover loses: each mends its
@@ -290,6 +295,13 @@ async fn two_instances_each_mend_their_own_lost_places_and_both_tell_every_one()
     promote(&replica).await;
     let lost_a = a.join_many("lw", 2).await;
     let lost_b = b.join_many("lw", 3).await;
+    // Followed across the failover: one of A's on A, one of A's on B.
+    let mut on_a = a.events("lw", &lost_a[0]).await;
+    let mut on_b = b.events("lw", &lost_a[1]).await;
+    for stream in [&mut on_a, &mut on_b] {
+        let first = stream.next(Duration::from_secs(10)).await.unwrap();
+        assert_eq!(first.event, "waiting");
+    }
     fail_over(&mut primary, &replica, 4).await;
 
     let lost: Vec<String> = lost_a.iter().chain(&lost_b).cloned().collect();
@@ -332,4 +344,12 @@ async fn two_instances_each_mend_their_own_lost_places_and_both_tell_every_one()
             assert_eq!(v["position"], i as u64 + 1, "{v}");
         }
     }
+    // The stream on A, whose mend marked the ticket, was told at once.
+    told_lost_over(&mut on_a, Duration::from_secs(10)).await;
+    // B did not hand the ticket out: its stream is told when the queue passes the place (the
+    // hub asks the store about what it took for an admission, and the store says LOST).
+    let fresh = ticket_id(&a.join_ok("lw").await);
+    a.open("lw").await;
+    a.wait_admitted("lw", &fresh, Duration::from_secs(30)).await;
+    told_lost_over(&mut on_b, Duration::from_secs(10)).await;
 }
