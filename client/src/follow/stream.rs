@@ -303,6 +303,19 @@ mod tests {
     }
 
     #[test]
+    fn a_place_a_failover_lost_is_read_as_a_final_unknown_saying_lost() {
+        let t = Uuid::new_v4();
+        let push = parse_frame(&format!(
+            r#"{{"event":"unknown","id":9,"ticketId":"{t}","status":"LOST","message":"please join again"}}"#
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(push.kind, EventName::Unknown);
+        assert_eq!(push.ticket.status, TicketStatus::Lost);
+        assert_eq!(push.ticket.message.as_deref(), Some("please join again"));
+    }
+
+    #[test]
     fn the_eta_range_and_pause_are_read_when_present() {
         let t = Uuid::new_v4();
         let push = parse_frame(&format!(
