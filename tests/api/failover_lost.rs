@@ -200,6 +200,45 @@ async fn told_lost_over(stream: &mut SseReader, within: Duration) {
     }
 }
 
+/// The commands clients sent `redis` while `during` ran that name `needle` (from `MONITOR`; a
+/// script's own commands, marked `lua`, left out). A marker sent after `during` ends the
+/// reading, so nothing depends on timing.
+async fn commands_naming<F: std::future::Future<Output = ()>>(
+    redis: &RedisServer,
+    needle: &str,
+    during: F,
+) -> Vec<String> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut monitor = tokio::net::TcpStream::connect(("127.0.0.1", redis.port))
+        .await
+        .unwrap();
+    monitor.write_all(b"MONITOR\r\n").await.unwrap();
+    let mut lines = BufReader::new(monitor).lines();
+    let ok = lines.next_line().await.unwrap().unwrap();
+    assert_eq!(ok, "+OK", "monitoring");
+    during.await;
+    let marker = format!("end-of-{}", uuid::Uuid::new_v4());
+    let _: String = ::redis::cmd("ECHO")
+        .arg(&marker)
+        .query_async(&mut redis.conn().await)
+        .await
+        .unwrap();
+    let mut naming = Vec::new();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("the marker comes")
+            .unwrap()
+            .expect("MONITOR goes on");
+        if line.contains(&marker) {
+            return naming;
+        }
+        if line.contains(needle) && !line.contains(" lua]") {
+            naming.push(line);
+        }
+    }
+}
+
 /// The first frame a WebSocket following `ticket` is sent, as JSON.
 async fn first_frame(api: &Api, show: &str, ticket: &str) -> Value {
     let (mut ws, _) = tokio_tungstenite::connect_async(api.ws_url(show, ticket))
@@ -240,6 +279,20 @@ async fn a_lost_place_is_pushed_unknown_saying_lost_over_sse_and_websocket() {
     assert_eq!(first.data["position"], 5);
     fail_over(&mut primary, &replica, 3).await;
     told_lost(&server, "lw", &lost).await;
+    // The poll's 410 comes from one store call: the status read says LOST itself.
+    let polled = commands_naming(&primary, &lost[0], async {
+        assert_eq!(
+            server.ticket("lw", &lost[0]).await.status(),
+            StatusCode::GONE
+        );
+    })
+    .await;
+    assert_eq!(polled.len(), 1, "one command for the poll: {polled:#?}");
+    assert!(
+        polled[0].to_lowercase().contains("\"fcall\"")
+            || polled[0].to_lowercase().contains("\"evalsha\""),
+        "{polled:?}"
+    );
 
     // Followed afresh: the first event says so.
     let mut sse = server.events("lw", &lost[0]).await;
