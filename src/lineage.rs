@@ -15,8 +15,10 @@
 //! ours), the store is mended ([`crate::store::Lineage::mend`]): the counter raised past every
 //! number seen, so none is handed out twice after the mend; the tickets of ours that are
 //! neither waiting nor admitted any more marked lost, so their fans are told (`GET …/tickets/…`
-//! answers 410 `LOST`); the event in the show's audit (kind `lost`), the log (an error) and
-//! the metrics (`waiting_room_lost_writes_total`, `waiting_room_lost_places_total`).
+//! answers 410 `LOST`, a stream `unknown` saying `LOST`: the store's status read says so, and
+//! this instance's hub tells the fans of them it holds at once, see [`crate::hub::Hub::lost`]);
+//! the event in the show's audit (kind `lost`), the log (an error) and the metrics
+//! (`waiting_room_lost_writes_total`, `waiting_room_lost_places_total`).
 //!
 //! What it cannot do: a join that meets the new primary in the second before the check can
 //! be handed a number a lost ticket held (the lost one is gone from the store, so no two live
@@ -95,8 +97,9 @@ impl Lineage {
     }
 
     /// Compares the store's arrival counter with what this instance saw, and mends the store
-    /// when it lost writes. A store error ends the check (the next one tries again).
-    pub(crate) async fn check(&self, show: &ShowId) -> crate::store::Result<()> {
+    /// when it lost writes; answers the tickets of ours it marked lost (their fans connected
+    /// here are told at once). A store error ends the check (the next one tries again).
+    pub(crate) async fn check(&self, show: &ShowId) -> crate::store::Result<Vec<Uuid>> {
         let Some(Arrivals {
             epoch,
             counter,
@@ -104,7 +107,7 @@ impl Lineage {
             mended_from,
         }) = self.store.arrivals(show).await?
         else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let (high, tickets) = {
             let mut seen = self.seen();
@@ -126,7 +129,7 @@ impl Lineage {
                     recent,
                     mends,
                 };
-                return Ok(());
+                return Ok(Vec::new());
             }
             // Another instance mended the show since we last looked: the numbers above the
             // counter it found may have been ours too.
@@ -138,7 +141,7 @@ impl Lineage {
             };
             if counter >= s.high && from.is_none() {
                 s.high = counter;
-                return Ok(());
+                return Ok(Vec::new());
             }
             // The store forgot numbers we saw: every ticket of ours above its counter may be
             // gone with them.
@@ -155,7 +158,7 @@ impl Lineage {
         let mended = self.store.mend(show, epoch, high, &tickets).await?;
         if !mended.raised && mended.lost.is_empty() {
             // Another instance's mend, and none of ours was lost in it.
-            return Ok(());
+            return Ok(Vec::new());
         }
         if mended.raised {
             self.metrics.lost_writes(show);
@@ -175,7 +178,7 @@ impl Lineage {
             // The lost tickets are told; nothing more to do for them here.
             s.recent.retain(|(_, t, _)| !mended.lost.contains(t));
         }
-        Ok(())
+        Ok(mended.lost)
     }
 }
 
@@ -228,14 +231,19 @@ mod tests {
         assert!(fake.mends.lock().unwrap().is_empty(), "nothing lost");
         // A failover: the store says 3 where we handed out 5.
         *fake.counter.lock().unwrap() = 3;
-        lineage.check(&show).await.unwrap();
+        let lost = lineage.check(&show).await.unwrap();
+        assert_eq!(
+            lost,
+            tickets[3..].to_vec(),
+            "the lost ones answered, to be told"
+        );
         assert_eq!(
             *fake.mends.lock().unwrap(),
             vec![(5, tickets[3..].to_vec())],
             "raised to 5, tickets 4 and 5 named"
         );
         // Mended: the next check finds nothing more.
-        lineage.check(&show).await.unwrap();
+        assert!(lineage.check(&show).await.unwrap().is_empty());
         assert_eq!(fake.mends.lock().unwrap().len(), 1);
     }
 }

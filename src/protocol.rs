@@ -161,7 +161,8 @@ pub enum EventName {
     /// The admission ran out (or was released or given back); the stream ends.
     Expired,
     /// The store does not know the ticket (never joined, left, or its show was deleted or
-    /// lost); the stream ends.
+    /// lost; `status` `LOST` with a `message` when a Redis failover lost its place); the
+    /// stream ends.
     Unknown,
     /// The waiting room stepped aside (the on-sale closed: no gate); the stream ends.
     Closed,

@@ -69,7 +69,9 @@ fn event_of(status: TicketStatus) -> EventName {
     match status {
         TicketStatus::Waiting => EventName::Waiting,
         TicketStatus::Admitted => EventName::Admitted,
-        TicketStatus::Unknown => EventName::Unknown,
+        // SPEC's event names are fixed: a place a failover lost goes out as `unknown`, its
+        // JSON saying `LOST` (and why).
+        TicketStatus::Unknown | TicketStatus::Lost => EventName::Unknown,
         TicketStatus::Closed => EventName::Closed,
         TicketStatus::Ended => EventName::Ended,
     }
@@ -146,6 +148,39 @@ mod tests {
         let shown = Shown::of(&keys, &show, Uuid::nil(), &status(waiting, closed));
         assert_eq!(shown.event, EventName::Closed);
         assert_eq!(shown.view.position, None);
+    }
+
+    #[test]
+    fn a_place_a_failover_lost_is_pushed_as_unknown_saying_lost() {
+        let ticket = Uuid::new_v4();
+        let show: ShowId = "show-1".parse().unwrap();
+        let shown = Shown::of(
+            &keys(),
+            &show,
+            ticket,
+            &status(TicketState::Lost, Pace::at_rate(2)),
+        );
+        assert_eq!(shown.event, EventName::Unknown);
+        assert_eq!(shown.view.status, TicketStatus::Lost);
+        assert_eq!(
+            serde_json::to_value(&shown.view).unwrap(),
+            serde_json::json!({
+                "ticketId": ticket,
+                "status": "LOST",
+                "message": crate::model::LOST_MESSAGE,
+            })
+        );
+        assert_eq!((shown.view.pass, shown.expires_at), (None, None));
+        // Whatever the phase: the fan's place is gone either way, and it is told why.
+        let ended = Pace {
+            phase: crate::model::Phase::Ended,
+            ..Pace::at_rate(2)
+        };
+        let shown = Shown::of(&keys(), &show, ticket, &status(TicketState::Lost, ended));
+        assert_eq!(
+            (shown.event, shown.view.status),
+            (EventName::Unknown, TicketStatus::Lost)
+        );
     }
 
     #[test]

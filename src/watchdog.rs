@@ -10,7 +10,8 @@
 //! shows it until an operator re-opens the show deliberately.
 //!
 //! The same pass asks whether a failover lost the show's last writes (a counter gone back:
-//! `crate::lineage`), and mends the store when it did.
+//! `crate::lineage`), and mends the store when it did, telling the hub which of its fans'
+//! places were lost.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -113,7 +114,9 @@ impl Watchdog {
             let whole = now.as_ref().is_some_and(|m| !m.lost);
             self.update(&show, known, now);
             if whole {
-                self.inner.lineage.check(&show).await?;
+                let lost = self.inner.lineage.check(&show).await?;
+                // Their fans following here are told now, not when the queue reaches them.
+                self.inner.hub.lost(&show, &lost);
             }
         }
         Ok(())

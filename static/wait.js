@@ -333,12 +333,13 @@
     announce(`Order placed. Order number ${order.id}.`, true);
   }
 
-  // The ticket's journey is over (expired, unknown, left, closed, ended): stop following it.
+  // The ticket's journey is over (expired, unknown, lost, left, closed, ended): stop following it.
   function finish(next, view) {
     stopFollowing();
     document.title = `Waiting room · ${show}`;
     if (next === 'expired') announce('Your admission ran out. You can join the queue again.', true);
     if (next === 'unknown') announce("We can't find your ticket. You can join the queue again.", true);
+    if (next === 'lost') announce('Your place was lost when the waiting room failed over. Please join the queue again.', true);
     if (next === 'closed') announce('The waiting room has stepped aside: go straight on to the shop.', true);
     if (next === 'ended') {
       const why = view && view.reason ? `The sale for ${show} has ended: ${view.reason}.` : `The organiser has ended the sale for ${show}.`;
@@ -403,12 +404,16 @@
       case 'expired': finish('expired'); return true;
       case 'closed': finish('closed', view); return true;
       case 'ended': finish('ended', view); return true;
-      default: finish('unknown'); return true;
+      // A place a Redis failover lost comes as `unknown` (a push) or 410 (a poll), its JSON
+      // saying LOST: the fan is told so, not that the ticket cannot be found.
+      default: finish(view.status === 'LOST' ? 'lost' : 'unknown'); return true;
     }
   }
 
-  // A poll answers a status, not an event: an UNKNOWN after an admission is its expiry.
+  // A poll answers a status, not an event: an UNKNOWN after an admission is its expiry; a
+  // LOST (410) is a place a failover lost, whatever the page showed before.
   function eventOf(view) {
+    if (view.status === 'LOST') return 'unknown';
     if (view.status === 'WAITING') return 'waiting';
     if (view.status === 'ADMITTED') return 'admitted';
     if (view.status === 'CLOSED') return 'closed';
@@ -724,8 +729,8 @@
       renderWaiting({ ticketId: ticket, position: Number(root.dataset.position), etaSeconds: Number(root.dataset.eta), paused: root.dataset.paused === 'true' ? 'paused' : undefined, fromPaint: true });
     } else if (painted === ticket && state === 'admitted') {
       renderAdmitted({ ticketId: ticket, expiresInSeconds: Number(root.dataset.expires) });
-    } else if (painted === ticket && state === 'unknown') {
-      finish('unknown');
+    } else if (painted === ticket && (state === 'unknown' || state === 'lost')) {
+      finish(state);
       return;
     } else if (painted === ticket && (state === 'closed' || state === 'ended')) {
       // Painted with its reason already: nothing to follow.

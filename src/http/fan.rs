@@ -114,7 +114,8 @@ pub(super) async fn join(
 }
 
 /// `GET …/tickets/{ticketId}`: 200 while waiting or admitted, 410 `LOST` for a ticket whose
-/// place a Redis failover lost (`crate::lineage`), 404 UNKNOWN otherwise.
+/// place a Redis failover lost (`crate::lineage`; the store's status read says so), 404
+/// UNKNOWN otherwise.
 #[utoipa::path(
     get,
     path = crate::protocol::routes::TICKET,
@@ -125,7 +126,11 @@ pub(super) async fn join(
     responses(
         (status = 200, description = "Waiting or admitted", body = crate::protocol::TicketView),
         (status = 404, response = inline(crate::http::openapi::NoTicket)),
-        (status = 410, description = "A place a Redis failover lost: `{\"status\":\"LOST\"}`; join again"),
+        (
+            status = 410,
+            description = "A place a Redis failover lost: `{\"status\":\"LOST\"}`; join again",
+            body = crate::protocol::TicketView,
+        ),
     ),
 )]
 pub(super) async fn status(
@@ -135,31 +140,13 @@ pub(super) async fn status(
     let (show, id) = ticket_path(&show, &ticket)?;
     let status = state.store.status(&show, id).await?;
     let view = Shown::of(&state.passes, &show, id, &status).view;
-    let code = if view.status == TicketStatus::Unknown {
-        if crate::store::Lineage::place_lost(&*state.store, &show, id).await? {
-            return Ok(lost_place(id));
-        }
-        StatusCode::NOT_FOUND
-    } else {
-        StatusCode::OK
+    // One read says it all: a place a failover lost is `LOST` in the status itself.
+    let code = match view.status {
+        TicketStatus::Unknown => StatusCode::NOT_FOUND,
+        TicketStatus::Lost => StatusCode::GONE,
+        _ => StatusCode::OK,
     };
     Ok((code, [(header::CACHE_CONTROL, "no-store")], Json(view)).into_response())
-}
-
-/// The answer for a ticket whose place a failover lost: not a bare UNKNOWN, but why, and what
-/// to do (join again).
-fn lost_place(id: uuid::Uuid) -> Response {
-    let body = serde_json::json!({
-        "ticketId": id,
-        "status": "LOST",
-        "message": "your place in the queue was lost when the waiting room's store failed over; please join again",
-    });
-    (
-        StatusCode::GONE,
-        [(header::CACHE_CONTROL, "no-store")],
-        Json(body),
-    )
-        .into_response()
 }
 
 /// `DELETE …/tickets/{ticketId}`: 204 once the fan is out of the queue (or has given its

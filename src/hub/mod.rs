@@ -17,12 +17,18 @@
 //! Every event and snapshot carries the show's epoch: a show created anew (re-opened after
 //! its state was lost, or deleted) voids every ticket of the old epoch, whose fans are told
 //! `unknown`. An admission is pushed only after the store confirmed it for that ticket.
+//!
+//! A place a Redis failover lost (the ticket gone from the store, marked lost by a mend) goes
+//! out as `unknown` whose JSON says `LOST`: at once to the streams here of the tickets this
+//! instance's mend marked ([`Hub::lost`]), and to any other when the queue passes its place
+//! (the confirmation of what the mirror took for an admission reads the store's status, which
+//! says LOST).
 
 mod cadence;
 mod follow;
 mod show;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -221,7 +227,8 @@ impl Hub {
     }
 
     /// Tells fans the mirror says were admitted what the store says: their admission (with
-    /// its exact remaining time) or, for a ticket the store does not know, `unknown`. One
+    /// its exact remaining time) or, for a ticket the store does not know, `unknown` (saying
+    /// `LOST` for a place a failover lost). One
     /// store call per admitted fan connected here. If the store cannot answer, the stream
     /// ends and the fan's client reconnects to the truth.
     fn confirm(&self, show: &ShowId, admitted: Vec<Fan>) {
@@ -432,6 +439,39 @@ impl Hub {
             key: (seq, id),
         };
         (rx, guard)
+    }
+
+    /// `tickets` of `show` lost their place in a failover (this instance's mend of the store
+    /// marked them, see `crate::lineage`): the streams here that follow one are pushed `unknown`
+    /// saying `LOST` now, and let go. No store call: the mend's answer said so. Streams of
+    /// lost tickets this instance did not hand out are told when the queue passes their place
+    /// (the admission the hub then asks the store to confirm is answered LOST).
+    pub fn lost(&self, name: &ShowId, tickets: &[Uuid]) {
+        if tickets.is_empty() {
+            return;
+        }
+        let lost: HashSet<Uuid> = tickets.iter().copied().collect();
+        let mut shows = self.shows();
+        let Some(show) = shows.get_mut(name) else {
+            return;
+        };
+        let pace = show.state.as_ref().map(|m| m.pace).unwrap_or_default();
+        let passes = &self.inner.passes;
+        show.fans.retain(|_, fan| {
+            if !lost.contains(&fan.ticket) {
+                return true;
+            }
+            let status = Status {
+                state: TicketState::Lost,
+                epoch: fan.epoch,
+                seq: None,
+                pace,
+                version: fan.tx.borrow().version,
+            };
+            fan.tx
+                .send_replace(Shown::of(passes, name, fan.ticket, &status));
+            false
+        });
     }
 
     /// How many connections follow a show on this instance.

@@ -107,6 +107,10 @@ pub enum TicketState {
     },
     /// Never joined, left, or the admission ran out.
     Unknown,
+    /// Neither waiting nor admitted, and its place was lost in a Redis failover that lost
+    /// writes (marked by [`crate::store::Lineage::mend`]): its fan is told so, to join again.
+    /// The embedded store never loses an answered write, so never answers it.
+    Lost,
 }
 
 impl TicketState {
@@ -129,6 +133,7 @@ impl TicketState {
             last_tick_second: None,
             stock_left: None,
             reason: None,
+            message: None,
         };
         // A fan still in the queue of a show that closed or ended waits for nothing: it is
         // told so (and sent on, or told why it ended) instead of a place.
@@ -186,6 +191,10 @@ impl TicketState {
                 view.expires_in_seconds = Some((expires_in_ms + 500) / 1000);
             }
             TicketState::Unknown => {}
+            TicketState::Lost => {
+                view.status = TicketStatus::Lost;
+                view.message = Some(LOST_MESSAGE.to_owned());
+            }
         }
         view
     }
@@ -205,7 +214,15 @@ pub enum TicketStatus {
     Closed,
     /// The on-sale is over (`reason` says why, when the operator said).
     Ended,
+    /// The place was lost when the store failed over (a Redis replica promoted without the
+    /// last writes): join again (`message` says so). The poll answers it with 410, a push as
+    /// the event `unknown`.
+    Lost,
 }
+
+/// What a fan whose place a failover lost is told, with `LOST`.
+pub const LOST_MESSAGE: &str =
+    "your place in the queue was lost when the waiting room's store failed over; please join again";
 
 /// The original's ticket JSON, null fields omitted.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -267,6 +284,9 @@ pub struct TicketView {
     /// With `ENDED`: why the on-sale ended, when the operator said (`sold out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// With `LOST`: what happened, and what to do (join again), in words for the fan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// What an operator sees of one show.
@@ -391,6 +411,11 @@ mod tests {
         assert_eq!(
             unknown,
             serde_json::json!({"ticketId": id, "status": "UNKNOWN"})
+        );
+        let lost = serde_json::to_value(TicketState::Lost.view(id, &Pace::at_rate(2))).unwrap();
+        assert_eq!(
+            lost,
+            serde_json::json!({"ticketId": id, "status": "LOST", "message": LOST_MESSAGE})
         );
     }
 }

@@ -5,7 +5,8 @@
 //! handed out, and tickets fans were given are simply gone. The watchdog (`crate::lineage`)
 //! notices it from what this instance saw; the store then raises the counter past every number
 //! handed out (so none is handed out twice), marks the tickets it knew and lost (so their fans
-//! are told, not answered a bare UNKNOWN), and writes the event in the show's audit.
+//! are told, not answered a bare UNKNOWN: the store's status read answers
+//! [`crate::model::TicketState::Lost`] for them), and writes the event in the show's audit.
 //!
 //! The embedded store never loses a write it answered: it keeps the defaults (nothing to
 //! read, nothing to mend).
@@ -62,10 +63,5 @@ pub trait Lineage: Send + Sync {
         _tickets: &[Uuid],
     ) -> Result<Mended> {
         Ok(Mended::default())
-    }
-
-    /// Whether `ticket`'s place was lost in a failover (marked by [`Lineage::mend`]).
-    async fn place_lost(&self, _show: &ShowId, _ticket: Uuid) -> Result<bool> {
-        Ok(false)
     }
 }

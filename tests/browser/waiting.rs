@@ -248,7 +248,7 @@ async fn a_ticket_the_queue_forgot_is_said_so_and_the_fan_can_join_again() {
 }
 
 #[tokio::test]
-async fn a_place_a_failover_lost_is_said_so_on_a_polling_page() {
+async fn a_place_a_failover_lost_is_said_so_whichever_way_the_page_follows() {
     let app = crate::support::app::spawn_app_with(
         crate::support::backend::Backend::Redis,
         Config {
@@ -257,35 +257,62 @@ async fn a_place_a_failover_lost_is_said_so_on_a_polling_page() {
         },
     )
     .await;
-    let show = app.queued_show("lost-poll", 0).await;
     let redis = app.redis.as_ref().unwrap().server().conn().await;
 
     with_browser(BrowserOptions::default(), move |client| async move {
-        visit_waiting_page(&client, &app, &show, "?transport=poll").await;
-        wait_for_state(&client, "waiting", SHORT).await;
-        let ticket = stored_ticket(&client, &show).await.unwrap();
+        // Polling, Server-Sent Events (the default) and the WebSocket.
+        for (query, transport) in [
+            ("?transport=poll", "poll"),
+            ("", "sse"),
+            ("?transport=ws", "ws"),
+        ] {
+            let show = app.queued_show(&format!("lost-{transport}"), 0).await;
+            visit_waiting_page(&client, &app, &show, query).await;
+            wait_for_state(&client, "waiting", SHORT).await;
+            assert_eq!(
+                client.attr_of("#wait", "data-transport").await.as_deref(),
+                Some(transport)
+            );
+            let ticket = stored_ticket(&client, &show).await.unwrap();
 
-        // What mending a failover that lost writes leaves of a ticket: gone from the queue,
-        // marked lost (src/lineage.rs). Its poll answers 410 LOST, which the page must take
-        // as the answer it is, not as a failure to retry for ever.
-        let mut redis = redis;
-        let _: () = ::redis::pipe()
-            .cmd("ZREM")
-            .arg(format!("wr:{{{show}}}:queue"))
-            .arg(&ticket)
-            .cmd("SADD")
-            .arg(format!("wr:{{{show}}}:lostfans"))
-            .arg(&ticket)
-            .query_async(&mut redis)
-            .await
-            .unwrap();
-        assert_eq!(app.ticket(&show, &ticket).await.status(), 410);
-        wait_for_state(&client, "unknown", Duration::from_secs(30)).await;
-        assert!(
-            client
-                .visible("[data-panel=unknown] .join-form button")
+            // What mending a failover that lost writes leaves of a ticket: gone from the
+            // queue, marked lost (src/lineage.rs). Its poll answers 410 LOST, which the page
+            // must take as the answer it is, not as a failure to retry for ever.
+            let mut redis = redis.clone();
+            let _: () = ::redis::pipe()
+                .cmd("ZREM")
+                .arg(format!("wr:{{{show}}}:queue"))
+                .arg(&ticket)
+                .cmd("SADD")
+                .arg(format!("wr:{{{show}}}:lostfans"))
+                .arg(&ticket)
+                .query_async(&mut redis)
                 .await
-        );
+                .unwrap();
+            assert_eq!(app.ticket(&show, &ticket).await.status(), 410);
+            // A stream learns it when the queue passes the lost place: the hub then asks the
+            // store about the ticket it thought admitted (src/hub/mod.rs, `confirm`), and is
+            // answered LOST, pushed as `unknown` saying so.
+            app.join_ok(&show).await;
+            app.open(&show).await;
+            wait_for_state(&client, "lost", Duration::from_secs(30)).await;
+            assert_eq!(
+                client.text_of("[data-panel=lost] h1").await.as_deref(),
+                Some("Your place was lost"),
+                "over {transport}"
+            );
+            assert!(client.visible("[data-panel=lost] .join-form button").await);
+            assert!(!client.visible("[data-panel=unknown]").await);
+            assert_eq!(
+                client.attr_of("#wait", "data-transport").await.as_deref(),
+                Some(transport),
+                "told over the transport it followed with, not a fallback"
+            );
+            // A reload says it from the first paint, and follows nothing.
+            visit_waiting_page(&client, &app, &show, query).await;
+            wait_for_state(&client, "lost", SHORT).await;
+            assert_eq!(stored_ticket(&client, &show).await, Some(ticket));
+        }
     })
     .await;
 }

@@ -146,8 +146,11 @@ impl Poller {
         {
             return Ok(Answer::Wait(wait));
         }
-        if matches!(status, StatusCode::OK | StatusCode::NOT_FOUND)
-            && let Ok(ticket) = serde_json::from_slice::<TicketView>(&body)
+        // 410 is a place a Redis failover lost (`LOST`): an answer too.
+        if matches!(
+            status,
+            StatusCode::OK | StatusCode::NOT_FOUND | StatusCode::GONE
+        ) && let Ok(ticket) = serde_json::from_slice::<TicketView>(&body)
         {
             return Ok(Answer::Ticket(status, Box::new(ticket)));
         }
@@ -177,10 +180,16 @@ impl Poller {
                     EventName::Unknown
                 }
             }
-            TicketStatus::Unknown => {
-                return Err(FollowError::Fatal(
-                    "the ticket endpoint answered 200 with an UNKNOWN ticket".into(),
-                ));
+            // Pushed as `unknown` too, its JSON saying `LOST`: the place is gone.
+            TicketStatus::Lost if status == StatusCode::GONE => {
+                self.done = true;
+                EventName::Unknown
+            }
+            TicketStatus::Unknown | TicketStatus::Lost => {
+                return Err(FollowError::Fatal(format!(
+                    "the ticket endpoint answered {status} with a {:?} ticket",
+                    ticket.status
+                )));
             }
         };
         Ok(Push {

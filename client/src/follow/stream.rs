@@ -46,8 +46,8 @@ enum Inner {
     /// Not a stream: `GET …/tickets/{ticketId}` every interval (`--transport poll`).
     Poll(Box<Poller>),
     /// The server answered the connection with a final state (404 UNKNOWN) instead of a
-    /// stream; it is yielded once.
-    Done(Option<Push>),
+    /// stream; it is yielded once. Boxed: a ticket's JSON is the largest thing here.
+    Done(Option<Box<Push>>),
 }
 
 impl PushStream {
@@ -150,7 +150,7 @@ impl PushStream {
     /// The next push; `None` when the server ended the stream cleanly.
     pub async fn next(&mut self) -> Option<Result<Push, FollowError>> {
         match &mut self.inner {
-            Inner::Done(last) => last.take().map(Ok),
+            Inner::Done(last) => last.take().map(|push| Ok(*push)),
             Inner::Poll(poller) => poller.next().await,
             Inner::Sse {
                 events,
@@ -235,11 +235,11 @@ fn final_answer(status: StatusCode, body: &[u8]) -> Result<PushStream, FollowErr
         && let Ok(ticket) = serde_json::from_slice::<TicketView>(body)
         && ticket.status == TicketStatus::Unknown
     {
-        return Ok(PushStream::new(Inner::Done(Some(Push {
+        return Ok(PushStream::new(Inner::Done(Some(Box::new(Push {
             kind: EventName::Unknown,
             id: None,
             ticket,
-        }))));
+        })))));
     }
     Err(refusal(status, body, "the push endpoint"))
 }
@@ -300,6 +300,19 @@ mod tests {
             "a certain pace has no range"
         );
         assert_eq!(push.ticket.paused, None);
+    }
+
+    #[test]
+    fn a_place_a_failover_lost_is_read_as_a_final_unknown_saying_lost() {
+        let t = Uuid::new_v4();
+        let push = parse_frame(&format!(
+            r#"{{"event":"unknown","id":9,"ticketId":"{t}","status":"LOST","message":"please join again"}}"#
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(push.kind, EventName::Unknown);
+        assert_eq!(push.ticket.status, TicketStatus::Lost);
+        assert_eq!(push.ticket.message.as_deref(), Some("please join again"));
     }
 
     #[test]

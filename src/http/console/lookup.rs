@@ -86,7 +86,8 @@ pub(in crate::http) async fn lookup(
             Err(StoreError::NoSuchShow(_) | StoreError::ShowLost(_)) => continue,
             Err(e) => return Err(e.into()),
         };
-        if status.state == TicketState::Unknown {
+        // A place a failover lost is held by no show either (the fan's page says so).
+        if matches!(status.state, TicketState::Unknown | TicketState::Lost) {
             continue;
         }
         return Ok(Json(TicketLookup {

@@ -254,6 +254,8 @@ async fn render_wait(
             page.expires_text = clock(page.expires_in);
         }
         TicketState::Unknown => page.state = "unknown",
+        // A place a failover lost: said so, with a way to join again.
+        TicketState::Lost => page.state = "lost",
     }
     Ok(page)
 }

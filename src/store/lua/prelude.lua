@@ -13,7 +13,7 @@
 -- Redis, each by SHA with this prelude in front (redis/mod.rs builds both).
 local A, S
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
-  SEEN, AUDIT
+  SEEN, AUDIT, LOSTFANS
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
@@ -30,9 +30,9 @@ local function bind(keys, argv)
   local K = {}
   for i, name in ipairs(S.keys) do K[name] = keys[i] end
   Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW, SEEN,
-    AUDIT =
+    AUDIT, LOSTFANS =
     K.queue, K.seq, K.head, K.left, K.version, K.rate, K.admissions, K.fence, K.tick, K.cap,
-    K.meta, K.holds, K.spent, K.flow, K.seen, K.audit
+    K.meta, K.holds, K.spent, K.flow, K.seen, K.audit, K.lostfans
   SHOW, ADMITTED, CHANNEL = A.show, A.admitted_prefix, A.channel
   DEFAULT_RATE, TTL, DEFAULT_CAP = S.default_rate, S.ttl_ms, S.default_cap
   -- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.

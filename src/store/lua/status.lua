@@ -3,7 +3,9 @@
 -- A poll of an admitted ticket is a sign of life: the fan is there to buy (see admit.lua's
 -- arrival window). A.ticket: the ticket. Answers {ticket (its `state`: waiting at a
 -- position, pre_queue with ms until opening, admitted with ms until its admission runs out,
--- unknown), version, epoch, pace}.
+-- lost, unknown), version, epoch, pace}. `lost`: neither waiting nor admitted, and marked in
+-- LOSTFANS by an instance that mended the show after a failover lost writes (lineage.rs), so
+-- its fan is told why, in this one read.
 local epoch, refused = live_show()
 if refused then return refused end
 local function answer(ticket)
@@ -18,4 +20,5 @@ if admitted(A.ticket, epoch) then
     return answer({state = 'admitted', expires_in_ms = pttl})
   end
 end
+if redis.call('SISMEMBER', LOSTFANS, A.ticket) == 1 then return answer({state = 'lost'}) end
 return answer({state = 'unknown'})

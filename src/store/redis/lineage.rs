@@ -3,7 +3,8 @@
 //!
 //! The script is self-contained (no `prelude.lua`): it touches only the counter, the queue,
 //! the admissions, the audit and the set of tickets whose place was lost
-//! (`wr:{show}:lostfans`, kept a day after the last mend).
+//! (`wr:{show}:lostfans`, kept a day after the last mend), which `status.lua` reads to
+//! answer `lost` for them.
 
 use std::sync::LazyLock;
 
@@ -123,14 +124,5 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Lineage for RedisStore<C
             raised,
             lost,
         })
-    }
-
-    async fn place_lost(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
-        let mut conn = self.conn.clone();
-        Ok(redis::cmd("SISMEMBER")
-            .arg(key(show, "lostfans"))
-            .arg(ticket.to_string())
-            .query_async(&mut conn)
-            .await?)
     }
 }

@@ -215,7 +215,7 @@ impl ScriptArgs {
 }
 
 /// A show's keys, in the order `ScriptArgs::keys` names them (`wr:{<show>}:<name>`).
-const SHOW_KEYS: [&str; 16] = [
+const SHOW_KEYS: [&str; 17] = [
     "queue",
     "seq",
     "head",
@@ -232,6 +232,9 @@ const SHOW_KEYS: [&str; 16] = [
     "flow",
     "seen",
     "audit",
+    // The tickets whose place a failover lost (marked by `lineage.rs`'s mend, read by
+    // `status.lua`).
+    "lostfans",
 ];
 
 /// The Redis-backed store, over one Redis or a Redis Cluster.

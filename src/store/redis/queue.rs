@@ -138,7 +138,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             return Ok(None);
         };
         let status = self.status(show, ticket).await?;
-        let live = !matches!(status.state, TicketState::Unknown);
+        let live = !matches!(status.state, TicketState::Unknown | TicketState::Lost);
         Ok((live && epoch == status.epoch.to_string()).then(|| Joined {
             ticket,
             seq: status.seq.unwrap_or(0),

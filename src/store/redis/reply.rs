@@ -117,7 +117,8 @@ impl From<PaceReply> for Pace {
     }
 }
 
-/// Where a ticket stands (`standing()` in `prelude.lua`, and `status.lua`).
+/// Where a ticket stands (`standing()` in `prelude.lua`, and `status.lua`; only the latter
+/// answers `lost`: a ticket a mend after a failover marked, see `lineage.rs`).
 #[derive(Debug, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub(super) enum TicketReply {
@@ -125,6 +126,7 @@ pub(super) enum TicketReply {
     PreQueue { arrival: u64, opens_in_ms: u64 },
     Admitted { expires_in_ms: u64 },
     Unknown,
+    Lost,
 }
 
 impl TicketReply {
@@ -134,7 +136,7 @@ impl TicketReply {
             TicketReply::Waiting { arrival, .. } | TicketReply::PreQueue { arrival, .. } => {
                 Some(arrival)
             }
-            TicketReply::Admitted { .. } | TicketReply::Unknown => None,
+            TicketReply::Admitted { .. } | TicketReply::Unknown | TicketReply::Lost => None,
         }
     }
 }
@@ -154,6 +156,7 @@ impl From<TicketReply> for TicketState {
             },
             TicketReply::Admitted { expires_in_ms } => TicketState::Admitted { expires_in_ms },
             TicketReply::Unknown => TicketState::Unknown,
+            TicketReply::Lost => TicketState::Lost,
         }
     }
 }

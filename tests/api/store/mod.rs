@@ -15,6 +15,7 @@ mod admission;
 mod cost;
 mod lease;
 mod library;
+mod lost;
 mod orders;
 mod queue;
 mod shows;
