@@ -74,8 +74,25 @@ start_server() {
 
 # Shows exist only once an operator made them (PUT …/{showId}, PUT …/config or POST …/open):
 # every case creates its show before the first join.
-operator() { # operator METHOD PATH [JSON]
-  curl -fsS -X "$1" -H "Authorization: Bearer $TOKEN" ${3:+-H 'content-type: application/json' -d "$3"} "$URL$2" >/dev/null
+# operator METHOD PATH [JSON]: an overloaded server (503 with Retry-After, a store call timed
+# out, no answer) is asked again, up to 10 times, so a run under overload is reported rather
+# than stopped half-way; any other refusal stops the run.
+operator() {
+  local code=000 after
+  for _ in $(seq 10); do
+    code=$(curl -sS -o /dev/null -D "$OUT/operator-headers" -w '%{http_code}' -X "$1" \
+      -H "Authorization: Bearer $TOKEN" ${3:+-H 'content-type: application/json' -d "$3"} "$URL$2") || code=000
+    case $code in
+      2??) return 0 ;;
+      429 | 503 | 000)
+        after=$(awk 'tolower($1) == "retry-after:" {print $2 + 0}' "$OUT/operator-headers" 2>/dev/null)
+        echo "operator $1 $2: $code, asking again in ${after:-1} s" >&2
+        sleep "${after:-1}" ;;
+      *) echo "operator $1 $2: $code" >&2; return 1 ;;
+    esac
+  done
+  echo "operator $1 $2: still $code after 10 tries" >&2
+  return 1
 }
 
 connected_fans() {
