@@ -222,7 +222,7 @@ async fn join<W: Write>(
                 );
                 return Ok(ticket.ticket_id);
             }
-            Ok(Joined::TooMany(wait)) => {
+            Ok(Joined::TooMany(wait) | Joined::Busy(wait)) => {
                 line(
                     out,
                     "busy",

@@ -125,6 +125,9 @@ pub enum Joined {
     Ticket(Box<TicketView>),
     /// 429: try again after this long.
     TooMany(Duration),
+    /// 503 with `Retry-After`: the server sheds what it cannot serve now; try again after
+    /// this long. (A 503 without one is a failure, retried as any other.)
+    Busy(Duration),
 }
 
 /// One join on `base`: `POST …/join`; when the show asks a proof of work (428), its
@@ -158,16 +161,22 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// What a join's answer says.
 async fn joined(response: reqwest::Response) -> Result<Joined, FollowError> {
     let status = response.status();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        // A server may ask for any wait; a fan waits a minute at most before asking again.
+        .map(|s| Duration::from_secs(s.min(MAX_RETRY_AFTER.as_secs())));
     if status == StatusCode::TOO_MANY_REQUESTS {
-        let wait = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(1)
-            // A server may ask for any wait; a fan waits a minute at most before asking again.
-            .min(MAX_RETRY_AFTER.as_secs());
-        return Ok(Joined::TooMany(Duration::from_secs(wait)));
+        return Ok(Joined::TooMany(
+            retry_after.unwrap_or(Duration::from_secs(1)),
+        ));
+    }
+    if status == StatusCode::SERVICE_UNAVAILABLE
+        && let Some(wait) = retry_after
+    {
+        return Ok(Joined::Busy(wait));
     }
     let body = response
         .bytes()

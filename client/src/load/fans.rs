@@ -27,8 +27,8 @@ const AMOUNT: u32 = 50;
 /// How one fan's run ended.
 pub(super) enum Outcome {
     JoinFailed,
-    /// The run stopped before it joined, while the server throttled it (its last join
-    /// answered 429).
+    /// The run stopped before it joined, while the server had told it when to come back (its
+    /// last join answered 429, or 503 with `Retry-After`).
     Throttled,
     /// The run stopped before it joined, its join queued for a slot or unanswered.
     Joining,
@@ -348,7 +348,8 @@ async fn order(run: &Run, client: &Client, base: &Url, ticket: Uuid, i: u64) -> 
     status
 }
 
-/// Joins with a few attempts; 429s wait as asked and do not count as attempts. The first
+/// Joins with a few attempts; 429s and 503s with `Retry-After` wait as asked and do not count
+/// as attempts. The first
 /// attempt uses the slot the fan started with; later ones queue for another.
 async fn join(
     run: &Run,
@@ -393,6 +394,12 @@ async fn join(
             }
             Ok(Joined::TooMany(wait)) => {
                 add(&c.join_throttled);
+                record.throttled = true;
+                tokio::time::sleep(wait).await;
+            }
+            Ok(Joined::Busy(wait)) => {
+                // Told when to come back: not a failure, and not an attempt.
+                add(&c.join_shed);
                 record.throttled = true;
                 tokio::time::sleep(wait).await;
             }

@@ -71,6 +71,9 @@ pub struct LoadReport {
     pub join_latency: Percentiles,
     /// Joins answered 429 (each retried after its `Retry-After`).
     pub join_throttled: u64,
+    /// Joins answered 503 with `Retry-After`: the server shed them while overloaded (each
+    /// retried after its `Retry-After`).
+    pub join_shed: u64,
     /// Streams opened, reconnections included.
     pub streams_opened: u64,
     pub peak_connections: u64,
@@ -105,8 +108,8 @@ pub struct LoadReport {
     pub not_started: u64,
     /// Fans whose join was refused (or failed `ATTEMPTS` times).
     pub join_failed: u64,
-    /// Fans that never joined: when the run stopped, the server was throttling them (their
-    /// last join answered 429).
+    /// Fans that never joined: when the run stopped, the server had told them when to come
+    /// back (their last join answered 429, or 503 with `Retry-After`).
     pub throttled: u64,
     /// Fans that never joined: when the run stopped, their join was queued for a slot
     /// (`--max-in-flight`) or unanswered.
@@ -158,10 +161,12 @@ impl fmt::Display for LoadReport {
         )?;
         writeln!(
             f,
-            "joins:        {} answered at {:.0}/s · {} throttled (429, asked again later)",
+            "joins:        {} answered at {:.0}/s · {} throttled (429) · {} shed (503), each \
+             asked again when told",
             n(self.joined),
             self.joins_per_second,
-            n(self.join_throttled)
+            n(self.join_throttled),
+            n(self.join_shed)
         )?;
         writeln!(f, "join latency: {}", self.join_latency)?;
         writeln!(
@@ -202,7 +207,7 @@ impl fmt::Display for LoadReport {
             writeln!(f)?;
             write!(
                 f,
-                "never joined: {} throttled (their last join answered 429) · {} still joining",
+                "never joined: {} told to come back (their last join answered 429 or 503 with Retry-After) · {} still joining",
                 n(self.throttled),
                 n(self.joining)
             )?;
@@ -288,6 +293,7 @@ pub(super) fn report(
         },
         join_latency: pct(&run.join_latency),
         join_throttled: get(&c.join_throttled),
+        join_shed: get(&c.join_shed),
         streams_opened: get(&c.streams_opened),
         peak_connections: get(&c.peak_connections),
         messages: get(&c.messages),

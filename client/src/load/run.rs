@@ -24,6 +24,7 @@ pub(super) struct Counters {
     pub spawned: AtomicU64,
     pub joined: AtomicU64,
     pub join_throttled: AtomicU64,
+    pub join_shed: AtomicU64,
     pub streams_opened: AtomicU64,
     pub connections: AtomicU64,
     pub peak_connections: AtomicU64,

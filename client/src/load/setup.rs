@@ -2,6 +2,7 @@
 //! write, the operator token where needed, and a show that exists on every server.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use reqwest::{Client, StatusCode, Url};
@@ -100,6 +101,24 @@ pub(super) async fn prepare_show(args: &LoadArgs, client: &Client) -> anyhow::Re
     Ok(())
 }
 
+/// How many times the show's check is asked again while a server says it is busy.
+const BUSY_TRIES: u32 = 10;
+
+/// How long a busy server (429, or 503 with `Retry-After`) asks to wait, capped as a fan caps it.
+fn busy_for(response: &reqwest::Response) -> Option<Duration> {
+    let status = response.status();
+    let after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    (status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS)
+        .then(|| Duration::from_secs(after.min(follow::MAX_RETRY_AFTER.as_secs())))
+}
+
 /// Every server must know the show before the first join: joins for a show nobody created
 /// would all be refused (404), and the run would measure nothing. Asks for a ticket nobody
 /// holds, which needs no token and writes nothing: a show that exists answers `UNKNOWN`.
@@ -107,12 +126,25 @@ pub(super) async fn check_show(args: &LoadArgs, client: &Client) -> anyhow::Resu
     let show = &args.show;
     for base in &args.urls {
         let shown = base.as_str().trim_end_matches('/');
-        let response = client
-            .get(follow::ticket_url(base, routes::TICKET, show, Uuid::nil()))
-            .timeout(follow::CONNECT_TIMEOUT)
-            .send()
-            .await
-            .with_context(|| format!("cannot reach {shown}"))?;
+        let mut tries = 0;
+        let response = loop {
+            let response = client
+                .get(follow::ticket_url(base, routes::TICKET, show, Uuid::nil()))
+                .timeout(follow::CONNECT_TIMEOUT)
+                .send()
+                .await
+                .with_context(|| format!("cannot reach {shown}"))?;
+            // An overloaded server says when to come back: the run waits, as its fans do,
+            // rather than stopping before it starts.
+            match busy_for(&response) {
+                Some(wait) if tries < BUSY_TRIES => {
+                    tries += 1;
+                    tracing::warn!(server = shown, ?wait, "the server is busy; asking again");
+                    tokio::time::sleep(wait).await;
+                }
+                _ => break response,
+            }
+        };
         let status = response.status();
         let body = response.bytes().await.unwrap_or_default();
         let unknown = serde_json::from_slice::<TicketView>(&body)

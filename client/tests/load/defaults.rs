@@ -174,3 +174,62 @@ async fn a_run_from_one_address_is_throttled_and_reports_who_never_joined() {
     let stats = app.stats("one-address").await;
     assert_eq!(stats["queueLength"], joined, "{stats}");
 }
+
+#[tokio::test]
+async fn joins_the_server_sheds_are_asked_again_when_told_and_every_fan_joins() {
+    let app = spawn_app_with(
+        Backend::Redis,
+        Config {
+            // One crowd request at work at a time: while one join waits on the store, the
+            // others are shed (503 with Retry-After).
+            max_store_calls: 1,
+            ..default_settings()
+        },
+    )
+    .await;
+    app.create("shed").await;
+    let url = base(&app).to_string();
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_waiting-room-client"))
+        .args(["load", "--url", &url, "--show", "shed", "--fans", "40"])
+        .args(["--join-rate", "4", "--join-only", "--duration", "90s"])
+        .args(["--json", "--quiet", "--no-source-spread"])
+        .args(["--csv", &scratch("shed.csv").display().to_string()])
+        .args(["--plot", &scratch("shed.svg").display().to_string()])
+        .kill_on_drop(true)
+        .output();
+    let run = tokio::spawn(run);
+    // Once joins flow, Redis holds every write for 4 s: the join then sent waits at work,
+    // and those after it (4 a second) are shed until the pause ends by itself.
+    wait_for_stats(&app, "shed", Duration::from_secs(60), |s| s["joined"] != 0).await;
+    let redis = app.redis.as_ref().unwrap().server();
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(4000)
+        .arg("WRITE")
+        .query_async(&mut redis.conn().await)
+        .await
+        .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the run ends by its --duration")
+        .unwrap()
+        .unwrap();
+    std::fs::remove_file(scratch("shed.csv")).ok();
+    std::fs::remove_file(scratch("shed.svg")).ok();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    // Shed joins were told when to come back, waited, and joined: none failed.
+    assert!(count(&report, "join_shed") >= 1, "{report}");
+    assert_eq!(count(&report, "joined"), 40, "{report}");
+    assert_eq!(count(&report, "join_only"), 40, "{report}");
+    assert_eq!(count(&report, "join_failed"), 0, "{report}");
+    assert_eq!(outcomes(&report), 40, "{report}");
+    let stats = app.stats("shed").await;
+    assert_eq!(stats["joined"], 40, "{stats}");
+    assert_eq!(stats["queueLength"], 40, "{stats}");
+}
