@@ -5,6 +5,9 @@
 #   scripts/bench.sh hold TOTAL PROCS [sse|ws]   connections held, memory per connection,
 #                                                then tick→push latency as the show opens
 #   scripts/bench.sh joins embedded|redis N      join throughput (join only, no streams)
+#   scripts/bench.sh burst N                     the 10:00 burst: N joins into one show on
+#                                                Redis, then the queue checked (every join
+#                                                once, arrivals 1..N) and Redis memory per fan
 #   scripts/bench.sh joins-wait N                joins on a primary with a replica, without and
 #                                                with REDIS_WAIT_REPLICAS=1, same run
 #   scripts/bench.sh latency FANS RATE [sse|ws]  tick→push latency: FANS join at 1,000/s into an
@@ -214,6 +217,56 @@ joins)
     '{store: $store, joined, joins_per_second, elapsed_seconds, join_latency, join_failed,
       cpu_seconds: {server: ($cpu | tonumber), redis: ($redis | tonumber), load_generator: $load}}' \
     "$OUT/report-1.json" | tee "$OUT/joins-$store.json"
+  ;;
+burst)
+  # The 10:00 burst: N joins into one show on Redis as fast as one server takes them (one load
+  # process per million fans, each from addresses of its own), then what Redis holds: every
+  # acknowledged join in the queue once, arrival numbers 1..N with no gap or twin, and Redis's
+  # memory per waiting fan.
+  n=${2:?N joins}
+  procs=$(((n + 999999) / 1000000)); per=$((n / procs))
+  start_redis
+  start_server "$REDIS_URL"
+  rcli() { redis-cli -p "${REDIS_URL##*:}" "$@"; }
+  operator PUT /orders/waiting-room/burst
+  mem_before=$(rcli info memory | awk -F: '/^used_memory:/ {print $2 + 0}')
+  redis_before=$(cpu_seconds "$REDIS_PID")
+  LOAD_PIDS=()
+  for k in $(seq "$procs"); do
+    (loadgen "$k" --show burst --fans "$per" --join-only --join-rate 1000000 \
+      --max-in-flight $((256 / procs)) --duration "${DURATION:-900}s") &
+    LOAD_PIDS+=("$!")
+  done
+  PIDS+=("${LOAD_PIDS[@]}")
+  wait "${LOAD_PIDS[@]}"
+  cpu=$(cpu_seconds "$SERVER_PID")
+  redis_cpu=$(awk -v a="$redis_before" -v b="$(cpu_seconds "$REDIS_PID")" 'BEGIN {print b - a}')
+  mem_after=$(rcli info memory | awk -F: '/^used_memory:/ {print $2 + 0}')
+  queued=$(rcli zcard 'wr:{burst}:queue')
+  counter=$(rcli get 'wr:{burst}:seq')
+  first=$(rcli zrange 'wr:{burst}:queue' 0 0 withscores | sed -n 2p)
+  last=$(rcli zrange 'wr:{burst}:queue' -1 -1 withscores | sed -n 2p)
+  load_cpu=$(cat "$OUT"/loadgen-cpu-*.json | jq -s 'map(.user + .system) | add' 2>/dev/null || echo null)
+  # N distinct whole scores from 1 to N (INCR hands each out once) are 1..N, dense.
+  reports=()
+  for k in $(seq "$procs"); do reports+=("$OUT/report-$k.json"); done
+  jq -s --argjson queued "$queued" --argjson counter "$counter" --argjson first "${first:-0}" \
+    --argjson last "${last:-0}" --argjson before "$mem_before" --argjson after "$mem_after" \
+    --arg cpu "$cpu" --arg redis "$redis_cpu" --argjson load "$load_cpu" \
+    '(map(.joined) | add) as $joined
+     | (map(.elapsed_seconds) | max) as $elapsed
+     | {joined: $joined, load_processes: length,
+      joins_per_second: (map(.joins_per_second) | add),
+      join_latency_per_process: map(.join_latency),
+      join_failed: (map(.join_failed) | add), join_shed: (map(.join_shed) | add),
+      queue: {length: $queued, counter: $counter, first_arrival: $first, last_arrival: $last,
+        every_join_once_and_dense: ($queued == $joined and $counter == $joined
+          and $first == 1 and $last == $joined)},
+      redis_memory_bytes_per_fan: (($after - $before) / ([$joined, 1] | max) | floor),
+      cpu_seconds: {server: ($cpu | tonumber), redis: ($redis | tonumber), load_generators: $load},
+      cpu_us_per_join: {server: (($cpu | tonumber) * 1e6 / ([$joined, 1] | max)),
+        redis: (($redis | tonumber) * 1e6 / ([$joined, 1] | max))}}' \
+    "${reports[@]}" | tee "$OUT/burst-$n.json"
   ;;
 joins-wait)
   # What REDIS_WAIT_REPLICAS=1 costs: joins on one primary with one replica, without and
