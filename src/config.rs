@@ -144,7 +144,8 @@ pub struct Config {
 
     /// Most of the crowd's requests (joins, polls, stream openings, the waiting page) at work
     /// on this instance at once, each a store call or two; past it they are answered 503 with
-    /// `Retry-After` at once, before they pile up and time out. 0: no bound.
+    /// `Retry-After` at once, before they pile up and time out. The bound in force shrinks
+    /// while answers come later than half a second, and grows back to this. 0: no bound.
     #[arg(long, env = "MAX_STORE_CALLS", default_value_t = 1024)]
     pub max_store_calls: u32,
 

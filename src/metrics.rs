@@ -32,6 +32,7 @@ pub struct Metrics {
     redis_failovers: Counter,
     shed: Counter,
     at_work: Gauge,
+    crowd_limit: Gauge,
     lost_writes: Family<Labels, Counter>,
     lost_places: Family<Labels, Counter>,
 }
@@ -212,14 +213,20 @@ impl Default for Metrics {
         let shed = Counter::default();
         registry.register(
             "shed_requests",
-            "Fans' requests answered 503 at once because MAX_STORE_CALLS were at work already",
+            "Fans' requests answered 503 at once because as many as the bound allows were at work already",
             shed.clone(),
         );
         let at_work = Gauge::default();
         registry.register(
             "crowd_requests_at_work",
-            "Fans' requests at work on this instance now (bounded by MAX_STORE_CALLS)",
+            "Fans' requests at work on this instance now (bounded by crowd_requests_limit)",
             at_work.clone(),
+        );
+        let crowd_limit = Gauge::default();
+        registry.register(
+            "crowd_requests_limit",
+            "How many fans' requests may be at work at once now: MAX_STORE_CALLS, less while answers are late",
+            crowd_limit.clone(),
         );
         let lost_writes = Family::<Labels, Counter>::default();
         registry.register(
@@ -251,6 +258,7 @@ impl Default for Metrics {
             redis_failovers,
             shed,
             at_work,
+            crowd_limit,
             lost_writes,
             lost_places,
             gateway,
@@ -314,6 +322,11 @@ impl Metrics {
     /// A fan's request was shed: too many at work already.
     pub fn shed(&self) {
         self.shed.inc();
+    }
+
+    /// The bound on the fans' requests at work is `limit` now.
+    pub fn crowd_limit(&self, limit: u32) {
+        self.crowd_limit.set(i64::from(limit));
     }
 
     /// A fan's request went to work; the guard counts it until dropped.
