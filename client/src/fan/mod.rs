@@ -158,6 +158,7 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
         let (why, hint) = match connecting {
             Err(FollowError::Fatal(e)) => return Err(FanError::Refused(e)),
             Err(FollowError::Retry(e)) => (e, None),
+            Err(e @ FollowError::Busy(wait)) => (e.to_string(), Some(wait)),
             Ok(mut stream) => {
                 connections += 1;
                 let resumed = match (&last_event_id, transport) {
@@ -188,6 +189,7 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
                         }
                         Some(Err(FollowError::Fatal(e))) => return Err(FanError::Refused(e)),
                         Some(Err(FollowError::Retry(e))) => break e,
+                        Some(Err(e @ FollowError::Busy(_))) => break e.to_string(),
                         None => break "the server ended the stream".to_owned(),
                     }
                 };
@@ -232,6 +234,11 @@ async fn join<W: Write>(
             }
             Err(FollowError::Fatal(e)) => return Err(FanError::Refused(e)),
             Err(FollowError::Retry(why)) => servers.move_on(out, &url, &why, None).await?,
+            Err(e @ FollowError::Busy(wait)) => {
+                servers
+                    .move_on(out, &url, &e.to_string(), Some(wait))
+                    .await?
+            }
         }
     }
 }

@@ -73,6 +73,10 @@ pub enum FollowError {
     /// No attempt will help: the server refused the request as such.
     #[error("{0}")]
     Fatal(String),
+    /// The server sheds what it cannot serve now (503 with `Retry-After`): come back after
+    /// this long. Not a failure: the server answered, and said when.
+    #[error("the server is busy: come back in {} s", .0.as_secs())]
+    Busy(Duration),
 }
 
 impl FollowError {
@@ -158,16 +162,20 @@ pub async fn join(client: &Client, base: &Url, show: &ShowId) -> Result<Joined, 
 /// The longest `Retry-After` a join honours.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
-/// What a join's answer says.
-async fn joined(response: reqwest::Response) -> Result<Joined, FollowError> {
-    let status = response.status();
-    let retry_after = response
-        .headers()
+/// The wait a `Retry-After` of whole seconds asks for; a server may ask for any wait, a fan
+/// waits a minute at most before asking again.
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
-        // A server may ask for any wait; a fan waits a minute at most before asking again.
-        .map(|s| Duration::from_secs(s.min(MAX_RETRY_AFTER.as_secs())));
+        .map(|s| Duration::from_secs(s.min(MAX_RETRY_AFTER.as_secs())))
+}
+
+/// What a join's answer says.
+async fn joined(response: reqwest::Response) -> Result<Joined, FollowError> {
+    let status = response.status();
+    let retry_after = retry_after(response.headers());
     if status == StatusCode::TOO_MANY_REQUESTS {
         return Ok(Joined::TooMany(
             retry_after.unwrap_or(Duration::from_secs(1)),

@@ -21,7 +21,9 @@ use waiting_room::protocol::{EventName, Frame, routes};
 
 use super::poll::Poller;
 use super::tcp::connect_tcp;
-use super::{CONNECT_TIMEOUT, FollowError, IDLE_TIMEOUT, Push, describe, refusal, ticket_url};
+use super::{
+    CONNECT_TIMEOUT, FollowError, IDLE_TIMEOUT, Push, describe, refusal, retry_after, ticket_url,
+};
 
 type SseEvents =
     Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Send>>;
@@ -79,6 +81,11 @@ impl PushStream {
             .map_err(|_| FollowError::retry("no answer in time"))?
             .map_err(|e| FollowError::retry(describe(&e)))?;
         let status = response.status();
+        if status == StatusCode::SERVICE_UNAVAILABLE
+            && let Some(wait) = retry_after(response.headers())
+        {
+            return Err(FollowError::Busy(wait));
+        }
         if status != StatusCode::OK {
             let body = response.bytes().await.unwrap_or_default();
             return final_answer(status, &body);
@@ -118,6 +125,12 @@ impl PushStream {
             tokio_tungstenite::client_async_with_config(url.as_str(), tcp, Some(ws_config()))
                 .await
                 .map_err(|e| match e {
+                    tungstenite::Error::Http(response)
+                        if response.status() == StatusCode::SERVICE_UNAVAILABLE
+                            && retry_after(response.headers()).is_some() =>
+                    {
+                        FollowError::Busy(retry_after(response.headers()).unwrap_or_default())
+                    }
                     tungstenite::Error::Http(response) => {
                         let body = response.body().as_deref().unwrap_or_default();
                         match final_answer(response.status(), body) {

@@ -159,6 +159,12 @@ impl Follower<'_> {
                     return ended(record, Outcome::Lost);
                 }
                 Err(FollowError::Retry(_)) => add(&c.stream_errors),
+                Err(FollowError::Busy(wait)) => {
+                    // Told when to come back: not a failure, and not an attempt.
+                    add(&c.streams_shed);
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
             }
             if self.backoff.failures() + 1 >= ATTEMPTS {
                 return ended(record, Outcome::Lost);

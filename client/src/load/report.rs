@@ -104,6 +104,9 @@ pub struct LoadReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub poll_interval_seconds: Option<f64>,
     pub stream_errors: u64,
+    /// Stream openings answered 503 with `Retry-After` (the server shed them; each fan came
+    /// back when told): not errors.
+    pub streams_shed: u64,
     /// Fans the run stopped before their turn to join came.
     pub not_started: u64,
     /// Fans whose join was refused (or failed `ATTEMPTS` times).
@@ -171,10 +174,12 @@ impl fmt::Display for LoadReport {
         writeln!(f, "join latency: {}", self.join_latency)?;
         writeln!(
             f,
-            "streams:      {} opened · peak {} held · {} errors",
+            "streams:      {} opened · peak {} held · {} errors · {} shed (503, opened again \
+             when told)",
             n(self.streams_opened),
             n(self.peak_connections),
-            n(self.stream_errors)
+            n(self.stream_errors),
+            n(self.streams_shed)
         )?;
         writeln!(f, "first event:  {}", self.first_event)?;
         writeln!(f, "messages:     {} pushed", n(self.messages))?;
@@ -317,6 +322,7 @@ pub(super) fn report(
         poll_interval_seconds: (args.transport == Transport::Poll)
             .then_some(args.poll_interval.as_secs_f64()),
         stream_errors: get(&c.stream_errors),
+        streams_shed: get(&c.streams_shed),
         not_started: args.fans - get(&c.spawned),
         join_failed: get(&c.join_failed),
         throttled: get(&c.throttled),

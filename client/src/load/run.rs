@@ -30,6 +30,7 @@ pub(super) struct Counters {
     pub peak_connections: AtomicU64,
     pub messages: AtomicU64,
     pub stream_errors: AtomicU64,
+    pub streams_shed: AtomicU64,
     pub join_errors: AtomicU64,
     pub done: AtomicU64,
     pub join_failed: AtomicU64,

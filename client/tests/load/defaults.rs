@@ -233,3 +233,70 @@ async fn joins_the_server_sheds_are_asked_again_when_told_and_every_fan_joins() 
     assert_eq!(stats["joined"], 40, "{stats}");
     assert_eq!(stats["queueLength"], 40, "{stats}");
 }
+
+#[tokio::test]
+async fn a_stream_the_server_sheds_is_told_when_to_come_back_over_sse_and_websocket() {
+    use waiting_room::model::ShowId;
+    use waiting_room_client::follow::{FollowError, PushStream};
+
+    let app = spawn_app_with(
+        Backend::Redis,
+        Config {
+            max_store_calls: 1,
+            ..default_settings()
+        },
+    )
+    .await;
+    app.create("streams").await;
+    let ticket: uuid::Uuid = app.join_ok("streams").await["ticketId"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let show: ShowId = "streams".parse().unwrap();
+    // Redis holds every write: a join goes to work and stays, and the one place is taken.
+    let redis = app.redis.as_ref().unwrap().server();
+    let mut conn = redis.conn().await;
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(20_000)
+        .arg("WRITE")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let stuck = {
+        let client = app.client.clone();
+        let url = app.url(&waiting_room::protocol::routes::show(
+            waiting_room::protocol::routes::JOIN,
+            "streams",
+        ));
+        tokio::spawn(async move { client.post(url).send().await })
+    };
+    let url = base(&app);
+    let client = reqwest::Client::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let shed = loop {
+        match PushStream::sse(&client, &url, &show, ticket, None).await {
+            Err(FollowError::Busy(wait)) => break wait,
+            _ => {
+                assert!(tokio::time::Instant::now() < deadline, "never shed");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    assert!((1..=5).contains(&shed.as_secs()), "{shed:?}");
+    match PushStream::ws(&url, &show, ticket, None).await {
+        Err(FollowError::Busy(wait)) => assert!((1..=5).contains(&wait.as_secs()), "{wait:?}"),
+        Err(e) => panic!("the WebSocket was refused otherwise: {e}"),
+        Ok(_) => panic!("the WebSocket opened past the bound"),
+    }
+    // Once the store answers, the stuck join ends and the streams open.
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    stuck.await.unwrap().unwrap();
+    let opened = PushStream::sse(&client, &url, &show, ticket, None).await;
+    assert!(opened.is_ok(), "{:?}", opened.err());
+}
