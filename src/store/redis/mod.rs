@@ -40,6 +40,7 @@ use uuid::Uuid;
 
 use self::durable::{Confirmer, Reload};
 use self::functions::{LIBRARY, Loader};
+use self::queue::JoinArgs;
 pub use self::sentinel::{SentinelConnection, SentinelSettings};
 use self::sharded::{Sharded, show_channel};
 use super::{Health, Result, StoreError, StoreSettings};
@@ -193,6 +194,9 @@ struct ScriptArgs {
     proof_ttl_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     proof_bits: Option<u32>,
+    /// The joins of one call (`join.lua`), each with its own ticket, key and proof.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joins: Option<Vec<JoinArgs>>,
     /// Why an on-sale ends (`end.lua`).
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,

@@ -9,12 +9,13 @@
 
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer, Error as _};
+use uuid::Uuid;
 
 use crate::model::{EndReason, Pace, Phase, RateChange, ShowId, TicketState};
 use crate::store::draws::Refused;
 use crate::store::{
-    AdmitOutcome, Closing, Configured, PaceControl, Redeemed, Result, ShowMeta, Status, StoreError,
-    Touched, pace_of,
+    AdmitOutcome, Closing, Configured, Joined, PaceControl, Redeemed, Result, ShowMeta, Status,
+    StoreError, Touched, pace_of,
 };
 
 /// Decodes `text`, the reply of the script `script` for `show`: the show's refusal as its
@@ -180,20 +181,93 @@ impl From<StatusReply> for Status {
     }
 }
 
-/// `join.lua`.
+/// `join.lua`: the outcome of each join of the call, in the order they were sent, and what
+/// the joins answered a ticket share (the show's version and pace: absent when none was).
+#[derive(Debug, Deserialize)]
+pub(super) struct JoinReply {
+    #[serde(deserialize_with = "list")]
+    joins: Vec<JoinOutcome>,
+    #[serde(deserialize_with = "epoch")]
+    epoch: u64,
+    version: Option<u64>,
+    pace: Option<PaceReply>,
+}
+
+/// One join's outcome in [`JoinReply`].
 #[derive(Debug, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
-pub(super) enum JoinReply {
+enum JoinOutcome {
     /// Queued: where the new ticket stands.
-    Joined(StatusReply),
-    /// A live ticket is kept under the join's idempotency key already: the caller answers it.
-    Replayed,
+    Joined { ticket: TicketReply },
+    /// The ticket kept under the join's idempotency key, live (or joined earlier in the same
+    /// call), and where it stands.
+    Replayed {
+        ticket_id: Uuid,
+        ticket: TicketReply,
+    },
+    /// The on-sale ended.
+    Ended,
     /// The show asks a proof of work of `bits` and none came.
     ProofRequired { bits: u32 },
     /// The proof found fewer zero bits than the show asks.
     ProofTooWeak { bits: u32 },
-    /// The proof was spent by an earlier join.
+    /// The proof was spent by an earlier join (of this call too).
     ProofSpent,
+}
+
+impl JoinReply {
+    /// Each join's answer, for the joins the call sent with the new tickets `tickets`, in
+    /// order: its ticket (`true`: the one its key kept), or its refusal.
+    pub(super) fn answers(
+        self,
+        show: &ShowId,
+        tickets: &[Uuid],
+    ) -> Result<Vec<Result<(Joined, bool)>>> {
+        if self.joins.len() != tickets.len() {
+            return Err(StoreError::Protocol(format!(
+                "join: {} outcomes for {} joins",
+                self.joins.len(),
+                tickets.len()
+            )));
+        }
+        let shared = self.version.zip(self.pace.map(Pace::from));
+        let epoch = self.epoch;
+        let joined = |ticket: Uuid, standing: TicketReply| -> Result<Joined> {
+            let (version, pace) = shared.ok_or_else(|| {
+                StoreError::Protocol("join: a ticket answered without the pace".into())
+            })?;
+            let seq = standing.arrival();
+            Ok(Joined {
+                ticket,
+                seq: seq.unwrap_or(0),
+                status: Status {
+                    state: standing.into(),
+                    epoch,
+                    seq,
+                    pace,
+                    version,
+                },
+            })
+        };
+        Ok(self
+            .joins
+            .into_iter()
+            .zip(tickets)
+            .map(|(outcome, &ticket)| match outcome {
+                JoinOutcome::Joined { ticket: standing } => {
+                    joined(ticket, standing).map(|j| (j, false))
+                }
+                JoinOutcome::Replayed {
+                    ticket_id,
+                    ticket: standing,
+                } => joined(ticket_id, standing).map(|j| (j, true)),
+                JoinOutcome::Ended => Err(StoreError::Ended(show.clone())),
+                JoinOutcome::ProofRequired { bits } => Err(StoreError::ProofRequired(bits)),
+                JoinOutcome::ProofTooWeak { bits } => Err(StoreError::ProofTooWeak(bits)),
+                JoinOutcome::ProofSpent => Err(StoreError::ProofSpent),
+            })
+            .collect())
+    }
 }
 
 /// `admit.lua`.
@@ -559,7 +633,8 @@ mod tests {
 
     #[test]
     fn a_reply_of_another_shape_names_its_script() {
-        let e = decode::<JoinReply>(&show(), "join", r#"{"outcome":"nonsense"}"#).unwrap_err();
+        let e = decode::<JoinReply>(&show(), "join", r#"{"joins":[{"outcome":"nonsense"}]}"#)
+            .unwrap_err();
         assert!(
             matches!(&e, StoreError::Protocol(m) if m.starts_with("join:")),
             "{e:?}"
