@@ -17,6 +17,7 @@ mod draws;
 mod durable;
 mod feed;
 mod functions;
+mod joins;
 mod lease;
 mod limits;
 mod lineage;
@@ -256,6 +257,8 @@ pub struct RedisStore<C = ConnectionManager> {
     functions: Option<Loader>,
     /// [`SharedArgs`] as every call sends them.
     shared: Arc<str>,
+    /// Joins waiting for their show's next call (group commit: `joins.rs`).
+    joins: Arc<joins::Gathering>,
 }
 
 /// How many replicas must confirm a write, and how long they may take.
@@ -303,6 +306,7 @@ impl RedisStore<ConnectionManager> {
             conn,
             settings,
             confirmer: None,
+            joins: Arc::default(),
         })
     }
 }
@@ -325,6 +329,7 @@ impl RedisStore<SentinelConnection> {
             conn,
             settings,
             confirmer: None,
+            joins: Arc::default(),
         })
     }
 }
@@ -377,6 +382,7 @@ impl RedisStore<ClusterConnection> {
             conn,
             settings,
             confirmer: None,
+            joins: Arc::default(),
         })
     }
 }
@@ -442,6 +448,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             }
             answered => Ok(answered?),
         }
+    }
+
+    /// Runs every per-show script by SHA from now on, as on a Redis older than 7 (which has no
+    /// Functions): for tests and comparisons on a newer one.
+    pub fn by_sha(mut self) -> Self {
+        self.functions = None;
+        self
     }
 
     /// Confirms every write from now on with `WAIT` on this many replicas.

@@ -10,8 +10,8 @@ use super::reply::{AdmitReply, IsAdmittedReply, JoinReply, LeaveReply, StatusRep
 use super::{RedisStore, ScriptArgs, ShowScript, show_script};
 use crate::model::ShowId;
 use crate::pass::Proof;
+use crate::store::Touched;
 use crate::store::{AdmitOutcome, Joined, Queue, Result, Status};
-use crate::store::{StoreError, Touched};
 
 static JOIN: LazyLock<ShowScript> = show_script!("join");
 static STATUS: LazyLock<ShowScript> = show_script!("status");
@@ -30,7 +30,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
         self.join_proven(show, Some(key), None).await
     }
 
-    /// One call whatever happens: `join.lua` answers a replayed key's ticket itself.
+    /// One call whatever happens (`join.lua` answers a replayed key's ticket itself), shared
+    /// with the show's other joins that arrive meanwhile (`joins.rs`).
     async fn join_proven(
         &self,
         show: &ShowId,
@@ -44,10 +45,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
             proof_ttl_ms: proof.map(|p| p.ttl_ms.max(1)),
             proof_bits: proof.map(|p| p.bits),
         };
-        let mut answers = self.join_call(show, vec![join]).await?;
-        answers
-            .pop()
-            .unwrap_or_else(|| Err(StoreError::Protocol("join: no answer".into())))
+        self.join_gathered(show, join).await
     }
 
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
@@ -108,7 +106,7 @@ pub(super) struct JoinArgs {
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     /// The joins `joins` of `show` in one call: each one's answer, in order (the call's error
     /// when it failed as a whole: Redis, or a show that is not live).
-    async fn join_call(
+    pub(super) async fn join_call(
         &self,
         show: &ShowId,
         joins: Vec<JoinArgs>,

@@ -644,6 +644,31 @@ mod tests {
     }
 
     #[test]
+    fn each_join_of_a_call_gets_its_own_outcome() {
+        let kept = Uuid::new_v4();
+        let text = format!(
+            r#"{{"epoch":"42","version":7,"pace":{{"rate":5,"flow_milli":5000,"spread_milli":0,"phase":"open","full":false}},"joins":[{{"outcome":"joined","ticket":{{"state":"waiting","arrival":3,"position":2}}}},{{"outcome":"proof_spent"}},{{"outcome":"replayed","ticket_id":"{kept}","ticket":{{"state":"admitted","expires_in_ms":900}}}},{{"outcome":"ended"}}]}}"#
+        );
+        let r: JoinReply = decode(&show(), "join", &text).unwrap();
+        let tickets: Vec<Uuid> = (0..4).map(|_| Uuid::new_v4()).collect();
+        let answers = r.answers(&show(), &tickets).unwrap();
+        let (joined, replayed) = answers[0].as_ref().unwrap();
+        assert_eq!(
+            (joined.ticket, joined.seq, *replayed),
+            (tickets[0], 3, false)
+        );
+        assert_eq!((joined.status.epoch, joined.status.version), (42, 7));
+        assert!(matches!(answers[1], Err(StoreError::ProofSpent)));
+        let (kept_one, replayed) = answers[2].as_ref().unwrap();
+        assert_eq!((kept_one.ticket, kept_one.seq, *replayed), (kept, 0, true));
+        assert!(matches!(answers[3], Err(StoreError::Ended(_))));
+
+        let r: JoinReply = decode(&show(), "join", &text).unwrap();
+        let e = r.answers(&show(), &tickets[..3]).unwrap_err();
+        assert!(matches!(e, StoreError::Protocol(_)), "{e:?}");
+    }
+
+    #[test]
     fn an_empty_list_may_come_as_cjsons_empty_object() {
         let r: PassKeysReply = decode_plain("pass_keys", r#"{"keys":{}}"#).unwrap();
         assert!(r.keys.is_empty());
