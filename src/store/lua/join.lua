@@ -6,7 +6,9 @@
 -- the pace and version once for every join of the call.
 -- Each join has its own outcome, in A.joins' order (`joins`), and one join's refusal never
 -- touches the others':
---   `joined`, with where its new ticket stands;
+--   joined and waiting: its position alone, a number (the call's new tickets take the
+--   arrivals from `first` on, in order), the most common answer kept the cheapest to write;
+--   `joined` (in a pre-queue), with where its new ticket stands;
 --   `replayed`, with the ticket kept under its idem_key (the client's Idempotency-Key, as a
 --   key of this show) and where it stands, while that ticket lives in this epoch (waiting, or
 --   admitted: a replay of an admitted ticket is a sign of life, as a poll is) or was joined
@@ -14,7 +16,8 @@
 --   `ended` once the on-sale ended;
 --   a proof refused (below).
 -- A new ticket is kept under its idem_key for a day. The call answers {joins, epoch, and,
--- when some join was answered a ticket, version and pace}; a show that is not live is refused
+-- when some join was answered a ticket, version and pace, and `first` when some joined}; a
+-- show that is not live is refused
 -- for every join at once ({refused = …}).
 -- Proof of work: the show's difficulty (meta `challenge_bits`) against the join's proof_bits,
 -- the zero bits the caller found in SHA-256(challenge:nonce) after checking the challenge's
@@ -28,8 +31,9 @@ if refused then return refused end
 local ended = phase_of(m) == 4
 local need = tonumber(m.challenge_bits or '0')
 local joins = A.joins
-local out, fresh, new = {}, {}, {}
+local out, fresh, new, arrival = {}, {}, {}, {}
 local answered = false
+local JOINED = {}
 
 -- Where the ticket kept under an idempotency key stands, while it lives in this epoch.
 local function kept(value)
@@ -71,21 +75,23 @@ for i, j in ipairs(joins) do
     elseif need > 0 and not redis.call('SET', j.proof_key, '1', 'NX', 'PX', j.proof_ttl_ms) then
       o = {outcome = 'proof_spent'}
     else
-      o = {outcome = 'joined'}
+      o = JOINED
       new[#new + 1] = i
       if j.idem_key then fresh[j.idem_key] = i end
     end
   end
-  if o.outcome == 'joined' or o.outcome == 'replayed' then answered = true end
+  if o == JOINED or o.outcome == 'replayed' then answered = true end
   out[i] = o
 end
 
 local n = #new
+local first
 if n > 0 then
-  local first = redis.call('INCRBY', SEQ, n) - n + 1
+  first = redis.call('INCRBY', SEQ, n) - n + 1
   local z = {}
   for k, i in ipairs(new) do
-    z[2 * k - 1] = first + k - 1
+    arrival[i] = first + k - 1
+    z[2 * k - 1] = arrival[i]
     z[2 * k] = joins[i].ticket
   end
   redis.call('ZADD', Q, unpack(z))
@@ -99,23 +105,28 @@ if n > 0 then
   -- otherwise (never expected) each is ranked on its own.
   local d = draw_phase(m)
   if not order_key(d, first) or (d and d.p and first <= d.closed) then
-    for k, i in ipairs(new) do out[i].ticket = standing(joins[i].ticket, first + k - 1, m) end
+    for _, i in ipairs(new) do
+      out[i] = {outcome = 'joined', ticket = standing(joins[i].ticket, arrival[i], m)}
+    end
   else
     local r1 = redis.call('ZRANK', Q, joins[new[1]].ticket)
     local rn = n > 1 and redis.call('ZRANK', Q, joins[new[n]].ticket) or r1
     for k, i in ipairs(new) do
       local rank = r1 + k - 1
       if rn - r1 ~= n - 1 then rank = redis.call('ZRANK', Q, joins[i].ticket) end
-      out[i].ticket = {state = 'waiting', arrival = first + k - 1, position = rank + 1}
+      out[i] = rank + 1
     end
   end
 end
 for i, o in ipairs(out) do
-  if o.mate then
-    out[i] = {outcome = 'replayed', ticket_id = joins[o.mate].ticket, ticket = out[o.mate].ticket}
+  if type(o) == 'table' and o.mate then
+    local mate = out[o.mate]
+    local t = type(mate) == 'number'
+      and {state = 'waiting', arrival = arrival[o.mate], position = mate} or mate.ticket
+    out[i] = {outcome = 'replayed', ticket_id = joins[o.mate].ticket, ticket = t}
   end
 end
 
-local reply = {joins = out, epoch = epoch}
+local reply = {joins = out, epoch = epoch, first = first}
 if answered then reply.pace, reply.version = pace_reply(m) end
 return reply

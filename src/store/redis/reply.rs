@@ -186,18 +186,29 @@ impl From<StatusReply> for Status {
 #[derive(Debug, Deserialize)]
 pub(super) struct JoinReply {
     #[serde(deserialize_with = "list")]
-    joins: Vec<JoinOutcome>,
+    joins: Vec<JoinEntry>,
     #[serde(deserialize_with = "epoch")]
     epoch: u64,
     version: Option<u64>,
     pace: Option<PaceReply>,
+    /// The arrival of the call's first new ticket (the others follow in order).
+    first: Option<u64>,
+}
+
+/// One join's entry in [`JoinReply`]: the common answer in short, else its outcome by name.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum JoinEntry {
+    /// Joined, waiting at this position; its arrival is the call's next new one.
+    Waiting(u64),
+    Outcome(JoinOutcome),
 }
 
 /// One join's outcome in [`JoinReply`].
 #[derive(Debug, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 enum JoinOutcome {
-    /// Queued: where the new ticket stands.
+    /// Queued (in a pre-queue): where the new ticket stands.
     Joined { ticket: TicketReply },
     /// The ticket kept under the join's idempotency key, live (or joined earlier in the same
     /// call), and where it stands.
@@ -249,22 +260,41 @@ impl JoinReply {
                 },
             })
         };
+        // The call's new tickets took consecutive arrivals from `first`, in order.
+        let mut next_arrival = self.first;
+        let mut arrival = || -> Result<u64> {
+            let a = next_arrival.ok_or_else(|| {
+                StoreError::Protocol("join: a new ticket without its arrival".into())
+            })?;
+            next_arrival = Some(a + 1);
+            Ok(a)
+        };
         Ok(self
             .joins
             .into_iter()
             .zip(tickets)
-            .map(|(outcome, &ticket)| match outcome {
-                JoinOutcome::Joined { ticket: standing } => {
+            .map(|(entry, &ticket)| match entry {
+                JoinEntry::Waiting(position) => {
+                    let arrival = arrival()?;
+                    let standing = TicketReply::Waiting { position, arrival };
                     joined(ticket, standing).map(|j| (j, false))
                 }
-                JoinOutcome::Replayed {
+                JoinEntry::Outcome(JoinOutcome::Joined { ticket: standing }) => {
+                    arrival()?;
+                    joined(ticket, standing).map(|j| (j, false))
+                }
+                JoinEntry::Outcome(JoinOutcome::Replayed {
                     ticket_id,
                     ticket: standing,
-                } => joined(ticket_id, standing).map(|j| (j, true)),
-                JoinOutcome::Ended => Err(StoreError::Ended(show.clone())),
-                JoinOutcome::ProofRequired { bits } => Err(StoreError::ProofRequired(bits)),
-                JoinOutcome::ProofTooWeak { bits } => Err(StoreError::ProofTooWeak(bits)),
-                JoinOutcome::ProofSpent => Err(StoreError::ProofSpent),
+                }) => joined(ticket_id, standing).map(|j| (j, true)),
+                JoinEntry::Outcome(JoinOutcome::Ended) => Err(StoreError::Ended(show.clone())),
+                JoinEntry::Outcome(JoinOutcome::ProofRequired { bits }) => {
+                    Err(StoreError::ProofRequired(bits))
+                }
+                JoinEntry::Outcome(JoinOutcome::ProofTooWeak { bits }) => {
+                    Err(StoreError::ProofTooWeak(bits))
+                }
+                JoinEntry::Outcome(JoinOutcome::ProofSpent) => Err(StoreError::ProofSpent),
             })
             .collect())
     }
@@ -647,10 +677,10 @@ mod tests {
     fn each_join_of_a_call_gets_its_own_outcome() {
         let kept = Uuid::new_v4();
         let text = format!(
-            r#"{{"epoch":"42","version":7,"pace":{{"rate":5,"flow_milli":5000,"spread_milli":0,"phase":"open","full":false}},"joins":[{{"outcome":"joined","ticket":{{"state":"waiting","arrival":3,"position":2}}}},{{"outcome":"proof_spent"}},{{"outcome":"replayed","ticket_id":"{kept}","ticket":{{"state":"admitted","expires_in_ms":900}}}},{{"outcome":"ended"}}]}}"#
+            r#"{{"epoch":"42","version":7,"pace":{{"rate":5,"flow_milli":5000,"spread_milli":0,"phase":"open","full":false}},"first":3,"joins":[2,{{"outcome":"proof_spent"}},{{"outcome":"replayed","ticket_id":"{kept}","ticket":{{"state":"admitted","expires_in_ms":900}}}},{{"outcome":"ended"}},{{"outcome":"joined","ticket":{{"state":"pre_queue","arrival":4,"opens_in_ms":5}}}},3]}}"#
         );
         let r: JoinReply = decode(&show(), "join", &text).unwrap();
-        let tickets: Vec<Uuid> = (0..4).map(|_| Uuid::new_v4()).collect();
+        let tickets: Vec<Uuid> = (0..6).map(|_| Uuid::new_v4()).collect();
         let answers = r.answers(&show(), &tickets).unwrap();
         let (joined, replayed) = answers[0].as_ref().unwrap();
         assert_eq!(
@@ -662,9 +692,22 @@ mod tests {
         let (kept_one, replayed) = answers[2].as_ref().unwrap();
         assert_eq!((kept_one.ticket, kept_one.seq, *replayed), (kept, 0, true));
         assert!(matches!(answers[3], Err(StoreError::Ended(_))));
+        let (pre, _) = answers[4].as_ref().unwrap();
+        assert_eq!(pre.seq, 4);
+        let (last, _) = answers[5].as_ref().unwrap();
+        assert_eq!(
+            (last.seq, last.status.state),
+            (
+                5,
+                TicketState::Waiting {
+                    position: 3,
+                    arrival: 5
+                }
+            )
+        );
 
         let r: JoinReply = decode(&show(), "join", &text).unwrap();
-        let e = r.answers(&show(), &tickets[..3]).unwrap_err();
+        let e = r.answers(&show(), &tickets[..5]).unwrap_err();
         assert!(matches!(e, StoreError::Protocol(_)), "{e:?}");
     }
 
