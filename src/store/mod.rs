@@ -124,7 +124,7 @@ pub trait Health: Send + Sync {
 }
 
 /// What can go wrong talking to a store.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// Redis refused the call or could not be reached.
     #[error("redis: {0}")]

@@ -3,7 +3,7 @@
 -- Answers {deleted}: whether there was a show.
 local m = redis.call('HMGET', META, 'epoch', 'deleted')
 if not m[1] or m[2] then return {deleted = false} end
-redis.call('DEL', unpack(STATE))
+redis.call('DEL', unpack(state_keys()))
 redis.call('DEL', META)
 redis.call('HSET', META, 'deleted', '1')
 redis.call('PEXPIRE', META, A.tombstone_ms)

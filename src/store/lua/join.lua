@@ -1,39 +1,132 @@
--- Join: the next arrival sequence and the enqueue in one step, so sequences stay dense.
--- A.ticket: the ticket. With A.idem_key (the client's Idempotency-Key, as a key of this
--- show): the outcome `replayed` while the ticket kept under it lives in this epoch (the
--- caller answers that one), else the new ticket is kept under it for a day. Answers the
--- outcome `joined` with where the ticket stands, the version, epoch and pace; `replayed`; a
--- proof refused (below); or `{refused = 'ended'}` once the on-sale ended.
-local epoch, refused = live_show()
+-- Join: the joins of one show gathered into one call (group commit, `redis/joins.rs`; a join
+-- that finds no call for its show out goes alone). A.joins: one entry a join, {ticket,
+-- idem_key, proof_key, proof_ttl_ms, proof_bits}, the last four when given. The sequence
+-- numbers of the joins that go in are taken in one step (INCRBY) and enqueued in one ZADD, so
+-- they stay dense and each is handed out once; the show's meta is read once (`show_meta`), and
+-- the pace and version once for every join of the call.
+-- Each join has its own outcome, in A.joins' order (`joins`), and one join's refusal never
+-- touches the others':
+--   joined and waiting: its position alone, a number (the call's new tickets take the
+--   arrivals from `first` on, in order), the most common answer kept the cheapest to write;
+--   `joined` (in a pre-queue), with where its new ticket stands;
+--   `replayed`, with the ticket kept under its idem_key (the client's Idempotency-Key, as a
+--   key of this show) and where it stands, while that ticket lives in this epoch (waiting, or
+--   admitted: a replay of an admitted ticket is a sign of life, as a poll is) or was joined
+--   earlier in this same call; no proof is spent then, and an ended on-sale still answers it;
+--   `ended` once the on-sale ended;
+--   a proof refused (below).
+-- A new ticket is kept under its idem_key for a day. The call answers {joins, epoch, and,
+-- when some join was answered a ticket, version and pace, and `first` when some joined}; a
+-- show that is not live is refused
+-- for every join at once ({refused = …}).
+-- Proof of work: the show's difficulty (meta `challenge_bits`) against the join's proof_bits,
+-- the zero bits the caller found in SHA-256(challenge:nonce) after checking the challenge's
+-- signature, show and expiry; the challenge is spent here (proof_key, kept while it could
+-- still be used, proof_ttl_ms), so a valid proof costs no extra call and a reused one is
+-- refused atomically. The outcome `proof_required` (none brought) or `proof_too_weak`, each
+-- with the `bits` needed, or `proof_spent` (used before, this call included).
+local m = show_meta()
+local epoch, refused = live_show(m)
 if refused then return refused end
-if phase() == 4 then return {refused = 'ended'} end
-if A.idem_key then
-  local kept = redis.call('GET', A.idem_key)
-  if kept then
-    local e, t = string.match(kept, '^(%d+)|(.*)$')
-    if e == epoch and (redis.call('ZSCORE', Q, t) or admitted(t, epoch)) then
-      return {outcome = 'replayed'}
+local ended = phase_of(m) == 4
+local need = tonumber(m.challenge_bits or '0')
+local joins = A.joins
+local out, fresh, new, arrival = {}, {}, {}, {}
+local answered = false
+local JOINED = {}
+
+-- Where the ticket kept under an idempotency key stands, while it lives in this epoch.
+local function kept(value)
+  local e, t = string.match(value, '^(%d+)|(.*)$')
+  if e ~= epoch then return nil end
+  local seq = redis.call('ZSCORE', Q, t)
+  if seq then return t, standing(t, tonumber(seq), m) end
+  if admitted(t, epoch) then
+    local pttl = redis.call('PTTL', ADMITTED .. t)
+    if pttl > 0 then
+      redis.call('ZADD', SEEN, now_ms(), t)
+      return t, {state = 'admitted', expires_in_ms = pttl}
+    end
+  end
+  return nil
+end
+
+for i, j in ipairs(joins) do
+  local o
+  if j.idem_key then
+    if fresh[j.idem_key] then
+      -- Joined under the same key earlier in this call: its ticket, once it stands.
+      o = {outcome = 'replayed', mate = fresh[j.idem_key]}
+    else
+      local value = redis.call('GET', j.idem_key)
+      if value then
+        local t, st = kept(value)
+        if t then o = {outcome = 'replayed', ticket_id = t, ticket = st} end
+      end
+    end
+  end
+  if not o then
+    if ended then
+      o = {outcome = 'ended'}
+    elseif need > 0 and not j.proof_key then
+      o = {outcome = 'proof_required', bits = need}
+    elseif need > 0 and j.proof_bits < need then
+      o = {outcome = 'proof_too_weak', bits = need}
+    elseif need > 0 and not redis.call('SET', j.proof_key, '1', 'NX', 'PX', j.proof_ttl_ms) then
+      o = {outcome = 'proof_spent'}
+    else
+      o = JOINED
+      new[#new + 1] = i
+      if j.idem_key then fresh[j.idem_key] = i end
+    end
+  end
+  if o == JOINED or o.outcome == 'replayed' then answered = true end
+  out[i] = o
+end
+
+local n = #new
+local first
+if n > 0 then
+  first = redis.call('INCRBY', SEQ, n) - n + 1
+  local z = {}
+  for k, i in ipairs(new) do
+    arrival[i] = first + k - 1
+    z[2 * k - 1] = arrival[i]
+    z[2 * k] = joins[i].ticket
+  end
+  redis.call('ZADD', Q, unpack(z))
+  for _, i in ipairs(new) do
+    local key = joins[i].idem_key
+    if key then redis.call('SET', key, epoch .. '|' .. joins[i].ticket, 'PX', 86400000) end
+  end
+  -- Where the new tickets stand: in a pre-queue not drawn yet, all alike; else each at its
+  -- rank + 1. They took the highest arrivals, so they hold consecutive ranks at the tail of
+  -- the queue: two ZRANKs (the first's and the last's) confirm it and give every position;
+  -- otherwise (never expected) each is ranked on its own.
+  local d = draw_phase(m)
+  if not order_key(d, first) or (d and d.p and first <= d.closed) then
+    for _, i in ipairs(new) do
+      out[i] = {outcome = 'joined', ticket = standing(joins[i].ticket, arrival[i], m)}
+    end
+  else
+    local r1 = redis.call('ZRANK', Q, joins[new[1]].ticket)
+    local rn = n > 1 and redis.call('ZRANK', Q, joins[new[n]].ticket) or r1
+    for k, i in ipairs(new) do
+      local rank = r1 + k - 1
+      if rn - r1 ~= n - 1 then rank = redis.call('ZRANK', Q, joins[i].ticket) end
+      out[i] = rank + 1
     end
   end
 end
--- Proof of work: the show's difficulty (meta `challenge_bits`) against A.proof_bits, the zero
--- bits the caller found in SHA-256(challenge:nonce) after checking the challenge's signature,
--- show and expiry; the challenge is spent here (A.proof_key, kept while it could still be
--- used, A.proof_ttl_ms), so a valid proof costs no extra call and a reused one is refused
--- atomically. The outcome `proof_required` (none brought) or `proof_too_weak`, each with the
--- `bits` needed, or `proof_spent` (used before).
-local need = tonumber(redis.call('HGET', META, 'challenge_bits') or '0')
-if need > 0 then
-  if not A.proof_key then return {outcome = 'proof_required', bits = need} end
-  if A.proof_bits < need then return {outcome = 'proof_too_weak', bits = need} end
-  if not redis.call('SET', A.proof_key, '1', 'NX', 'PX', A.proof_ttl_ms) then
-    return {outcome = 'proof_spent'}
+for i, o in ipairs(out) do
+  if type(o) == 'table' and o.mate then
+    local mate = out[o.mate]
+    local t = type(mate) == 'number'
+      and {state = 'waiting', arrival = arrival[o.mate], position = mate} or mate.ticket
+    out[i] = {outcome = 'replayed', ticket_id = joins[o.mate].ticket, ticket = t}
   end
 end
-if A.idem_key then
-  redis.call('SET', A.idem_key, epoch .. '|' .. A.ticket, 'PX', 86400000)
-end
-local seq = redis.call('INCR', SEQ)
-redis.call('ZADD', Q, seq, A.ticket)
-return {outcome = 'joined', ticket = standing(A.ticket, seq), version = version(), epoch = epoch,
-  pace = pace_reply()}
+
+local reply = {joins = out, epoch = epoch, first = first}
+if answered then reply.pace, reply.version = pace_reply(m) end
+return reply

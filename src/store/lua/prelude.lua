@@ -17,28 +17,31 @@ local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, 
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
-local STATE
+local function state_keys()
+  return {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW, SEEN,
+    AUDIT}
+end
 -- The store's settings as last decoded: a library of functions keeps them between calls, so
--- they are decoded again only when another store (or version) sends other ones.
-local shared_text
+-- they are decoded again only when another store (or version) sends other ones. P: each key's
+-- name to its place in KEYS, worked out with them.
+local shared_text, P
 local function bind(keys, argv)
   if argv[1] ~= shared_text then
     S = cjson.decode(argv[1])
     shared_text = argv[1]
+    P = {}
+    for i, name in ipairs(S.keys) do P[name] = i end
   end
   A = cjson.decode(argv[2])
-  local K = {}
-  for i, name in ipairs(S.keys) do K[name] = keys[i] end
   Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW, SEEN,
     AUDIT, LOSTFANS =
-    K.queue, K.seq, K.head, K.left, K.version, K.rate, K.admissions, K.fence, K.tick, K.cap,
-    K.meta, K.holds, K.spent, K.flow, K.seen, K.audit, K.lostfans
+    keys[P.queue], keys[P.seq], keys[P.head], keys[P.left], keys[P.version], keys[P.rate],
+    keys[P.admissions], keys[P.fence], keys[P.tick], keys[P.cap], keys[P.meta], keys[P.holds],
+    keys[P.spent], keys[P.flow], keys[P.seen], keys[P.audit], keys[P.lostfans]
   SHOW, ADMITTED, CHANNEL = A.show, A.admitted_prefix, A.channel
   DEFAULT_RATE, TTL, DEFAULT_CAP = S.default_rate, S.ttl_ms, S.default_cap
   -- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
   PUBLISH = S.sharded and 'SPUBLISH' or 'PUBLISH'
-  STATE = {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW, SEEN,
-    AUDIT}
 end
 
 local function now_ms()
@@ -72,6 +75,19 @@ local function sale()
   local ph = (m[1] == '1') and 1 or (PHASE_CODE[m[2] or ''] or 0)
   return ph, tonumber(m[3] or '0')
 end
+-- The meta fields a join and the pace it answers with read, in one call (HMGET): a table of
+-- field to value (false when unset), which the helpers below take instead of reading them
+-- one by one (`live_show`, `phase_of`, `draw_phase`, `pace_reply`, `standing`).
+local JOIN_META = {'epoch', 'lost', 'deleted', 'open', 'phase', 'stock', 'challenge_bits',
+  'opens_at', 'closed_n', 'draw_key', 'pace', 'change_at', 'change_rate', 'end_reason', 'window'}
+local function show_meta()
+  local v = redis.call('HMGET', META, unpack(JOIN_META))
+  return {epoch = v[1], lost = v[2], deleted = v[3], open = v[4], phase = v[5], stock = v[6],
+    challenge_bits = v[7], opens_at = v[8], closed_n = v[9], draw_key = v[10], pace = v[11],
+    change_at = v[12], change_rate = v[13], end_reason = v[14], window = v[15]}
+end
+-- The phase's code, from meta read by `show_meta`.
+local function phase_of(m) return (m.open == '1') and 1 or (PHASE_CODE[m.phase or ''] or 0) end
 local function phase() return (sale()) end
 local function stock()
   local _, st = sale()
@@ -84,10 +100,11 @@ local function seats_left(st)
 end
 
 -- The longest an admission nobody takes up holds its place (ms): the arrival window, when
--- it is shorter than the TTL and a cap makes it release places; else the TTL.
-local function longest_untaken_hold()
-  local window = tonumber(redis.call('HGET', META, 'window') or S.default_window_ms)
-  if cap() > 0 and window > 0 and window < TTL then return window end
+-- it is shorter than the TTL and a cap makes it release places; else the TTL. `c`: the cap;
+-- `w`: meta `window` as read (false: the store's default).
+local function longest_untaken_hold(c, w)
+  local window = tonumber(w or S.default_window_ms)
+  if c > 0 and window > 0 and window < TTL then return window end
   return TTL
 end
 
@@ -97,14 +114,13 @@ end
 -- only when it runs out; counting only ended holds would be biased short until then), with the
 -- prior — a hold anywhere from nothing to the longest an untaken admission holds (the arrival
 -- window, or the whole TTL), mean half of it — weighing as one turnover of the cap. FLOW keeps: done_n/done_sum (ended, their holds), run_n/run_sum (running, the sum
--- of their admission times), all in seconds.
-local function hold()
-  local f = redis.call('HMGET', FLOW, 'done_n', 'done_sum', 'run_n', 'run_sum')
-  local dn, ds = tonumber(f[1]) or 0, tonumber(f[2]) or 0
-  local rn, rs = tonumber(f[3]) or 0, tonumber(f[4]) or 0
-  local longest = longest_untaken_hold() / 1000
-  local k = math.max(cap(), 1)
-  local running = math.max(rn * now_ms() / 1000 - rs, 0)
+-- of their admission times), all in seconds; `f` holds them as read (`pace`), `now` is in ms.
+local function hold(c, w, f, now)
+  local dn, ds = tonumber(f[2]) or 0, tonumber(f[3]) or 0
+  local rn, rs = tonumber(f[4]) or 0, tonumber(f[5]) or 0
+  local longest = longest_untaken_hold(c, w) / 1000
+  local k = math.max(c, 1)
+  local running = math.max(rn * now / 1000 - rs, 0)
   local mean = (k * longest / 2 + ds + running) / (k + dn)
   return mean, longest * longest / 12 * k / (k + dn)
 end
@@ -129,15 +145,16 @@ local function ended(ticket, now)
   if expires then held(tonumber(expires) - TTL, now) end
 end
 
--- The pace at the rate in force `r`: places offered a second (mean, variance), and whether
--- the last tick found every place taken. Without a cap, the rate in force. With one, places
--- free up as fast as buyers finish: cap over the mean time a place stays taken (Little's law
--- behind the gate), never above the rate.
-local function pace(r)
-  local c = cap()
-  local full = redis.call('HGET', FLOW, 'full') == '1'
+-- The pace at the rate in force `r` under the cap `c` (meta `window` `w`, the time `now` in
+-- ms): places offered a second (mean, variance), and whether the last tick found every place
+-- taken. Without a cap, the rate in force. With one, places free up as fast as buyers finish:
+-- cap over the mean time a place stays taken (Little's law behind the gate), never above the
+-- rate. FLOW is read once.
+local function pace(r, c, w, now)
+  local f = redis.call('HMGET', FLOW, 'full', 'done_n', 'done_sum', 'run_n', 'run_sum')
+  local full = f[1] == '1'
   if c == 0 then return r, 0, full end
-  local mean, var = hold()
+  local mean, var = hold(c, w, f, now)
   -- A place freed is filled at the next tick: half a second later, on average.
   mean = mean + 0.5
   local flow = math.min(r, c / mean)
@@ -149,26 +166,29 @@ end
 -- name, whether the last tick found every place taken; when there is one, a rate change the
 -- operator announced (meta `change_at`, ms, and `change_rate`: ms until it, its rate), the
 -- second of the last tick, the seats left, and why an ended on-sale ended. Every join and
--- status answers with it, so the meta fields it needs are read in one call (`rate()`,
--- `sale()` and the reason read the same fields one by one elsewhere).
-local function pace_reply()
-  local m = redis.call('HMGET', META, 'pace', 'change_at', 'change_rate', 'open', 'phase', 'stock',
-    'end_reason')
-  local r = configured_rate()
-  local following = tonumber(m[1] or '')
+-- status answers with it, so what it needs is read in few calls: the meta fields `m` (read by
+-- `show_meta`, or here when not given), the show's rate, cap, last tick and version in one
+-- MGET, FLOW in one HMGET. Answers the pace, and the show's version.
+local function pace_reply(m)
+  m = m or show_meta()
+  local k = redis.call('MGET', RATE, CAP, TICK, VER)
+  local r = tonumber(k[1] or DEFAULT_RATE)
+  local following = tonumber(m.pace or '')
   if following and following < r then r = following end
-  local mean, var, full = pace(r)
-  local ph = (m[4] == '1') and 1 or (PHASE_CODE[m[5] or ''] or 0)
-  local left = seats_left(tonumber(m[6] or '0'))
+  local c = tonumber(k[2] or DEFAULT_CAP)
+  local now = (c > 0 or m.change_at) and now_ms() or 0
+  local mean, var, full = pace(r, c, m.window, now)
+  local ph = phase_of(m)
+  local left = seats_left(tonumber(m.stock or '0'))
   return {
     rate = r, flow_milli = math.floor(mean * 1000 + 0.5),
     spread_milli = math.floor(math.sqrt(var) * 1000 + 0.5), phase = PHASE_NAME[ph], full = full,
-    change_in_ms = m[2] and math.max(tonumber(m[2]) - now_ms(), 0) or nil,
-    change_rate = m[2] and tonumber(m[3]) or nil,
-    tick_sec = tonumber(redis.call('GET', TICK) or ''),
+    change_in_ms = m.change_at and math.max(tonumber(m.change_at) - now, 0) or nil,
+    change_rate = m.change_at and tonumber(m.change_rate) or nil,
+    tick_sec = tonumber(k[3] or ''),
     stock_left = left >= 0 and left or nil,
-    reason = ph == 4 and (m[7] or nil) or nil,
-  }
+    reason = ph == 4 and (m.end_reason or nil) or nil,
+  }, tonumber(k[4] or '0')
 end
 -- The fair start's draw (src/draw.rs, which says why): a keyed permutation of 1..n, eight
 -- Feistel rounds over 2h bits with cycle-walking, round function MurmurHash3's fmix32 of the
@@ -228,9 +248,11 @@ end
 
 -- Where a scheduled show's draw stands (meta fields `opens_at`, `closed_n` once the pre-queue
 -- closed, `draw_key` once drawn): nil when the show was never scheduled, else {opens_at,
--- closed, p (the permutation once drawn)}.
-local function draw_phase()
-  local m = redis.call('HMGET', META, 'opens_at', 'closed_n', 'draw_key')
+-- closed, p (the permutation once drawn)}. `sm`: the meta as `show_meta` read it, if it did.
+local function draw_phase(sm)
+  local m
+  if sm then m = {sm.opens_at, sm.closed_n, sm.draw_key}
+  else m = redis.call('HMGET', META, 'opens_at', 'closed_n', 'draw_key') end
   if not m[1] then return nil end
   local d = {opens_at = tonumber(m[1]), closed = tonumber(m[2] or '')}
   if m[3] and d.closed then d.p = permutation(m[3], d.closed) end
@@ -247,9 +269,10 @@ local function order_key(d, a)
 end
 
 -- Where the queued ticket with arrival `seq` stands (`TicketReply` in redis/reply.rs):
--- waiting at a position or, in a pre-queue not drawn yet, ms until the show opens.
-local function standing(ticket, seq)
-  local d = draw_phase()
+-- waiting at a position or, in a pre-queue not drawn yet, ms until the show opens. `m`: the
+-- meta as `show_meta` read it, if it did.
+local function standing(ticket, seq, m)
+  local d = draw_phase(m)
   local key = order_key(d, seq)
   if not key then
     local opens_in = d.closed and 0 or math.max(d.opens_at - now_ms(), 0)
@@ -285,9 +308,12 @@ end
 local function version() return tonumber(redis.call('GET', VER) or '0') end
 
 -- The show's epoch (a string of digits) if an operator made it and its state is whole;
--- else nil and the reply the script must give: nobody made it, or it was lost.
-local function live_show()
-  local m = redis.call('HMGET', META, 'epoch', 'lost', 'deleted')
+-- else nil and the reply the script must give: nobody made it, or it was lost. `sm`: the meta
+-- as `show_meta` read it, if it did.
+local function live_show(sm)
+  local m
+  if sm then m = {sm.epoch, sm.lost, sm.deleted}
+  else m = redis.call('HMGET', META, 'epoch', 'lost', 'deleted') end
   if not m[1] or m[3] then return nil, {refused = 'no_such_show'} end
   if m[2] == '1' then return nil, {refused = 'lost'} end
   return m[1], nil
@@ -335,7 +361,7 @@ end
 -- Creates the show's meta under `epoch` after wiping whatever state an earlier incarnation
 -- left behind.
 local function create(epoch, now)
-  redis.call('DEL', unpack(STATE))
+  redis.call('DEL', unpack(state_keys()))
   redis.call('DEL', META)
   redis.call('HSET', META, 'epoch', epoch, 'open', '0', 'lost', '0', 'created_ms', now)
 end

@@ -17,6 +17,7 @@ mod draws;
 mod durable;
 mod feed;
 mod functions;
+mod joins;
 mod lease;
 mod limits;
 mod lineage;
@@ -40,6 +41,7 @@ use uuid::Uuid;
 
 use self::durable::{Confirmer, Reload};
 use self::functions::{LIBRARY, Loader};
+use self::queue::JoinArgs;
 pub use self::sentinel::{SentinelConnection, SentinelSettings};
 use self::sharded::{Sharded, show_channel};
 use super::{Health, Result, StoreError, StoreSettings};
@@ -193,6 +195,9 @@ struct ScriptArgs {
     proof_ttl_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     proof_bits: Option<u32>,
+    /// The joins of one call (`join.lua`), each with its own ticket, key and proof.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joins: Option<Vec<JoinArgs>>,
     /// Why an on-sale ends (`end.lua`).
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
@@ -255,6 +260,8 @@ pub struct RedisStore<C = ConnectionManager> {
     functions: Option<Loader>,
     /// [`SharedArgs`] as every call sends them.
     shared: Arc<str>,
+    /// Joins waiting for their show's next call (group commit: `joins.rs`).
+    joins: Arc<joins::Gathering>,
 }
 
 /// How many replicas must confirm a write, and how long they may take.
@@ -302,6 +309,7 @@ impl RedisStore<ConnectionManager> {
             conn,
             settings,
             confirmer: None,
+            joins: Arc::default(),
         })
     }
 }
@@ -324,6 +332,7 @@ impl RedisStore<SentinelConnection> {
             conn,
             settings,
             confirmer: None,
+            joins: Arc::default(),
         })
     }
 }
@@ -376,6 +385,7 @@ impl RedisStore<ClusterConnection> {
             conn,
             settings,
             confirmer: None,
+            joins: Arc::default(),
         })
     }
 }
@@ -441,6 +451,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             }
             answered => Ok(answered?),
         }
+    }
+
+    /// Runs every per-show script by SHA from now on, as on a Redis older than 7 (which has no
+    /// Functions): for tests and comparisons on a newer one.
+    pub fn by_sha(mut self) -> Self {
+        self.functions = None;
+        self
     }
 
     /// Confirms every write from now on with `WAIT` on this many replicas.

@@ -8,10 +8,10 @@ use uuid::Uuid;
 
 use super::reply::{AdmitReply, IsAdmittedReply, JoinReply, LeaveReply, StatusReply, TouchReply};
 use super::{RedisStore, ScriptArgs, ShowScript, show_script};
-use crate::model::{ShowId, TicketState};
+use crate::model::ShowId;
 use crate::pass::Proof;
+use crate::store::Touched;
 use crate::store::{AdmitOutcome, Joined, Queue, Result, Status};
-use crate::store::{StoreError, Touched};
 
 static JOIN: LazyLock<ShowScript> = show_script!("join");
 static STATUS: LazyLock<ShowScript> = show_script!("status");
@@ -30,29 +30,22 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
         self.join_proven(show, Some(key), None).await
     }
 
+    /// One call whatever happens (`join.lua` answers a replayed key's ticket itself), shared
+    /// with the show's other joins that arrive meanwhile (`joins.rs`).
     async fn join_proven(
         &self,
         show: &ShowId,
         key: Option<&str>,
         proof: Option<&Proof>,
     ) -> Result<(Joined, bool)> {
-        let Some(key) = key else {
-            let joined = self.join_as(show, None, proof).await?;
-            return joined
-                .map(|j| (j, false))
-                .ok_or_else(|| StoreError::Protocol("join without a key was refused".into()));
+        let join = JoinArgs {
+            ticket: Uuid::new_v4(),
+            idem_key: key.map(|k| format!("wr:{{{show}}}:idem:{k}")),
+            proof_key: proof.map(|p| format!("wr:{{{show}}}:pow:{}", p.id)),
+            proof_ttl_ms: proof.map(|p| p.ttl_ms.max(1)),
+            proof_bits: proof.map(|p| p.bits),
         };
-        let idem_key = format!("wr:{{{show}}}:idem:{key}");
-        if let Some(kept) = self.kept(show, &idem_key).await? {
-            return Ok((kept, true));
-        }
-        if let Some(joined) = self.join_as(show, Some(idem_key.clone()), proof).await? {
-            return Ok((joined, false));
-        }
-        // Another request under the same key won the race: its ticket.
-        let kept = self.kept(show, &idem_key).await?;
-        kept.map(|k| (k, true))
-            .ok_or_else(|| StoreError::Protocol("idempotency key lost its ticket".into()))
+        self.join_gathered(show, join).await
     }
 
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
@@ -93,56 +86,37 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
     }
 }
 
+/// One join of a call of `join.lua`, as it reads it.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct JoinArgs {
+    /// The ticket it gets if it goes in.
+    ticket: Uuid,
+    /// The key its `Idempotency-Key` keeps its ticket under.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idem_key: Option<String>,
+    /// Where its proof of work is marked spent, for how long, and the proof's zero bits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proof_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proof_ttl_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proof_bits: Option<u32>,
+}
+
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
-    /// Joins, keeping the ticket under `idem_key` when given; `None` when a live ticket is
-    /// kept under that key already (`join.lua`'s `replayed`).
-    async fn join_as(
+    /// The joins `joins` of `show` in one call: each one's answer, in order (the call's error
+    /// when it failed as a whole: Redis, or a show that is not live).
+    pub(super) async fn join_call(
         &self,
         show: &ShowId,
-        idem_key: Option<String>,
-        proof: Option<&Proof>,
-    ) -> Result<Option<Joined>> {
-        let ticket = Uuid::new_v4();
+        joins: Vec<JoinArgs>,
+    ) -> Result<Vec<Result<(Joined, bool)>>> {
+        let tickets: Vec<Uuid> = joins.iter().map(|j| j.ticket).collect();
         let args = ScriptArgs {
-            idem_key,
-            proof_key: proof.map(|p| format!("wr:{{{show}}}:pow:{}", p.id)),
-            proof_ttl_ms: proof.map(|p| p.ttl_ms.max(1)),
-            proof_bits: proof.map(|p| p.bits),
-            ..ScriptArgs::ticket(ticket)
+            joins: Some(joins),
+            ..ScriptArgs::none()
         };
         let r: JoinReply = self.run(&JOIN, show, args).await?;
-        match r {
-            JoinReply::Joined(status) => {
-                let status = Status::from(status);
-                Ok(Some(Joined {
-                    ticket,
-                    seq: status.seq.unwrap_or(0),
-                    status,
-                }))
-            }
-            JoinReply::Replayed => Ok(None),
-            JoinReply::ProofRequired { bits } => Err(StoreError::ProofRequired(bits)),
-            JoinReply::ProofTooWeak { bits } => Err(StoreError::ProofTooWeak(bits)),
-            JoinReply::ProofSpent => Err(StoreError::ProofSpent),
-        }
-    }
-
-    /// The live ticket kept under `idem_key` in the show's current epoch, if any.
-    async fn kept(&self, show: &ShowId, idem_key: &str) -> Result<Option<Joined>> {
-        let mut conn = self.conn.clone();
-        let kept: Option<String> = redis::AsyncCommands::get(&mut conn, idem_key).await?;
-        let Some((epoch, ticket)) = kept.as_deref().and_then(|k| k.split_once('|')) else {
-            return Ok(None);
-        };
-        let Ok(ticket) = Uuid::parse_str(ticket) else {
-            return Ok(None);
-        };
-        let status = self.status(show, ticket).await?;
-        let live = !matches!(status.state, TicketState::Unknown | TicketState::Lost);
-        Ok((live && epoch == status.epoch.to_string()).then(|| Joined {
-            ticket,
-            seq: status.seq.unwrap_or(0),
-            status,
-        }))
+        r.answers(show, &tickets)
     }
 }

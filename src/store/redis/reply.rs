@@ -9,12 +9,13 @@
 
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer, Error as _};
+use uuid::Uuid;
 
 use crate::model::{EndReason, Pace, Phase, RateChange, ShowId, TicketState};
 use crate::store::draws::Refused;
 use crate::store::{
-    AdmitOutcome, Closing, Configured, PaceControl, Redeemed, Result, ShowMeta, Status, StoreError,
-    Touched, pace_of,
+    AdmitOutcome, Closing, Configured, Joined, PaceControl, Redeemed, Result, ShowMeta, Status,
+    StoreError, Touched, pace_of,
 };
 
 /// Decodes `text`, the reply of the script `script` for `show`: the show's refusal as its
@@ -183,20 +184,123 @@ impl From<StatusReply> for Status {
     }
 }
 
-/// `join.lua`.
+/// `join.lua`: the outcome of each join of the call, in the order they were sent, and what
+/// the joins answered a ticket share (the show's version and pace: absent when none was).
+#[derive(Debug, Deserialize)]
+pub(super) struct JoinReply {
+    #[serde(deserialize_with = "list")]
+    joins: Vec<JoinEntry>,
+    #[serde(deserialize_with = "epoch")]
+    epoch: u64,
+    version: Option<u64>,
+    pace: Option<PaceReply>,
+    /// The arrival of the call's first new ticket (the others follow in order).
+    first: Option<u64>,
+}
+
+/// One join's entry in [`JoinReply`]: the common answer in short, else its outcome by name.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum JoinEntry {
+    /// Joined, waiting at this position; its arrival is the call's next new one.
+    Waiting(u64),
+    Outcome(JoinOutcome),
+}
+
+/// One join's outcome in [`JoinReply`].
 #[derive(Debug, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
-pub(super) enum JoinReply {
-    /// Queued: where the new ticket stands.
-    Joined(StatusReply),
-    /// A live ticket is kept under the join's idempotency key already: the caller answers it.
-    Replayed,
+enum JoinOutcome {
+    /// Queued (in a pre-queue): where the new ticket stands.
+    Joined { ticket: TicketReply },
+    /// The ticket kept under the join's idempotency key, live (or joined earlier in the same
+    /// call), and where it stands.
+    Replayed {
+        ticket_id: Uuid,
+        ticket: TicketReply,
+    },
+    /// The on-sale ended.
+    Ended,
     /// The show asks a proof of work of `bits` and none came.
     ProofRequired { bits: u32 },
     /// The proof found fewer zero bits than the show asks.
     ProofTooWeak { bits: u32 },
-    /// The proof was spent by an earlier join.
+    /// The proof was spent by an earlier join (of this call too).
     ProofSpent,
+}
+
+impl JoinReply {
+    /// Each join's answer, for the joins the call sent with the new tickets `tickets`, in
+    /// order: its ticket (`true`: the one its key kept), or its refusal.
+    pub(super) fn answers(
+        self,
+        show: &ShowId,
+        tickets: &[Uuid],
+    ) -> Result<Vec<Result<(Joined, bool)>>> {
+        if self.joins.len() != tickets.len() {
+            return Err(StoreError::Protocol(format!(
+                "join: {} outcomes for {} joins",
+                self.joins.len(),
+                tickets.len()
+            )));
+        }
+        let shared = self.version.zip(self.pace.map(Pace::from));
+        let epoch = self.epoch;
+        let joined = |ticket: Uuid, standing: TicketReply| -> Result<Joined> {
+            let (version, pace) = shared.ok_or_else(|| {
+                StoreError::Protocol("join: a ticket answered without the pace".into())
+            })?;
+            let seq = standing.arrival();
+            Ok(Joined {
+                ticket,
+                seq: seq.unwrap_or(0),
+                status: Status {
+                    state: standing.into(),
+                    epoch,
+                    seq,
+                    pace,
+                    version,
+                },
+            })
+        };
+        // The call's new tickets took consecutive arrivals from `first`, in order.
+        let mut next_arrival = self.first;
+        let mut arrival = || -> Result<u64> {
+            let a = next_arrival.ok_or_else(|| {
+                StoreError::Protocol("join: a new ticket without its arrival".into())
+            })?;
+            next_arrival = Some(a + 1);
+            Ok(a)
+        };
+        Ok(self
+            .joins
+            .into_iter()
+            .zip(tickets)
+            .map(|(entry, &ticket)| match entry {
+                JoinEntry::Waiting(position) => {
+                    let arrival = arrival()?;
+                    let standing = TicketReply::Waiting { position, arrival };
+                    joined(ticket, standing).map(|j| (j, false))
+                }
+                JoinEntry::Outcome(JoinOutcome::Joined { ticket: standing }) => {
+                    arrival()?;
+                    joined(ticket, standing).map(|j| (j, false))
+                }
+                JoinEntry::Outcome(JoinOutcome::Replayed {
+                    ticket_id,
+                    ticket: standing,
+                }) => joined(ticket_id, standing).map(|j| (j, true)),
+                JoinEntry::Outcome(JoinOutcome::Ended) => Err(StoreError::Ended(show.clone())),
+                JoinEntry::Outcome(JoinOutcome::ProofRequired { bits }) => {
+                    Err(StoreError::ProofRequired(bits))
+                }
+                JoinEntry::Outcome(JoinOutcome::ProofTooWeak { bits }) => {
+                    Err(StoreError::ProofTooWeak(bits))
+                }
+                JoinEntry::Outcome(JoinOutcome::ProofSpent) => Err(StoreError::ProofSpent),
+            })
+            .collect())
+    }
 }
 
 /// `admit.lua`.
@@ -562,12 +666,51 @@ mod tests {
 
     #[test]
     fn a_reply_of_another_shape_names_its_script() {
-        let e = decode::<JoinReply>(&show(), "join", r#"{"outcome":"nonsense"}"#).unwrap_err();
+        let e = decode::<JoinReply>(&show(), "join", r#"{"joins":[{"outcome":"nonsense"}]}"#)
+            .unwrap_err();
         assert!(
             matches!(&e, StoreError::Protocol(m) if m.starts_with("join:")),
             "{e:?}"
         );
         let e = decode::<LeaveReply>(&show(), "leave", "[1]").unwrap_err();
+        assert!(matches!(e, StoreError::Protocol(_)), "{e:?}");
+    }
+
+    #[test]
+    fn each_join_of_a_call_gets_its_own_outcome() {
+        let kept = Uuid::new_v4();
+        let text = format!(
+            r#"{{"epoch":"42","version":7,"pace":{{"rate":5,"flow_milli":5000,"spread_milli":0,"phase":"open","full":false}},"first":3,"joins":[2,{{"outcome":"proof_spent"}},{{"outcome":"replayed","ticket_id":"{kept}","ticket":{{"state":"admitted","expires_in_ms":900}}}},{{"outcome":"ended"}},{{"outcome":"joined","ticket":{{"state":"pre_queue","arrival":4,"opens_in_ms":5}}}},3]}}"#
+        );
+        let r: JoinReply = decode(&show(), "join", &text).unwrap();
+        let tickets: Vec<Uuid> = (0..6).map(|_| Uuid::new_v4()).collect();
+        let answers = r.answers(&show(), &tickets).unwrap();
+        let (joined, replayed) = answers[0].as_ref().unwrap();
+        assert_eq!(
+            (joined.ticket, joined.seq, *replayed),
+            (tickets[0], 3, false)
+        );
+        assert_eq!((joined.status.epoch, joined.status.version), (42, 7));
+        assert!(matches!(answers[1], Err(StoreError::ProofSpent)));
+        let (kept_one, replayed) = answers[2].as_ref().unwrap();
+        assert_eq!((kept_one.ticket, kept_one.seq, *replayed), (kept, 0, true));
+        assert!(matches!(answers[3], Err(StoreError::Ended(_))));
+        let (pre, _) = answers[4].as_ref().unwrap();
+        assert_eq!(pre.seq, 4);
+        let (last, _) = answers[5].as_ref().unwrap();
+        assert_eq!(
+            (last.seq, last.status.state),
+            (
+                5,
+                TicketState::Waiting {
+                    position: 3,
+                    arrival: 5
+                }
+            )
+        );
+
+        let r: JoinReply = decode(&show(), "join", &text).unwrap();
+        let e = r.answers(&show(), &tickets[..5]).unwrap_err();
         assert!(matches!(e, StoreError::Protocol(_)), "{e:?}");
     }
 

@@ -104,3 +104,75 @@ async fn a_redis_out_of_memory_still_answers_the_scripts_that_only_read() {
     assert_eq!(store.stats(&sh).await.unwrap().queue_length, 1);
     assert!(store.join(&sh).await.is_err(), "a join writes: refused");
 }
+
+/// What `INFO commandstats` says of `command`'s calls since the last reset, and resets it.
+async fn calls_of(server: &RedisServer, command: &str) -> u64 {
+    let mut conn = server.conn().await;
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .and_then(|v| v.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+/// The fallback for a Redis older than 7: every script by SHA with the prelude in front, the
+/// join gathered and answering a replayed key alike, loaded again when Redis forgot it.
+#[tokio::test]
+async fn without_functions_every_script_runs_by_sha_and_joins_are_gathered_alike() {
+    let redis = RedisServer::start().await;
+    let store = RedisStore::connect(&redis.url(), settings(10, Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .by_sha();
+    let sh = show("sha");
+    store.open(&sh).await.unwrap();
+    let (first, replayed) = store.join_once(&sh, "k").await.unwrap();
+    assert_eq!((first.seq, replayed), (1, false));
+    let (again, replayed) = store.join_once(&sh, "k").await.unwrap();
+    assert!(replayed);
+    assert_eq!(again.ticket, first.ticket);
+    calls_of(&redis, "evalsha").await;
+
+    let answers = super::gathered::at_once(
+        (0..20)
+            .map(|i| store.join_proven(&sh, (i == 7).then_some("k"), None))
+            .collect(),
+    )
+    .await;
+    assert_eq!(
+        calls_of(&redis, "evalsha").await,
+        1,
+        "twenty joins, one call"
+    );
+    let seqs: Vec<u64> = answers.iter().map(|a| a.as_ref().unwrap().0.seq).collect();
+    let mut expected: Vec<u64> = (2..=20).collect();
+    expected.insert(7, 1);
+    assert_eq!(
+        seqs, expected,
+        "the replayed key answers its place, the others take 2..=20"
+    );
+    assert_eq!(calls_of(&redis, "fcall").await, 0);
+
+    let mut conn = redis.conn().await;
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.join(&sh).await.unwrap().seq,
+        21,
+        "loaded again, run once"
+    );
+    assert_eq!(store.status(&sh, first.ticket).await.unwrap().seq, Some(1));
+}

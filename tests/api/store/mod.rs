@@ -13,6 +13,7 @@ use crate::support::show;
 
 mod admission;
 mod cost;
+mod gathered;
 mod lease;
 mod library;
 mod lost;

@@ -1,0 +1,405 @@
+//! Joins gathered into one call (issue 21's group commit, `src/store/redis/joins.rs`): the
+//! joins of one show that arrive while the instance's call for it is out go together in the
+//! next call. Every join still gets its own answer: a dense sequence number handed out once,
+//! its position as rank + 1, one ticket per `Idempotency-Key`, its own refusal. The embedded
+//! store, which has no calls to gather, answers alike.
+//!
+//! "At once" below means every join was started (its future polled once, which queues it for
+//! its show's call) before any could be answered: on the test's one thread the Redis store's
+//! task for the show runs only after that, so they all go in one call. The tests on a real
+//! redis-server check that they did (`FCALL`s counted by `INFO commandstats`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use uuid::Uuid;
+use waiting_room::model::{ShowId, TicketState};
+use waiting_room::pass::Proof;
+use waiting_room::store::{
+    Durability, Joined, Queue, QueueStore, RedisStore, ShowSettings, Shows, StoreError,
+};
+
+use crate::support::backend::{Backend, RedisBehind, settings, store};
+use crate::support::redis::RedisServer;
+use crate::support::show;
+
+all_stores!(
+    joins_at_once_take_dense_sequences_and_their_ranks,
+    concurrent_joins_with_and_without_keys_each_get_one_place,
+    a_spent_proof_is_refused_and_the_others_of_its_call_go_in,
+    a_key_replayed_in_the_call_of_its_first_use_gets_that_ticket,
+);
+
+pub(super) type Answer = Result<(Joined, bool), StoreError>;
+
+/// Starts every join of `joins` before any is answered (see the module's note), then waits
+/// for them all; their answers in the same order.
+pub(super) async fn at_once(joins: Vec<BoxFuture<'_, Answer>>) -> Vec<Answer> {
+    let mut started = Vec::new();
+    for mut join in joins {
+        started.push(match futures::poll!(&mut join) {
+            Poll::Ready(answer) => Err(answer),
+            Poll::Pending => Ok(join),
+        });
+    }
+    let mut answers = Vec::new();
+    for join in started {
+        answers.push(match join {
+            Ok(pending) => pending.await,
+            Err(answer) => answer,
+        });
+    }
+    answers
+}
+
+/// The `FCALL`s the store made since the last call (none counted on the embedded store or a
+/// cluster: `None`).
+async fn calls(redis: &Option<RedisBehind>) -> Option<u64> {
+    let Some(RedisBehind::Server(server)) = redis else {
+        return None;
+    };
+    let mut conn = server.conn().await;
+    let stats: String = ::redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = ::redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let calls = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_fcall:calls="))
+        .and_then(|v| v.split(',').next())
+        .map_or(0, |n| n.parse().unwrap());
+    Some(calls)
+}
+
+fn waiting(j: &Joined) -> (u64, u64) {
+    match j.status.state {
+        TicketState::Waiting { position, arrival } => (position, arrival),
+        other => panic!("a fresh ticket waits, not {other:?}"),
+    }
+}
+
+async fn joins_at_once_take_dense_sequences_and_their_ranks(backend: Backend) {
+    let (s, redis) = store(backend, settings(2, Duration::from_secs(60))).await;
+    let sh = show("g1");
+    s.open(&sh).await.unwrap();
+    let mut first = Vec::new();
+    for _ in 0..5 {
+        first.push(s.join(&sh).await.unwrap().ticket);
+    }
+    // Two leave: ranks no longer equal arrivals.
+    assert!(s.leave(&sh, first[1]).await.unwrap());
+    assert!(s.leave(&sh, first[3]).await.unwrap());
+    calls(&redis).await;
+
+    let joins = (0..100)
+        .map(|_| s.join_proven(&sh, None, None))
+        .collect::<Vec<_>>();
+    let answers = at_once(joins).await;
+    if let Some(n) = calls(&redis).await {
+        assert_eq!(n, 1, "the hundred joins went in one call");
+    }
+    let joined: Vec<Joined> = answers.into_iter().map(|a| a.unwrap().0).collect();
+    // Sequences handed out once each, dense after the first five, in the order of the joins.
+    let seqs: Vec<u64> = joined.iter().map(|j| j.seq).collect();
+    assert_eq!(seqs, (6..=105).collect::<Vec<_>>());
+    for j in &joined {
+        let (position, arrival) = waiting(j);
+        assert_eq!(arrival, j.seq);
+        // Three of the first five still wait ahead: rank + 1 in the queue.
+        assert_eq!(position, j.seq - 2, "seq {}", j.seq);
+        assert_eq!(s.status(&sh, j.ticket).await.unwrap().state, j.status.state);
+    }
+    let tickets: std::collections::HashSet<Uuid> = joined.iter().map(|j| j.ticket).collect();
+    assert_eq!(tickets.len(), 100);
+}
+
+async fn concurrent_joins_with_and_without_keys_each_get_one_place(backend: Backend) {
+    let (s, _redis) = store(backend, settings(2, Duration::from_secs(60))).await;
+    let sh = show("g2");
+    s.open(&sh).await.unwrap();
+    // 300 joins without a key and 150 keys tried three times each, all in flight together:
+    // more than one call's worth, so several calls, each gathering what arrived meanwhile.
+    let mut fans = tokio::task::JoinSet::new();
+    for _round in 0..3 {
+        for i in 0..250 {
+            let (s, sh): (Arc<dyn QueueStore>, ShowId) = (s.clone(), sh.clone());
+            let key = (i < 150).then(|| format!("fan-{i}"));
+            fans.spawn(async move {
+                let answer = s.join_proven(&sh, key.as_deref(), None).await;
+                (key, answer)
+            });
+        }
+    }
+    let mut by_key: HashMap<String, Vec<(Joined, bool)>> = HashMap::new();
+    let mut unkeyed = Vec::new();
+    while let Some(done) = fans.join_next().await {
+        let (key, answer) = done.unwrap();
+        let answer = answer.unwrap();
+        match key {
+            Some(key) => by_key.entry(key).or_default().push(answer),
+            None => unkeyed.push(answer.0),
+        }
+    }
+    assert_eq!(by_key.len(), 150);
+    let mut places: BTreeMap<u64, Uuid> = BTreeMap::new();
+    for (key, answers) in &by_key {
+        assert_eq!(answers.len(), 3);
+        let fresh: Vec<_> = answers.iter().filter(|(_, replayed)| !replayed).collect();
+        assert_eq!(
+            fresh.len(),
+            1,
+            "{key}: one join got the place, the others its ticket"
+        );
+        let (first, _) = fresh[0];
+        for (j, _) in answers {
+            assert_eq!(j.ticket, first.ticket, "{key}: one ticket");
+            assert_eq!(j.seq, first.seq, "{key}: one place");
+        }
+        assert!(places.insert(first.seq, first.ticket).is_none());
+    }
+    assert_eq!(unkeyed.len(), 300);
+    for j in &unkeyed {
+        assert!(
+            places.insert(j.seq, j.ticket).is_none(),
+            "seq {} twice",
+            j.seq
+        );
+    }
+    let n = places.len() as u64;
+    assert_eq!(n, 150 + 300);
+    assert_eq!(
+        places.keys().copied().collect::<Vec<_>>(),
+        (1..=n).collect::<Vec<_>>(),
+        "sequences are dense and each handed out once"
+    );
+    // Nobody left or was admitted: every place is its arrival, as each join answered it.
+    for answers in by_key.values() {
+        for (j, _) in answers {
+            assert_eq!(waiting(j), (j.seq, j.seq));
+        }
+    }
+    for j in &unkeyed {
+        assert_eq!(waiting(j), (j.seq, j.seq));
+    }
+    for (&seq, &ticket) in places.iter().step_by(7) {
+        assert_eq!(
+            s.status(&sh, ticket).await.unwrap().state,
+            TicketState::Waiting {
+                position: seq,
+                arrival: seq
+            }
+        );
+    }
+}
+
+fn proof(id: &str, bits: u32) -> Proof {
+    Proof {
+        id: id.to_owned(),
+        ttl_ms: 60_000,
+        bits,
+    }
+}
+
+async fn a_spent_proof_is_refused_and_the_others_of_its_call_go_in(backend: Backend) {
+    let (s, redis) = store(backend, settings(2, Duration::from_secs(60))).await;
+    let sh = show("g3");
+    s.open(&sh).await.unwrap();
+    let hard = ShowSettings {
+        join_challenge_bits: Some(8),
+        ..ShowSettings::default()
+    };
+    s.configure(&sh, hard).await.unwrap();
+    let spent = proof("spent", 9);
+    s.join_proven(&sh, None, Some(&spent)).await.unwrap();
+    calls(&redis).await;
+
+    let (p1, p2, p3, weak) = (
+        proof("p1", 8),
+        proof("p2", 12),
+        proof("p3", 8),
+        proof("w", 7),
+    );
+    let answers = at_once(vec![
+        s.join_proven(&sh, None, Some(&p1)),
+        s.join_proven(&sh, None, Some(&spent)),
+        s.join_proven(&sh, None, Some(&p2)),
+        s.join_proven(&sh, None, Some(&p3)),
+        // The same challenge twice in one call: the first spends it.
+        s.join_proven(&sh, None, Some(&p3)),
+        s.join_proven(&sh, None, None),
+        s.join_proven(&sh, None, Some(&weak)),
+    ])
+    .await;
+    if let Some(n) = calls(&redis).await {
+        assert_eq!(n, 1, "the seven joins went in one call");
+    }
+    let seq = |a: &Answer| a.as_ref().map(|(j, _)| j.seq).ok();
+    assert_eq!(seq(&answers[0]), Some(2));
+    assert!(
+        matches!(answers[1], Err(StoreError::ProofSpent)),
+        "{:?}",
+        answers[1]
+    );
+    assert_eq!(seq(&answers[2]), Some(3));
+    assert_eq!(seq(&answers[3]), Some(4));
+    assert!(
+        matches!(answers[4], Err(StoreError::ProofSpent)),
+        "{:?}",
+        answers[4]
+    );
+    assert!(
+        matches!(answers[5], Err(StoreError::ProofRequired(8))),
+        "{:?}",
+        answers[5]
+    );
+    assert!(
+        matches!(answers[6], Err(StoreError::ProofTooWeak(8))),
+        "{:?}",
+        answers[6]
+    );
+    for a in [&answers[0], &answers[2], &answers[3]] {
+        let (j, replayed) = a.as_ref().unwrap();
+        assert!(!replayed);
+        assert_eq!(waiting(j), (j.seq, j.seq));
+    }
+    // The refused ones took no number: the next join is the fifth.
+    assert_eq!(
+        s.join_proven(&sh, None, Some(&proof("p4", 8)))
+            .await
+            .unwrap()
+            .0
+            .seq,
+        5
+    );
+}
+
+async fn a_key_replayed_in_the_call_of_its_first_use_gets_that_ticket(backend: Backend) {
+    let (s, redis) = store(backend, settings(2, Duration::from_secs(60))).await;
+    let sh = show("g4");
+    s.open(&sh).await.unwrap();
+    let (old, fresh) = s.join_once(&sh, "old").await.unwrap();
+    assert!(!fresh);
+    calls(&redis).await;
+
+    let answers = at_once(vec![
+        s.join_proven(&sh, Some("k"), None),
+        s.join_proven(&sh, None, None),
+        s.join_proven(&sh, Some("k"), None),
+        s.join_proven(&sh, Some("old"), None),
+        s.join_proven(&sh, Some("other"), None),
+        s.join_proven(&sh, Some("k"), None),
+    ])
+    .await;
+    if let Some(n) = calls(&redis).await {
+        assert_eq!(n, 1, "the six joins went in one call");
+    }
+    let answers: Vec<(Joined, bool)> = answers.into_iter().map(Result::unwrap).collect();
+    let replayed: Vec<bool> = answers.iter().map(|(_, r)| *r).collect();
+    assert_eq!(replayed, [false, false, true, true, false, true]);
+    let k = &answers[0].0;
+    assert_eq!(k.seq, 2);
+    assert_eq!(waiting(k), (2, 2));
+    for (j, _) in [&answers[2], &answers[5]] {
+        assert_eq!((j.ticket, j.seq), (k.ticket, k.seq), "the key's one ticket");
+        assert_eq!(j.status.state, k.status.state);
+    }
+    assert_eq!(answers[1].0.seq, 3);
+    assert_eq!(answers[4].0.seq, 4);
+    // The key kept before this call: its ticket, where it stands; no new place.
+    assert_eq!(answers[3].0.ticket, old.ticket);
+    assert_eq!(waiting(&answers[3].0), (1, 1));
+    // And afterwards, alone.
+    let (again, replayed) = s.join_once(&sh, "k").await.unwrap();
+    assert!(replayed);
+    assert_eq!(again.ticket, k.ticket);
+    assert_eq!(s.join(&sh).await.unwrap().seq, 5);
+}
+
+/// A replica that is online behind `primary`.
+async fn replica_of(primary: &RedisServer) -> RedisServer {
+    let replica =
+        RedisServer::start_with(&["--replicaof", "127.0.0.1", &primary.port.to_string()]).await;
+    let mut conn = primary.conn().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = ::redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if info.contains("state=online") {
+            return replica;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the replica never came online"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// With `REDIS_WAIT_REPLICAS`, a call that gathered joins is confirmed by `WAIT` before any
+/// of its fans is answered, and when the replicas do not confirm, every one of them is told.
+#[tokio::test]
+async fn gathered_joins_are_confirmed_by_the_replicas_first() {
+    let primary = RedisServer::start().await;
+    let mut replica = replica_of(&primary).await;
+    let durability = Durability {
+        replicas: 1,
+        timeout: Duration::from_secs(5),
+    };
+    let s = RedisStore::connect(&primary.url(), settings(2, Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .with_durability(durability);
+    let sh = show("g5");
+    s.open(&sh).await.unwrap();
+    let behind = Some(RedisBehind::Server(primary));
+    calls(&behind).await;
+
+    let answers = at_once((0..50).map(|_| s.join_proven(&sh, None, None)).collect()).await;
+    assert_eq!(
+        calls(&behind).await,
+        Some(1),
+        "the fifty joins went in one call"
+    );
+    let seqs: Vec<u64> = answers.iter().map(|a| a.as_ref().unwrap().0.seq).collect();
+    assert_eq!(seqs, (1..=50).collect::<Vec<_>>());
+    // Confirmed: the replica holds every place already.
+    let mut on_replica = replica.conn().await;
+    let queued: u64 = ::redis::cmd("ZCARD")
+        .arg("wr:{g5}:queue")
+        .query_async(&mut on_replica)
+        .await
+        .unwrap();
+    assert_eq!(queued, 50);
+
+    // No replica to confirm: every join of the call is answered so (after the timeout).
+    replica.stop();
+    let s = s.with_durability(Durability {
+        replicas: 1,
+        timeout: Duration::from_millis(200),
+    });
+    let answers = at_once((0..20).map(|_| s.join_proven(&sh, None, None)).collect()).await;
+    for a in &answers {
+        assert!(
+            matches!(
+                a,
+                Err(StoreError::NotReplicated {
+                    acked: 0,
+                    wanted: 1
+                })
+            ),
+            "{a:?}"
+        );
+    }
+}
