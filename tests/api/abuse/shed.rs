@@ -29,58 +29,84 @@ async fn past_max_store_calls_the_crowd_is_told_to_come_back_and_nothing_is_lost
         },
     )
     .await;
-    app.create("busy").await;
     let redis = app.redis.as_ref().unwrap().server();
     let mut conn = redis.conn().await;
-    // Every write waits in Redis: two joins go to work and stay there.
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(20_000)
-        .arg("WRITE")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let stuck: Vec<_> = (0..2)
-        .map(|i| {
-            let client = app.client.clone();
-            let url = app.url(&routes::show(routes::JOIN, "busy"));
-            tokio::spawn(async move {
-                let sent = client
-                    .post(url)
-                    .header(IDEMPOTENCY_KEY, format!("stuck-{i}"));
-                sent.send().await.unwrap()
-            })
-        })
-        .collect();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while at_work(&app).await < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the joins never went to work"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-
-    // A third join and a poll: answered at once, without the store, told when to come back.
-    for response in [
-        app.join("busy").await,
-        app.ticket("busy", &uuid::Uuid::new_v4().to_string()).await,
-    ] {
-        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-        let retry: u64 = response.headers()["retry-after"]
-            .to_str()
-            .unwrap()
-            .parse()
+    // Every write waits in Redis: two joins go to work and stay there, until the store's 2 s
+    // timeout. On a machine so slow that they time out before the third request is answered,
+    // the attempt says nothing: it is made again (the stuck ones keep their places either way).
+    let mut attempts = 0;
+    let (stuck, show) = loop {
+        attempts += 1;
+        // A show of the attempt's own: what an attempt that said nothing left is not counted.
+        let show = format!("busy-{attempts}");
+        app.create(&show).await;
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(20_000)
+            .arg("WRITE")
+            .query_async(&mut conn)
+            .await
             .unwrap();
-        assert!((1..=5).contains(&retry), "Retry-After {retry}");
-        let body: serde_json::Value = response.json().await.unwrap();
-        assert!(body["message"].as_str().unwrap().contains("busy"), "{body}");
-    }
+        let stuck: Vec<_> = (0..2)
+            .map(|i| {
+                let client = app.client.clone();
+                let url = app.url(&routes::show(routes::JOIN, &show));
+                tokio::spawn(async move {
+                    let sent = client
+                        .post(url)
+                        .header(IDEMPOTENCY_KEY, format!("stuck-{i}"));
+                    sent.send().await.unwrap()
+                })
+            })
+            .collect();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while at_work(&app).await < 2 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the joins never went to work"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // A third join and a poll: answered at once, without the store.
+        let answers = [
+            app.join(&show).await,
+            app.ticket(&show, &uuid::Uuid::new_v4().to_string()).await,
+        ];
+        if stuck.iter().any(|j| j.is_finished()) && attempts < 5 {
+            let _: () = redis::cmd("CLIENT")
+                .arg("UNPAUSE")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            for join in stuck {
+                join.await.unwrap();
+            }
+            continue;
+        }
+        // Told when to come back.
+        for response in answers {
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+            let retry: u64 = response.headers()["retry-after"]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!((1..=5).contains(&retry), "Retry-After {retry}");
+            let body: serde_json::Value = response.json().await.unwrap();
+            assert!(body["message"].as_str().unwrap().contains("busy"), "{body}");
+        }
+        break (stuck, show);
+    };
     // The people running the on-sale are never shed.
     assert_eq!(app.get(routes::HEALTHZ).await.status(), StatusCode::OK);
     let metrics = app.metrics().await;
+    let shed: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("waiting_room_shed_requests_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("the counter is exported");
     assert!(
-        metrics.contains("waiting_room_shed_requests_total 2"),
+        (2..=2 * attempts).contains(&shed),
         "both counted: {metrics}"
     );
 
@@ -100,14 +126,14 @@ async fn past_max_store_calls_the_crowd_is_told_to_come_back_and_nothing_is_lost
         );
         let again = app
             .client
-            .post(app.url(&routes::show(routes::JOIN, "busy")))
+            .post(app.url(&routes::show(routes::JOIN, &show)))
             .header(IDEMPOTENCY_KEY, format!("stuck-{i}"))
             .send()
             .await
             .unwrap();
         assert!(again.status().is_success(), "{}", again.status());
     }
-    assert_eq!(app.join("busy").await.status(), StatusCode::ACCEPTED);
-    assert_eq!(app.stats("busy").await["queueLength"], 3);
+    assert_eq!(app.join(&show).await.status(), StatusCode::ACCEPTED);
+    assert_eq!(app.stats(&show).await["queueLength"], 3);
     app.stop().await;
 }
