@@ -20,10 +20,17 @@
 //! the event in the show's audit (kind `lost`), the log (an error) and the metrics
 //! (`waiting_room_lost_writes_total`, `waiting_room_lost_places_total`).
 //!
-//! What it cannot do: a join that meets the new primary in the second before the check can
-//! be handed a number a lost ticket held (the lost one is gone from the store, so no two live
-//! tickets share it); and a ticket handed out by an instance that died with the primary is
-//! nobody's to tell. `REDIS_WAIT_REPLICAS=1` (behind Sentinel) loses no acknowledged write at
+//! Joins keep coming through a failover, and at 20 a second they take the counter back past
+//! what was lost within a second: the check alone would then find nothing wrong. So a join
+//! answered a number at or below one handed out here more than [`REORDER`] earlier (an intact
+//! counter never does that; only handlers answering out of order do, and within
+//! milliseconds) is itself the proof: the show is marked, the watchdog woken, and the check
+//! treats the numbers from that one on as possibly lost.
+//!
+//! What it cannot do: the joins answered between the failover and the mend are handed numbers
+//! lost tickets held (the lost ones are gone from the store, so no two live tickets share
+//! one); and a ticket handed out by an instance that died with the primary is nobody's to
+//! tell. `REDIS_WAIT_REPLICAS=1` (behind Sentinel) loses no acknowledged write at
 //! all.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -40,6 +47,10 @@ use crate::store::{Arrivals, Lineage as Store};
 const REMEMBER_FOR: Duration = Duration::from_secs(120);
 /// At most this many tickets remembered per show (a burst of joins keeps the newest).
 const REMEMBER_AT_MOST: usize = 200_000;
+/// Joins of one instance may be told their numbers out of order by this much (their handlers
+/// run concurrently); a number at or below one handed out longer ago than this means the
+/// store's counter went back.
+pub(crate) const REORDER: Duration = Duration::from_millis(500);
 
 /// What this instance saw of one show, under one epoch.
 #[derive(Default)]
@@ -51,6 +62,11 @@ struct Seen {
     recent: VecDeque<(u64, Uuid, Instant)>,
     /// The store's count of mends this instance has answered.
     mends: u64,
+    /// When `high` was handed out or read here.
+    high_at: Option<Instant>,
+    /// The lowest number a join was handed since the counter was seen to go back (the
+    /// counter the failover left is below it); taken by the next check.
+    regressed: Option<u64>,
 }
 
 /// Per show, what this instance saw. Cheap to clone.
@@ -59,6 +75,8 @@ pub(crate) struct Lineage {
     store: Arc<dyn Store>,
     metrics: Arc<Metrics>,
     seen: Arc<Mutex<BTreeMap<ShowId, Seen>>>,
+    /// Woken when a join proves a counter went back, so the check runs now.
+    woken: Arc<tokio::sync::Notify>,
 }
 
 impl Lineage {
@@ -67,7 +85,13 @@ impl Lineage {
             store,
             metrics,
             seen: Arc::default(),
+            woken: Arc::default(),
         }
+    }
+
+    /// Resolves once a join has shown a counter went back since the last call.
+    pub(crate) async fn woken(&self) {
+        self.woken.notified().await;
     }
 
     fn seen(&self) -> std::sync::MutexGuard<'_, BTreeMap<ShowId, Seen>> {
@@ -75,11 +99,22 @@ impl Lineage {
     }
 
     /// A join here handed out `ticket` with arrival number `seq`.
-    pub(crate) fn joined(&self, show: &ShowId, seq: u64, ticket: Uuid) {
-        let now = Instant::now();
+    /// A join here handed out `ticket` with arrival number `seq` under `epoch`, at `now`.
+    pub(crate) fn joined(&self, show: &ShowId, epoch: u64, seq: u64, ticket: Uuid, now: Instant) {
         let mut seen = self.seen();
         let s = seen.entry(show.clone()).or_default();
-        s.high = s.high.max(seq);
+        let same_epoch = s.epoch == 0 || s.epoch == epoch;
+        if seq > s.high {
+            s.high = seq;
+            s.high_at = Some(now);
+        } else if same_epoch
+            && s.high_at
+                .is_some_and(|at| now.saturating_duration_since(at) > REORDER)
+        {
+            // The counter handed out again a number given long enough ago: it went back.
+            s.regressed = Some(s.regressed.map_or(seq, |r| r.min(seq)));
+            self.woken.notify_one();
+        }
         s.recent.push_back((seq, ticket, now));
         while s.recent.len() > REMEMBER_AT_MOST
             || s.recent
@@ -116,7 +151,10 @@ impl Lineage {
                 // The first look: the joins made here before it belong to this epoch.
                 s.epoch = epoch;
                 s.mends = mends;
-                s.high = s.high.max(counter);
+                if counter > s.high {
+                    s.high = counter;
+                    s.high_at = Some(Instant::now());
+                }
             } else if s.epoch != epoch {
                 // A new epoch: numbers of another epoch say nothing.
                 let recent = std::mem::take(&mut s.recent)
@@ -128,6 +166,8 @@ impl Lineage {
                     high: counter,
                     recent,
                     mends,
+                    high_at: Some(Instant::now()),
+                    regressed: None,
                 };
                 return Ok(Vec::new());
             }
@@ -139,20 +179,33 @@ impl Lineage {
             } else {
                 None
             };
-            if counter >= s.high && from.is_none() {
-                s.high = counter;
+            // A join here was handed a number again: the counter went back below it, even
+            // if joins since took it past what we saw.
+            let regressed = s.regressed.take().map(|seq| seq.saturating_sub(1));
+            if counter >= s.high && from.is_none() && regressed.is_none() {
+                if counter > s.high {
+                    s.high = counter;
+                    s.high_at = Some(Instant::now());
+                }
                 return Ok(Vec::new());
             }
             // The store forgot numbers we saw: every ticket of ours above its counter may be
             // gone with them.
-            let above = from.unwrap_or(counter).min(counter);
+            let above = [from, regressed, Some(counter)]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(counter);
             let tickets: Vec<Uuid> = s
                 .recent
                 .iter()
                 .filter(|&&(seq, _, _)| seq > above)
                 .map(|&(_, t, _)| t)
                 .collect();
-            s.high = s.high.max(counter);
+            if counter > s.high {
+                s.high = counter;
+                s.high_at = Some(Instant::now());
+            }
             (s.high, tickets)
         };
         let mended = self.store.mend(show, epoch, high, &tickets).await?;
@@ -223,8 +276,9 @@ mod tests {
         let show: ShowId = "s".parse().unwrap();
         lineage.check(&show).await.unwrap();
         let tickets: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
+        let now = Instant::now();
         for (i, t) in tickets.iter().enumerate() {
-            lineage.joined(&show, i as u64 + 1, *t);
+            lineage.joined(&show, 7, i as u64 + 1, *t, now);
         }
         *fake.counter.lock().unwrap() = 5;
         lineage.check(&show).await.unwrap();
@@ -245,5 +299,44 @@ mod tests {
         // Mended: the next check finds nothing more.
         assert!(lineage.check(&show).await.unwrap().is_empty());
         assert_eq!(fake.mends.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_number_handed_out_again_is_a_counter_gone_back_even_once_joins_overtook_it() {
+        let fake = Arc::new(Fake::default());
+        let lineage = Lineage::new(fake.clone(), Arc::new(Metrics::default()));
+        let show: ShowId = "s".parse().unwrap();
+        lineage.check(&show).await.unwrap();
+        let old: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
+        let t0 = Instant::now();
+        for (i, t) in old.iter().enumerate() {
+            lineage.joined(&show, 7, i as u64 + 1, *t, t0);
+        }
+        // Handlers answering out of order, within milliseconds: no proof of anything.
+        lineage.joined(&show, 7, 4, Uuid::new_v4(), t0 + Duration::from_millis(3));
+        *fake.counter.lock().unwrap() = 5;
+        lineage.check(&show).await.unwrap();
+        assert!(fake.mends.lock().unwrap().is_empty(), "nothing lost");
+        // A failover left the counter at 3; two seconds on, joins here are handed 4, 5 and 6
+        // again, so the counter is past what we saw by the time the check looks.
+        let later = t0 + REORDER * 4;
+        let new: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+        for (i, t) in new.iter().enumerate() {
+            lineage.joined(&show, 7, i as u64 + 4, *t, later);
+        }
+        *fake.counter.lock().unwrap() = 6;
+        tokio::time::timeout(Duration::from_secs(1), lineage.woken())
+            .await
+            .expect("the check is woken at once");
+        let lost = lineage.check(&show).await.unwrap();
+        // Every ticket of ours from 4 on is named (the store marks those it no longer holds:
+        // the old 4 and 5, not the new ones waiting), and the counter stays past 6.
+        let mends = fake.mends.lock().unwrap().clone();
+        assert_eq!(mends.len(), 1, "{mends:?}");
+        assert_eq!(mends[0].0, 6);
+        for t in old[3..].iter().chain(&new) {
+            assert!(lost.contains(t), "{t} named");
+        }
+        assert!(!lost.contains(&old[2]), "3 was kept");
     }
 }

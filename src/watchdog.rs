@@ -71,10 +71,12 @@ impl Watchdog {
         }
     }
 
-    /// A join here handed out `ticket` with arrival number `seq` (remembered for a while, to
-    /// tell its fan if a failover loses it).
-    pub fn joined(&self, show: &ShowId, seq: u64, ticket: uuid::Uuid) {
-        self.inner.lineage.joined(show, seq, ticket);
+    /// A join here handed out `ticket` with arrival number `seq` under `epoch` (remembered for
+    /// a while, to tell its fan if a failover loses it; a number handed out again wakes the
+    /// check at once).
+    pub fn joined(&self, show: &ShowId, epoch: u64, seq: u64, ticket: uuid::Uuid) {
+        let now = std::time::Instant::now();
+        self.inner.lineage.joined(show, epoch, seq, ticket, now);
     }
 
     /// An operator deleted `show`.
@@ -146,6 +148,9 @@ impl Watchdog {
         loop {
             tokio::select! {
                 _ = every.tick() => {}
+                // A join proved a counter went back: mend now, before more joins are handed
+                // numbers lost tickets held.
+                _ = self.inner.lineage.woken() => {}
                 _ = shutdown.cancelled() => return,
             }
             let checked = self.check().await;

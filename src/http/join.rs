@@ -47,7 +47,8 @@ impl AppState {
         let (joined, replayed) = self.store.join_proven(show, key, proof.as_ref()).await?;
         if !replayed {
             self.metrics.joined(show);
-            self.watchdog.joined(show, joined.seq, joined.ticket);
+            self.watchdog
+                .joined(show, joined.status.epoch, joined.seq, joined.ticket);
         }
         Ok((joined, replayed))
     }
