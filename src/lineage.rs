@@ -27,6 +27,13 @@
 //! milliseconds) is itself the proof: the show is marked, the watchdog woken, and the check
 //! treats the numbers from that one on as possibly lost.
 //!
+//! A third witness is the failover itself: behind Sentinel an instance knows when it followed
+//! the primary to another node, and writes a paused primary acknowledged after it came back,
+//! before it was told it is a replica now, are gone with it; the counter may not show it, and
+//! no join may be handed their numbers again here. So the first check after this instance
+//! followed a failover mends every show with the tickets it handed out in the
+//! [`SUSPECT_FOR`] before: those the store no longer holds are marked lost and their fans told.
+//!
 //! What it cannot do: the joins answered between the failover and the mend are handed numbers
 //! lost tickets held (the lost ones are gone from the store, so no two live tickets share
 //! one); and a ticket handed out by an instance that died with the primary is nobody's to
@@ -51,6 +58,9 @@ const REMEMBER_AT_MOST: usize = 200_000;
 /// run concurrently); a number at or below one handed out longer ago than this means the
 /// store's counter went back.
 pub(crate) const REORDER: Duration = Duration::from_millis(500);
+/// After this instance followed a failover, the tickets it handed out this long before are
+/// suspect: far longer than a paused primary answers before Sentinel demotes it.
+pub(crate) const SUSPECT_FOR: Duration = Duration::from_secs(15);
 
 /// What this instance saw of one show, under one epoch.
 #[derive(Default)]
@@ -67,6 +77,8 @@ struct Seen {
     /// The lowest number a join was handed since the counter was seen to go back (the
     /// counter the failover left is below it); taken by the next check.
     regressed: Option<u64>,
+    /// The failovers this instance had followed when this show was last checked.
+    failovers: u64,
 }
 
 /// Per show, what this instance saw. Cheap to clone.
@@ -144,6 +156,7 @@ impl Lineage {
         else {
             return Ok(Vec::new());
         };
+        let followed = self.metrics.redis_failovers_followed();
         let (high, tickets) = {
             let mut seen = self.seen();
             let s = seen.entry(show.clone()).or_default();
@@ -151,6 +164,7 @@ impl Lineage {
                 // The first look: the joins made here before it belong to this epoch.
                 s.epoch = epoch;
                 s.mends = mends;
+                s.failovers = followed;
                 if counter > s.high {
                     s.high = counter;
                     s.high_at = Some(Instant::now());
@@ -168,6 +182,7 @@ impl Lineage {
                     mends,
                     high_at: Some(Instant::now()),
                     regressed: None,
+                    failovers: followed,
                 };
                 return Ok(Vec::new());
             }
@@ -182,7 +197,20 @@ impl Lineage {
             // A join here was handed a number again: the counter went back below it, even
             // if joins since took it past what we saw.
             let regressed = s.regressed.take().map(|seq| seq.saturating_sub(1));
-            if counter >= s.high && from.is_none() && regressed.is_none() {
+            // This instance followed a failover since: what it handed out just before may
+            // have gone with the old primary.
+            let suspect = if followed > s.failovers {
+                s.failovers = followed;
+                let since = Instant::now().checked_sub(SUSPECT_FOR);
+                s.recent
+                    .iter()
+                    .filter(|&&(_, _, at)| since.is_none_or(|since| at >= since))
+                    .map(|&(seq, _, _)| seq.saturating_sub(1))
+                    .min()
+            } else {
+                None
+            };
+            if counter >= s.high && from.is_none() && regressed.is_none() && suspect.is_none() {
                 if counter > s.high {
                     s.high = counter;
                     s.high_at = Some(Instant::now());
@@ -191,7 +219,7 @@ impl Lineage {
             }
             // The store forgot numbers we saw: every ticket of ours above its counter may be
             // gone with them.
-            let above = [from, regressed, Some(counter)]
+            let above = [from, regressed, suspect, Some(counter)]
                 .into_iter()
                 .flatten()
                 .min()
@@ -338,5 +366,29 @@ mod tests {
             assert!(lost.contains(t), "{t} named");
         }
         assert!(!lost.contains(&old[2]), "3 was kept");
+    }
+
+    #[tokio::test]
+    async fn after_a_failover_it_followed_the_tickets_handed_out_just_before_are_checked() {
+        let fake = Arc::new(Fake::default());
+        let metrics = Arc::new(Metrics::default());
+        let lineage = Lineage::new(fake.clone(), metrics.clone());
+        let show: ShowId = "s".parse().unwrap();
+        lineage.check(&show).await.unwrap();
+        let now = Instant::now();
+        let long_ago = now.checked_sub(SUSPECT_FOR * 2).unwrap();
+        let (old, recent) = (Uuid::new_v4(), Uuid::new_v4());
+        lineage.joined(&show, 7, 1, old, long_ago);
+        lineage.joined(&show, 7, 2, recent, now);
+        *fake.counter.lock().unwrap() = 2;
+        lineage.check(&show).await.unwrap();
+        assert!(fake.mends.lock().unwrap().is_empty(), "nothing lost");
+        // The counter says nothing is missing, but this instance followed the primary to
+        // another node: what it handed out just before is checked, once.
+        metrics.redis_failover();
+        lineage.check(&show).await.unwrap();
+        lineage.check(&show).await.unwrap();
+        let mends = fake.mends.lock().unwrap().clone();
+        assert_eq!(mends, vec![(2, vec![recent])]);
     }
 }

@@ -319,6 +319,11 @@ impl Metrics {
         self.redis_failovers.inc();
     }
 
+    /// How many times this instance followed the primary to another node so far.
+    pub fn redis_failovers_followed(&self) -> u64 {
+        self.redis_failovers.get()
+    }
+
     /// A fan's request was shed: too many at work already.
     pub fn shed(&self) {
         self.shed.inc();

@@ -22,7 +22,8 @@ use crate::store::{Result, StoreError};
 /// `Idempotency-Key`.
 const LOST_FOR_MS: u64 = 86_400_000;
 
-/// KEYS: seq, meta, queue, audit, lostfans, mended. ARGV: epoch, high, admitted prefix, keep ms,
+/// KEYS: seq, meta, queue, audit, lostfans, mended, spent (an admission ordered or redeemed is
+/// not lost: its ticket left the queue and its admission on purpose). ARGV: epoch, high, admitted prefix, keep ms,
 /// tickets…. Returns {found counter, raised (0/1), lost tickets…}, or {-1} when the show's
 /// epoch is not ARGV[1] (re-opened or deleted meanwhile: nothing to mend).
 static MEND: LazyLock<Script> = LazyLock::new(|| {
@@ -48,7 +49,8 @@ end
 for i = 5, #ARGV do
   local ticket = ARGV[i]
   if not redis.call('ZSCORE', KEYS[3], ticket)
-    and redis.call('EXISTS', ARGV[3] .. ticket) == 0 then
+    and redis.call('EXISTS', ARGV[3] .. ticket) == 0
+    and redis.call('HEXISTS', KEYS[7], ticket) == 0 then
     redis.call('SADD', KEYS[5], ticket)
     out[#out + 1] = ticket
   end
@@ -90,7 +92,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Lineage for RedisStore<C
 
     async fn mend(&self, show: &ShowId, epoch: u64, high: u64, tickets: &[Uuid]) -> Result<Mended> {
         let mut invocation = MEND.prepare_invoke();
-        for name in ["seq", "meta", "queue", "audit", "lostfans", "mended"] {
+        for name in [
+            "seq", "meta", "queue", "audit", "lostfans", "mended", "spent",
+        ] {
             invocation.key(key(show, name));
         }
         invocation
