@@ -79,6 +79,8 @@ struct Seen {
     regressed: Option<u64>,
     /// The failovers this instance had followed when this show was last checked.
     failovers: u64,
+    /// The epoch the joins in `recent` were handed out under (0: none yet).
+    join_epoch: u64,
 }
 
 /// Per show, what this instance saw. Cheap to clone.
@@ -115,6 +117,17 @@ impl Lineage {
     pub(crate) fn joined(&self, show: &ShowId, epoch: u64, seq: u64, ticket: Uuid, now: Instant) {
         let mut seen = self.seen();
         let s = seen.entry(show.clone()).or_default();
+        if epoch != s.join_epoch {
+            // Another incarnation of the show (re-opened from nothing, or deleted and made
+            // again): its numbers start over and say nothing of the old one's.
+            s.recent.clear();
+            s.join_epoch = epoch;
+            if s.epoch != epoch {
+                s.high = 0;
+                s.high_at = None;
+                s.regressed = None;
+            }
+        }
         let same_epoch = s.epoch == 0 || s.epoch == epoch;
         if seq > s.high {
             s.high = seq;
@@ -183,6 +196,7 @@ impl Lineage {
                     high_at: Some(Instant::now()),
                     regressed: None,
                     failovers: followed,
+                    join_epoch: epoch,
                 };
                 return Ok(Vec::new());
             }
@@ -390,5 +404,24 @@ mod tests {
         lineage.check(&show).await.unwrap();
         let mends = fake.mends.lock().unwrap().clone();
         assert_eq!(mends, vec![(2, vec![recent])]);
+    }
+
+    #[tokio::test]
+    async fn numbers_starting_over_in_a_new_incarnation_prove_nothing() {
+        let fake = Arc::new(Fake::default());
+        let lineage = Lineage::new(fake.clone(), Arc::new(Metrics::default()));
+        let show: ShowId = "s".parse().unwrap();
+        // Joins before any check, under an epoch the store then forgot (flushed, re-opened).
+        let t0 = Instant::now();
+        for seq in 1..=5 {
+            lineage.joined(&show, 3, seq, Uuid::new_v4(), t0);
+        }
+        // The re-opened show (epoch 7, the fake's) hands out 1 and 2 again, much later.
+        let fresh = Uuid::new_v4();
+        lineage.joined(&show, 7, 1, fresh, t0 + REORDER * 4);
+        lineage.joined(&show, 7, 2, Uuid::new_v4(), t0 + REORDER * 4);
+        *fake.counter.lock().unwrap() = 2;
+        assert!(lineage.check(&show).await.unwrap().is_empty());
+        assert!(fake.mends.lock().unwrap().is_empty(), "nothing mended");
     }
 }
