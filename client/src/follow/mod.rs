@@ -159,12 +159,13 @@ pub async fn join(client: &Client, base: &Url, show: &ShowId) -> Result<Joined, 
     }
 }
 
-/// The longest `Retry-After` a join honours.
+/// The longest `Retry-After` a fan honours (a join, a stream, a poll); a longer one is
+/// someone else's problem to explain.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// The wait a `Retry-After` of whole seconds asks for; a server may ask for any wait, a fan
 /// waits a minute at most before asking again.
-pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &hyper::HeaderMap) -> Option<Duration> {
     headers
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())

@@ -23,16 +23,13 @@ use waiting_room::model::{ShowId, TicketStatus, TicketView};
 use waiting_room::protocol::{EventName, routes};
 
 use super::tcp::connect_tcp;
-use super::{CONNECT_TIMEOUT, FollowError, Push, refusal, ticket_url};
+use super::{CONNECT_TIMEOUT, FollowError, Push, refusal, retry_after, ticket_url};
 
 /// How often the seed's client asks.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A ticket's JSON is a hundred bytes; an answer this long is not one.
 const MAX_BODY: usize = 64 * 1024;
-
-/// The longest `Retry-After` honoured; a longer one is someone else's problem to explain.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// One fan polling one ticket on one connection.
 pub struct Poller {
@@ -123,12 +120,7 @@ impl Poller {
                 .await
                 .map_err(FollowError::retry)?;
             let status = response.status();
-            let wait = response
-                .headers()
-                .get(hyper::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER));
+            let wait = retry_after(response.headers());
             let body = Limited::new(response.into_body(), MAX_BODY)
                 .collect()
                 .await

@@ -125,13 +125,12 @@ impl PushStream {
             tokio_tungstenite::client_async_with_config(url.as_str(), tcp, Some(ws_config()))
                 .await
                 .map_err(|e| match e {
-                    tungstenite::Error::Http(response)
-                        if response.status() == StatusCode::SERVICE_UNAVAILABLE
-                            && retry_after(response.headers()).is_some() =>
-                    {
-                        FollowError::Busy(retry_after(response.headers()).unwrap_or_default())
-                    }
                     tungstenite::Error::Http(response) => {
+                        if response.status() == StatusCode::SERVICE_UNAVAILABLE
+                            && let Some(wait) = retry_after(response.headers())
+                        {
+                            return FollowError::Busy(wait);
+                        }
                         let body = response.body().as_deref().unwrap_or_default();
                         match final_answer(response.status(), body) {
                             Ok(_) => FollowError::retry("unexpected answer"),

@@ -107,16 +107,9 @@ const BUSY_TRIES: u32 = 10;
 /// How long a busy server (429, or 503 with `Retry-After`) asks to wait, capped as a fan caps it.
 fn busy_for(response: &reqwest::Response) -> Option<Duration> {
     let status = response.status();
-    let after = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse::<u64>()
-        .ok()?;
     (status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS)
-        .then(|| Duration::from_secs(after.min(follow::MAX_RETRY_AFTER.as_secs())))
+        .then(|| follow::retry_after(response.headers()))
+        .flatten()
 }
 
 /// Every server must know the show before the first join: joins for a show nobody created

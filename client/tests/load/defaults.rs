@@ -188,40 +188,35 @@ async fn joins_the_server_sheds_are_asked_again_when_told_and_every_fan_joins() 
     )
     .await;
     app.create("shed").await;
-    let url = base(&app).to_string();
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_waiting-room-client"))
-        .args(["load", "--url", &url, "--show", "shed", "--fans", "40"])
-        .args(["--join-rate", "4", "--join-only", "--duration", "90s"])
-        .args(["--json", "--quiet", "--no-source-spread"])
-        .args(["--csv", &scratch("shed.csv").display().to_string()])
-        .args(["--plot", &scratch("shed.svg").display().to_string()])
-        .kill_on_drop(true)
-        .output();
-    let run = tokio::spawn(run);
+    let run = load(
+        &app,
+        &[
+            "--show",
+            "shed",
+            "--fans",
+            "40",
+            "--join-rate",
+            "4",
+            "--join-only",
+            "--no-source-spread",
+            "--duration",
+            "90s",
+        ],
+    );
     // Once joins flow, Redis holds every write for 4 s: the join then sent waits at work,
     // and those after it (4 a second) are shed until the pause ends by itself.
-    wait_for_stats(&app, "shed", Duration::from_secs(60), |s| s["joined"] != 0).await;
-    let redis = app.redis.as_ref().unwrap().server();
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(4000)
-        .arg("WRITE")
-        .query_async(&mut redis.conn().await)
-        .await
-        .unwrap();
-    let out = tokio::time::timeout(Duration::from_secs(120), run)
-        .await
-        .expect("the run ends by its --duration")
-        .unwrap()
-        .unwrap();
-    std::fs::remove_file(scratch("shed.csv")).ok();
-    std::fs::remove_file(scratch("shed.svg")).ok();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pause = async {
+        wait_for_stats(&app, "shed", Duration::from_secs(60), |s| s["joined"] != 0).await;
+        let redis = app.redis.as_ref().unwrap().server();
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(4000)
+            .arg("WRITE")
+            .query_async(&mut redis.conn().await)
+            .await
+            .unwrap();
+    };
+    let (report, ()) = tokio::join!(run, pause);
 
     // Shed joins were told when to come back, waited, and joined: none failed.
     assert!(count(&report, "join_shed") >= 1, "{report}");
