@@ -83,6 +83,18 @@ struct Seen {
     join_epoch: u64,
 }
 
+impl Seen {
+    /// `n` was handed out or read here at `at`: the highest number seen, if above the last.
+    fn saw(&mut self, n: u64, at: Instant) -> bool {
+        let higher = n > self.high;
+        if higher {
+            self.high = n;
+            self.high_at = Some(at);
+        }
+        higher
+    }
+}
+
 /// Per show, what this instance saw. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Lineage {
@@ -129,10 +141,8 @@ impl Lineage {
             }
         }
         let same_epoch = s.epoch == 0 || s.epoch == epoch;
-        if seq > s.high {
-            s.high = seq;
-            s.high_at = Some(now);
-        } else if same_epoch
+        if !s.saw(seq, now)
+            && same_epoch
             && s.high_at
                 .is_some_and(|at| now.saturating_duration_since(at) > REORDER)
         {
@@ -178,26 +188,25 @@ impl Lineage {
                 s.epoch = epoch;
                 s.mends = mends;
                 s.failovers = followed;
-                if counter > s.high {
-                    s.high = counter;
-                    s.high_at = Some(Instant::now());
-                }
+                s.saw(counter, Instant::now());
             } else if s.epoch != epoch {
-                // A new epoch: numbers of another epoch say nothing.
-                let recent = std::mem::take(&mut s.recent)
-                    .into_iter()
-                    .filter(|&(seq, _, _)| seq <= counter)
-                    .collect();
+                // A new epoch: numbers of another epoch say nothing; the joins made here
+                // under the new one before this look are kept.
+                let recent = if s.join_epoch == epoch {
+                    std::mem::take(&mut s.recent)
+                } else {
+                    VecDeque::new()
+                };
+                let joined = recent.iter().map(|&(seq, _, _)| seq).max().unwrap_or(0);
                 *s = Seen {
                     epoch,
-                    high: counter,
                     recent,
                     mends,
-                    high_at: Some(Instant::now()),
-                    regressed: None,
                     failovers: followed,
                     join_epoch: epoch,
+                    ..Seen::default()
                 };
+                s.saw(counter.max(joined), Instant::now());
                 return Ok(Vec::new());
             }
             // Another instance mended the show since we last looked: the numbers above the
@@ -225,10 +234,7 @@ impl Lineage {
                 None
             };
             if counter >= s.high && from.is_none() && regressed.is_none() && suspect.is_none() {
-                if counter > s.high {
-                    s.high = counter;
-                    s.high_at = Some(Instant::now());
-                }
+                s.saw(counter, Instant::now());
                 return Ok(Vec::new());
             }
             // The store forgot numbers we saw: every ticket of ours above its counter may be
@@ -244,10 +250,7 @@ impl Lineage {
                 .filter(|&&(seq, _, _)| seq > above)
                 .map(|&(_, t, _)| t)
                 .collect();
-            if counter > s.high {
-                s.high = counter;
-                s.high_at = Some(Instant::now());
-            }
+            s.saw(counter, Instant::now());
             (s.high, tickets)
         };
         let mended = self.store.mend(show, epoch, high, &tickets).await?;
