@@ -123,6 +123,7 @@ impl Shed {
     /// 0: no bound.
     pub fn new(max: u32, metrics: Arc<Metrics>) -> Self {
         let bound = (max > 0).then(|| Arc::new(Bound::new(max)));
+        metrics.crowd_limit(max);
         Shed { bound, metrics }
     }
 
