@@ -143,6 +143,27 @@ impl RedisServer {
             .unwrap()
     }
 
+    /// Holds every write for `ms` milliseconds (`CLIENT PAUSE ms WRITE`): scripts that write
+    /// wait in Redis, as behind a primary that cannot keep up.
+    pub async fn pause_writes(&self, ms: u64) {
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(ms)
+            .arg("WRITE")
+            .query_async(&mut self.conn().await)
+            .await
+            .unwrap();
+    }
+
+    /// Lets the writes a [`RedisServer::pause_writes`] holds go on at once.
+    pub async fn unpause(&self) {
+        let _: () = redis::cmd("CLIENT")
+            .arg("UNPAUSE")
+            .query_async(&mut self.conn().await)
+            .await
+            .unwrap();
+    }
+
     /// Cuts every pub/sub connection of this server (`CLIENT KILL TYPE pubsub`): how many.
     pub async fn kill_pubsub_clients(&self) -> i64 {
         redis::cmd("CLIENT")

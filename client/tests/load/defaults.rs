@@ -208,13 +208,7 @@ async fn joins_the_server_sheds_are_asked_again_when_told_and_every_fan_joins() 
     let pause = async {
         wait_for_stats(&app, "shed", Duration::from_secs(60), |s| s["joined"] != 0).await;
         let redis = app.redis.as_ref().unwrap().server();
-        let _: () = redis::cmd("CLIENT")
-            .arg("PAUSE")
-            .arg(4000)
-            .arg("WRITE")
-            .query_async(&mut redis.conn().await)
-            .await
-            .unwrap();
+        redis.pause_writes(4000).await;
     };
     let (report, ()) = tokio::join!(run, pause);
 
@@ -251,14 +245,7 @@ async fn a_stream_the_server_sheds_is_told_when_to_come_back_over_sse_and_websoc
     let show: ShowId = "streams".parse().unwrap();
     // Redis holds every write: a join goes to work and stays, and the one place is taken.
     let redis = app.redis.as_ref().unwrap().server();
-    let mut conn = redis.conn().await;
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(20_000)
-        .arg("WRITE")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    redis.pause_writes(20_000).await;
     let stuck = {
         let client = app.client.clone();
         let url = app.url(&waiting_room::protocol::routes::show(
@@ -286,11 +273,7 @@ async fn a_stream_the_server_sheds_is_told_when_to_come_back_over_sse_and_websoc
         Ok(_) => panic!("the WebSocket opened past the bound"),
     }
     // Once the store answers, the stuck join ends and the streams open.
-    let _: () = redis::cmd("CLIENT")
-        .arg("UNPAUSE")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    redis.unpause().await;
     stuck.await.unwrap().unwrap();
     let opened = PushStream::sse(&client, &url, &show, ticket, None).await;
     assert!(opened.is_ok(), "{:?}", opened.err());

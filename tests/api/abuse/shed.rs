@@ -30,7 +30,6 @@ async fn past_max_store_calls_the_crowd_is_told_to_come_back_and_nothing_is_lost
     )
     .await;
     let redis = app.redis.as_ref().unwrap().server();
-    let mut conn = redis.conn().await;
     // Every write waits in Redis: two joins go to work and stay there, until the store's 2 s
     // timeout. On a machine so slow that they time out before the third request is answered,
     // the attempt says nothing: it is made again (the stuck ones keep their places either way).
@@ -40,13 +39,7 @@ async fn past_max_store_calls_the_crowd_is_told_to_come_back_and_nothing_is_lost
         // A show of the attempt's own: what an attempt that said nothing left is not counted.
         let show = format!("busy-{attempts}");
         app.create(&show).await;
-        let _: () = redis::cmd("CLIENT")
-            .arg("PAUSE")
-            .arg(20_000)
-            .arg("WRITE")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        redis.pause_writes(20_000).await;
         let stuck: Vec<_> = (0..2)
             .map(|i| {
                 let client = app.client.clone();
@@ -73,11 +66,7 @@ async fn past_max_store_calls_the_crowd_is_told_to_come_back_and_nothing_is_lost
             app.ticket(&show, &uuid::Uuid::new_v4().to_string()).await,
         ];
         if stuck.iter().any(|j| j.is_finished()) && attempts < 5 {
-            let _: () = redis::cmd("CLIENT")
-                .arg("UNPAUSE")
-                .query_async(&mut conn)
-                .await
-                .unwrap();
+            redis.unpause().await;
             for join in stuck {
                 join.await.unwrap();
             }
@@ -111,11 +100,7 @@ async fn past_max_store_calls_the_crowd_is_told_to_come_back_and_nothing_is_lost
     );
 
     // Redis goes on, and the bound is free again.
-    let _: () = redis::cmd("CLIENT")
-        .arg("UNPAUSE")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    redis.unpause().await;
     // A join held past the store's timeout was answered 503 (its write may still have
     // landed): its retry with the same key gets the one place it holds, never a second.
     for (i, join) in stuck.into_iter().enumerate() {
