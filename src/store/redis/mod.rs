@@ -17,7 +17,7 @@ mod draws;
 mod durable;
 mod feed;
 mod functions;
-mod joins;
+mod gather;
 mod lease;
 mod limits;
 mod lineage;
@@ -44,7 +44,7 @@ use self::functions::{LIBRARY, Loader};
 use self::queue::JoinArgs;
 pub use self::sentinel::{SentinelConnection, SentinelSettings};
 use self::sharded::{Sharded, show_channel};
-use super::{Health, Result, StoreError, StoreSettings};
+use super::{Health, Joined, Result, Status, StoreError, StoreSettings};
 use crate::model::ShowId;
 
 /// How a Redis Cluster carries events (`REDIS_PUBSUB`).
@@ -195,6 +195,9 @@ struct ScriptArgs {
     proof_ttl_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     proof_bits: Option<u32>,
+    /// The tickets of one call of `status.lua` (status reads gathered per show).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tickets: Option<Vec<Uuid>>,
     /// The joins of one call (`join.lua`), each with its own ticket, key and proof.
     #[serde(skip_serializing_if = "Option::is_none")]
     joins: Option<Vec<JoinArgs>>,
@@ -260,8 +263,10 @@ pub struct RedisStore<C = ConnectionManager> {
     functions: Option<Loader>,
     /// [`SharedArgs`] as every call sends them.
     shared: Arc<str>,
-    /// Joins waiting for their show's next call (group commit: `joins.rs`).
-    joins: Arc<joins::Gathering>,
+    /// Joins waiting for their show's next call (group commit: `gather.rs`).
+    joins: Arc<gather::Gathering<JoinArgs, (Joined, bool)>>,
+    /// Status reads waiting for their show's next call, likewise.
+    statuses: Arc<gather::Gathering<Uuid, Status>>,
 }
 
 /// How many replicas must confirm a write, and how long they may take.
@@ -310,6 +315,7 @@ impl RedisStore<ConnectionManager> {
             settings,
             confirmer: None,
             joins: Arc::default(),
+            statuses: Arc::default(),
         })
     }
 }
@@ -333,6 +339,7 @@ impl RedisStore<SentinelConnection> {
             settings,
             confirmer: None,
             joins: Arc::default(),
+            statuses: Arc::default(),
         })
     }
 }
@@ -386,6 +393,7 @@ impl RedisStore<ClusterConnection> {
             settings,
             confirmer: None,
             joins: Arc::default(),
+            statuses: Arc::default(),
         })
     }
 }

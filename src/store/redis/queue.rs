@@ -1,4 +1,5 @@
-//! The queue and its admissions in Redis, one script a call.
+//! The queue and its admissions in Redis, one script a call; joins and status reads are
+//! gathered per show into calls of many (`gather.rs`).
 
 use std::sync::LazyLock;
 
@@ -31,7 +32,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
     }
 
     /// One call whatever happens (`join.lua` answers a replayed key's ticket itself), shared
-    /// with the show's other joins that arrive meanwhile (`joins.rs`).
+    /// with the show's other joins that arrive meanwhile (`gather.rs`).
     async fn join_proven(
         &self,
         show: &ShowId,
@@ -45,12 +46,19 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
             proof_ttl_ms: proof.map(|p| p.ttl_ms.max(1)),
             proof_bits: proof.map(|p| p.bits),
         };
-        self.join_gathered(show, join).await
+        self.gathered(&self.joins, show, join, |store, show, joins| {
+            Box::pin(async move { store.join_call(&show, joins).await })
+        })
+        .await
     }
 
+    /// One read shared with the show's other status reads that arrive meanwhile
+    /// (`gather.rs`): every fan's page reads its ticket once when it opens its stream.
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status> {
-        let r: StatusReply = self.run(&STATUS, show, ScriptArgs::ticket(ticket)).await?;
-        Ok(r.into())
+        self.gathered(&self.statuses, show, ticket, |store, show, tickets| {
+            Box::pin(async move { store.status_call(&show, tickets).await })
+        })
+        .await
     }
 
     async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
@@ -118,5 +126,20 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
         };
         let r: JoinReply = self.run(&JOIN, show, args).await?;
         r.answers(show, &tickets)
+    }
+
+    /// Where the tickets `tickets` of `show` stand, in one call, in order.
+    pub(super) async fn status_call(
+        &self,
+        show: &ShowId,
+        tickets: Vec<Uuid>,
+    ) -> Result<Vec<Result<Status>>> {
+        let n = tickets.len();
+        let args = ScriptArgs {
+            tickets: Some(tickets),
+            ..ScriptArgs::none()
+        };
+        let r: StatusReply = self.run(&STATUS, show, args).await?;
+        r.answers(n)
     }
 }

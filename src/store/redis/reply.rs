@@ -162,25 +162,41 @@ impl From<TicketReply> for TicketState {
     }
 }
 
-/// `status.lua`, and a join's answer: the ticket, the show's version, epoch and pace.
+/// `status.lua`: where each ticket of the call stands, in the order they were sent, and the
+/// show's version, epoch and pace they share.
 #[derive(Debug, Deserialize)]
 pub(super) struct StatusReply {
-    ticket: TicketReply,
+    #[serde(deserialize_with = "list")]
+    tickets: Vec<TicketReply>,
     version: u64,
     #[serde(deserialize_with = "epoch")]
     epoch: u64,
     pace: PaceReply,
 }
 
-impl From<StatusReply> for Status {
-    fn from(s: StatusReply) -> Status {
-        Status {
-            seq: s.ticket.arrival(),
-            state: s.ticket.into(),
-            epoch: s.epoch,
-            pace: s.pace.into(),
-            version: s.version,
+impl StatusReply {
+    /// Each ticket's status, for a call that sent `n` tickets.
+    pub(super) fn answers(self, n: usize) -> Result<Vec<Result<Status>>> {
+        if self.tickets.len() != n {
+            return Err(StoreError::Protocol(format!(
+                "status: {} answers for {n} tickets",
+                self.tickets.len()
+            )));
         }
+        let (epoch, version, pace) = (self.epoch, self.version, Pace::from(self.pace));
+        Ok(self
+            .tickets
+            .into_iter()
+            .map(|ticket| {
+                Ok(Status {
+                    seq: ticket.arrival(),
+                    state: ticket.into(),
+                    epoch,
+                    pace,
+                    version,
+                })
+            })
+            .collect())
     }
 }
 

@@ -4,6 +4,8 @@
 //! (3,000 tasks: the store gathers them into one call per show while its previous call is out),
 //! each with and without an `Idempotency-Key`. It fails when a change makes joins several times
 //! dearer, with a bound loose enough for a slow or busy machine, and prints the figures.
+//! Status reads, the burst that follows (every fan's page reads its ticket once), are
+//! measured the same way against the floor of a read.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -208,6 +210,100 @@ async fn a_join_costs_redis_a_bounded_number_of_floors() {
             ratio <= most,
             "a join ({label}) costs Redis {ratio:.1} floors ({join:.1} µs against {floor:.2} \
              µs), more than {most}: a script grew dearer"
+        );
+    }
+}
+
+/// The most Redis may spend on a status read made at once with the show's other reads
+/// (gathered into one call per show), in floors of a read (`ZSCORE` + `ZRANK` of the ticket,
+/// pipelined), by commandstats: measured 4.0 to 6.5, against 18 to 24 before reads were
+/// gathered (a call each), so the bound fails if they stop being gathered (BENCHMARKS.md,
+/// "Status reads, the second burst").
+const MOST_READ_FLOORS_AT_ONCE: f64 = 14.0;
+
+/// The same one at a time (a call each; measured 26 to 40 floors, so it fails only when a
+/// read grows several times dearer).
+const MOST_READ_FLOORS: f64 = 100.0;
+
+/// Issue 21's item 4, the second burst: every fan's page reads its ticket once when it opens
+/// its stream. What Redis spends on a status read through the store, one at a time and made
+/// at once (the store gathers the reads of one show into one call), against the floor of a
+/// read on the same queue in the same run.
+#[tokio::test]
+async fn a_status_read_costs_redis_a_bounded_number_of_floors() {
+    let redis = RedisServer::start().await;
+    let store = RedisStore::connect(&redis.url(), settings(10, Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let sh = show("reads");
+    store.open(&sh).await.unwrap();
+    let mut tickets = Vec::new();
+    for _ in 0..JOINS {
+        tickets.push(store.join(&sh).await.unwrap().ticket);
+    }
+    // The script loaded before anything is counted.
+    store.status(&sh, tickets[0]).await.unwrap();
+    let mut conn = redis.conn().await;
+
+    // The floor: where each ticket is in the show's own queue, pipelined 100 a round trip.
+    let queue = format!("wr:{{{sh}}}:queue");
+    let (floor_usec, floor_cpu) = measure(&mut conn.clone(), &["zscore", "zrank"], async {
+        let mut conn = conn.clone();
+        for batch in tickets.chunks(100) {
+            let mut pipe = redis::pipe();
+            for t in batch {
+                pipe.cmd("ZSCORE").arg(&queue).arg(t.to_string()).ignore();
+                pipe.cmd("ZRANK").arg(&queue).arg(t.to_string()).ignore();
+            }
+            let () = pipe.query_async(&mut conn).await.unwrap();
+        }
+    })
+    .await;
+    let n = tickets.len() as f64;
+    let (floor, floor_cpu) = (floor_usec / n, floor_cpu / n);
+    assert!(floor > 0.0, "the floor was not measured");
+    println!(
+        "floor of a read (ZSCORE + ZRANK, pipelined): {floor:.2} µs in commands ({floor_cpu:.2} \
+         µs of process CPU)"
+    );
+
+    let mut ratios = Vec::new();
+    for (label, concurrent, most) in [
+        ("one at a time", false, MOST_READ_FLOORS),
+        ("at once", true, MOST_READ_FLOORS_AT_ONCE),
+    ] {
+        let (usec, cpu) = measure(&mut conn, &JOIN_COMMANDS, async {
+            if concurrent {
+                let mut fans = tokio::task::JoinSet::new();
+                for &t in &tickets {
+                    let (store, sh) = (store.clone(), sh.clone());
+                    fans.spawn(async move { store.status(&sh, t).await });
+                }
+                while let Some(read) = fans.join_next().await {
+                    read.unwrap().unwrap();
+                }
+            } else {
+                for &t in &tickets {
+                    store.status(&sh, t).await.unwrap();
+                }
+            }
+        })
+        .await;
+        let (read, read_cpu) = (usec / n, cpu / n);
+        let ratio = read / floor;
+        println!(
+            "Redis per status read, {label}: {read:.1} µs in commands ({read_cpu:.1} µs of \
+             process CPU); ratio {ratio:.1} by commandstats, {:.1} by process CPU",
+            read_cpu / floor_cpu
+        );
+        ratios.push((label, most, ratio, read));
+    }
+    for (label, most, ratio, read) in ratios {
+        assert!(
+            ratio <= most,
+            "a status read ({label}) costs Redis {ratio:.1} floors ({read:.1} µs against \
+             {floor:.2} µs), more than {most}: the status script grew dearer, or reads are no \
+             longer gathered"
         );
     }
 }

@@ -1,8 +1,9 @@
-//! Joins gathered into one call (issue 21's group commit, `src/store/redis/joins.rs`): the
-//! joins of one show that arrive while the instance's call for it is out go together in the
-//! next call. Every join still gets its own answer: a dense sequence number handed out once,
-//! its position as rank + 1, one ticket per `Idempotency-Key`, its own refusal. The embedded
-//! store, which has no calls to gather, answers alike.
+//! Joins and status reads gathered into one call (issue 21's group commit,
+//! `src/store/redis/gather.rs`): the joins (or reads) of one show that arrive while the
+//! instance's call of that kind for it is out go together in the next call. Every join still
+//! gets its own answer: a dense sequence number handed out once, its position as rank + 1, one
+//! ticket per `Idempotency-Key`, its own refusal; every read its own ticket's state. The
+//! embedded store, which has no calls to gather, answers alike.
 //!
 //! "At once" below means every join was started (its future polled once, which queues it for
 //! its show's call) before any could be answered: on the test's one thread the Redis store's
@@ -31,23 +32,25 @@ all_stores!(
     concurrent_joins_with_and_without_keys_each_get_one_place,
     a_spent_proof_is_refused_and_the_others_of_its_call_go_in,
     a_key_replayed_in_the_call_of_its_first_use_gets_that_ticket,
+    status_reads_at_once_each_get_their_own_answer,
+    status_reads_at_once_of_a_show_nobody_made_are_each_refused,
 );
 
 pub(super) type Answer = Result<(Joined, bool), StoreError>;
 
-/// Starts every join of `joins` before any is answered (see the module's note), then waits
-/// for them all; their answers in the same order.
-pub(super) async fn at_once(joins: Vec<BoxFuture<'_, Answer>>) -> Vec<Answer> {
+/// Starts every call of `calls` (joins, or status reads) before any is answered (see the
+/// module's note), then waits for them all; their answers in the same order.
+pub(super) async fn at_once<T>(calls: Vec<BoxFuture<'_, T>>) -> Vec<T> {
     let mut started = Vec::new();
-    for mut join in joins {
-        started.push(match futures::poll!(&mut join) {
+    for mut call in calls {
+        started.push(match futures::poll!(&mut call) {
             Poll::Ready(answer) => Err(answer),
-            Poll::Pending => Ok(join),
+            Poll::Pending => Ok(call),
         });
     }
     let mut answers = Vec::new();
-    for join in started {
-        answers.push(match join {
+    for call in started {
+        answers.push(match call {
             Ok(pending) => pending.await,
             Err(answer) => answer,
         });
@@ -322,6 +325,80 @@ async fn a_key_replayed_in_the_call_of_its_first_use_gets_that_ticket(backend: B
     assert!(replayed);
     assert_eq!(again.ticket, k.ticket);
     assert_eq!(s.join(&sh).await.unwrap().seq, 5);
+}
+
+async fn status_reads_at_once_each_get_their_own_answer(backend: Backend) {
+    let (s, redis) = store(backend, settings(3, Duration::from_secs(60))).await;
+    let sh = show("g5");
+    s.open(&sh).await.unwrap();
+    let mut fans = Vec::new();
+    for _ in 0..7 {
+        fans.push(s.join(&sh).await.unwrap().ticket);
+    }
+    // Three admitted (the rate), one of those waiting leaves, and one ticket nobody knows.
+    assert!(matches!(
+        s.admit(&sh, 1).await.unwrap(),
+        waiting_room::store::AdmitOutcome::Admitted { count: 3, .. }
+    ));
+    assert!(s.leave(&sh, fans[4]).await.unwrap());
+    let stranger = Uuid::new_v4();
+    let asked: Vec<Uuid> = fans.iter().copied().chain([stranger, fans[5]]).collect();
+    calls(&redis).await;
+
+    let answers = at_once(asked.iter().map(|&t| s.status(&sh, t)).collect()).await;
+    if let Some(n) = calls(&redis).await {
+        assert_eq!(n, 1, "the nine reads went in one call");
+    }
+    let states: Vec<TicketState> = answers.iter().map(|a| a.as_ref().unwrap().state).collect();
+    for (i, state) in states[..3].iter().enumerate() {
+        assert!(
+            matches!(state, TicketState::Admitted { expires_in_ms } if *expires_in_ms > 0),
+            "fan {i}: {state:?}"
+        );
+    }
+    let waiting = |position, arrival| TicketState::Waiting { position, arrival };
+    assert_eq!(
+        states[3..],
+        [
+            waiting(1, 4),
+            TicketState::Unknown,
+            waiting(2, 6),
+            waiting(3, 7),
+            TicketState::Unknown,
+            waiting(2, 6),
+        ]
+    );
+    // Each read tells its own arrival and the show's epoch and version, as a read alone does.
+    let alone = s.status(&sh, fans[6]).await.unwrap();
+    for answer in &answers {
+        let status = answer.as_ref().unwrap();
+        assert_eq!((status.epoch, status.version), (alone.epoch, alone.version));
+    }
+    assert_eq!(answers[6].as_ref().unwrap().seq, Some(7));
+    assert_eq!(answers[0].as_ref().unwrap().seq, None);
+    assert_eq!(alone.state, states[6]);
+}
+
+async fn status_reads_at_once_of_a_show_nobody_made_are_each_refused(backend: Backend) {
+    let (s, _redis) = store(backend, settings(3, Duration::from_secs(60))).await;
+    let sh = show("g6");
+    let answers = at_once((0..5).map(|_| s.status(&sh, Uuid::new_v4())).collect()).await;
+    for answer in answers {
+        assert!(
+            matches!(answer, Err(StoreError::NoSuchShow(ref name)) if *name == sh),
+            "{answer:?}"
+        );
+    }
+    // The show made afterwards answers at once: nothing of the refused call lingers.
+    s.open(&sh).await.unwrap();
+    let ticket = s.join(&sh).await.unwrap().ticket;
+    assert_eq!(
+        s.status(&sh, ticket).await.unwrap().state,
+        TicketState::Waiting {
+            position: 1,
+            arrival: 1
+        }
+    );
 }
 
 /// A replica that is online behind `primary`.
