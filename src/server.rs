@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::serve::listener::{self, ConnectionLimits};
-use crate::http::{AppState, Gateway, Shed, StreamLimits};
+use crate::http::{App, AppState, Gateway, Shed, StreamLimits};
 use crate::hub::{Hub, HubParts};
 use crate::metrics::Metrics;
 use crate::pass::{CHALLENGE_TTL_SECONDS, Keyring};
@@ -185,7 +185,7 @@ impl Application {
             None => None,
         };
         let shed = Shed::new(config.max_store_calls, metrics.clone());
-        let state = AppState {
+        let state = AppState::new(App {
             watchdog: Watchdog::new(store.clone(), hub.clone(), metrics.clone()),
             hub,
             store,
@@ -201,7 +201,7 @@ impl Application {
             passes,
             gateway,
             shed,
-        };
+        });
         let limits = ConnectionLimits {
             header_timeout: config.header_timeout,
             max_connections: config.max_connections as usize,
