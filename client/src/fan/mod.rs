@@ -201,16 +201,19 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
     }
 }
 
-/// `POST …/join` on the servers in turn until one hands out a ticket.
+/// `POST …/join` on the servers in turn until one hands out a ticket, every attempt under one
+/// `Idempotency-Key`: a join whose answer was lost on the way takes no second place when it
+/// is asked again (of the same server or the next one, on the same store).
 async fn join<W: Write>(
     client: &reqwest::Client,
     show: &ShowId,
     servers: &mut Servers<'_>,
     out: &mut W,
 ) -> Result<Uuid, FanError> {
+    let key = Uuid::new_v4().to_string();
     loop {
         let url = servers.current().clone();
-        match follow::join(client, &url, show).await {
+        match follow::join(client, &url, show, Some(&key)).await {
             Ok(Joined::Ticket(ticket)) => {
                 servers.worked();
                 let place = ticket

@@ -17,7 +17,7 @@ use std::time::Duration;
 use reqwest::{Client, StatusCode, Url};
 use uuid::Uuid;
 use waiting_room::model::{ShowId, TicketView};
-use waiting_room::protocol::{ErrorBody, EventName, JOIN_PROOF_HEADER, routes};
+use waiting_room::protocol::{ErrorBody, EventName, IDEMPOTENCY_KEY, JOIN_PROOF_HEADER, routes};
 
 pub use poll::POLL_INTERVAL;
 pub use stream::PushStream;
@@ -135,13 +135,23 @@ pub enum Joined {
 }
 
 /// One join on `base`: `POST …/join`; when the show asks a proof of work (428), its
-/// challenge is asked, solved, and the join sent again with the proof.
-pub async fn join(client: &Client, base: &Url, show: &ShowId) -> Result<Joined, FollowError> {
+/// challenge is asked, solved, and the join sent again with the proof. With `key` (the
+/// `Idempotency-Key` a fan keeps for its every attempt, as the waiting page does), a join
+/// asked again after an answer that never came gets the same ticket, not a second place.
+pub async fn join(
+    client: &Client,
+    base: &Url,
+    show: &ShowId,
+    key: Option<&str>,
+) -> Result<Joined, FollowError> {
     let mut proof = None;
     loop {
         let mut request = client
             .post(show_url(base, routes::JOIN, show))
             .timeout(CONNECT_TIMEOUT);
+        if let Some(key) = key {
+            request = request.header(IDEMPOTENCY_KEY, key);
+        }
         if let Some(p) = &proof {
             request = request.header(JOIN_PROOF_HEADER, p);
         }

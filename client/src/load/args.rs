@@ -103,6 +103,11 @@ pub struct LoadArgs {
     #[arg(long)]
     pub join_only: bool,
 
+    /// Each fan sends an `Idempotency-Key` of its own with every attempt of its join, as the
+    /// waiting page does (a retried join then takes no second place); without it, none.
+    #[arg(long)]
+    pub idempotency_key: bool,
+
     /// Most joins awaiting an answer at once; the rest wait their turn. Each holds a
     /// connection, so this keeps a saturated server from running the process out of files.
     #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=100_000))]

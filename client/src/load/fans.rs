@@ -367,6 +367,8 @@ async fn join(
     let c = &run.counters;
     let mut failures = 0;
     let mut first = Some(permit);
+    // One key for every attempt, as the waiting page keeps its own.
+    let key = run.idempotency_key.then(|| Uuid::new_v4().to_string());
     loop {
         let (answer, sent) = {
             // Held for the request only, not for the waits below.
@@ -382,7 +384,10 @@ async fn join(
             c.first_join_us
                 .fetch_min(run.since_start_us(), Ordering::Relaxed);
             let sent = Instant::now();
-            (follow::join(client, url, &run.show).await, sent)
+            (
+                follow::join(client, url, &run.show, key.as_deref()).await,
+                sent,
+            )
         };
         match answer {
             Ok(Joined::Ticket(ticket)) => {

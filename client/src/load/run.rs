@@ -99,6 +99,8 @@ pub(super) struct Run {
     /// One per fan that joined, added as it ends.
     pub records: Mutex<Vec<FanRecord>>,
     pub join_only: bool,
+    /// Whether each fan sends an `Idempotency-Key` of its own (`--idempotency-key`).
+    pub idempotency_key: bool,
     pub choices: Choices,
     /// Bounds joins in flight (`--max-in-flight`).
     pub joining: Arc<Semaphore>,
@@ -133,6 +135,7 @@ impl Run {
             orders: Mutex::default(),
             records: Mutex::default(),
             join_only: args.join_only,
+            idempotency_key: args.idempotency_key,
             choices,
             joining: Arc::new(Semaphore::new(args.max_in_flight as usize)),
         }

@@ -61,9 +61,33 @@ async fn a_fan_client_solves_the_challenge_when_asked() {
     let app = spawn_app().await;
     app.configure("pow", json!({"joinChallengeBits": 10})).await;
     let client = follow::http_client(None).unwrap();
-    let joined = follow::join(&client, &base(&app), &show("pow"))
+    let joined = follow::join(&client, &base(&app), &show("pow"), None)
         .await
         .unwrap();
     assert!(matches!(joined, Joined::Ticket(_)), "{joined:?}");
     assert_eq!(app.stats("pow").await["joined"], 1);
+}
+
+/// A fan's join asked again under its `Idempotency-Key` (its answer lost, say) gets the same
+/// ticket and takes no second place, the challenge solved again included; without a key,
+/// a second join is a second place.
+#[tokio::test]
+async fn a_join_asked_again_under_its_key_keeps_one_place() {
+    let app = spawn_app().await;
+    app.configure("keyed", json!({"joinChallengeBits": 8}))
+        .await;
+    let client = follow::http_client(None).unwrap();
+    let ticket = |joined: Joined| match joined {
+        Joined::Ticket(t) => t.ticket_id,
+        other => panic!("a ticket, not {other:?}"),
+    };
+    let (url, keyed) = (base(&app), show("keyed"));
+    let join = |key| follow::join(&client, &url, &keyed, key);
+    let first = ticket(join(Some("fan-1")).await.unwrap());
+    let again = ticket(join(Some("fan-1")).await.unwrap());
+    assert_eq!(first, again);
+    assert_eq!(app.stats("keyed").await["queueLength"], 1);
+    let other = ticket(join(None).await.unwrap());
+    assert_ne!(other, first);
+    assert_eq!(app.stats("keyed").await["queueLength"], 2);
 }

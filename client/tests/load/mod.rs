@@ -38,6 +38,7 @@ pub(super) fn args(app: &TestApp, show_name: &str, fans: u64, transport: Transpo
         json: false,
         quiet: true,
         join_only: false,
+        idempotency_key: false,
         max_in_flight: 64,
         buy: None,
         abandon: None,
