@@ -9,13 +9,17 @@
 --   joined and waiting: its position alone, a number (the call's new tickets take the
 --   arrivals from `first` on, in order), the most common answer kept the cheapest to write;
 --   `joined` (in a pre-queue), with where its new ticket stands;
---   `replayed`, with the ticket kept under its idem_key (the client's Idempotency-Key, as a
---   key of this show) and where it stands, while that ticket lives in this epoch (waiting, or
---   admitted: a replay of an admitted ticket is a sign of life, as a poll is) or was joined
---   earlier in this same call; no proof is spent then, and an ended on-sale still answers it;
+--   `replayed`, with the ticket kept under its idem_key (the client's Idempotency-Key, a
+--   field of the show's hash IDEM) and where it stands, while that ticket lives in this epoch
+--   (waiting, or admitted: a replay of an admitted ticket is a sign of life, as a poll is) or
+--   was joined earlier in this same call; no proof is spent then, and an ended on-sale still
+--   answers it;
 --   `ended` once the on-sale ended;
 --   a proof refused (below).
--- A new ticket is kept under its idem_key for a day. The call answers {joins, epoch, and,
+-- IDEM keeps `epoch|ticket` by key: the call reads its keys in one HMGET and writes its new
+-- tickets' in one HSET, and the hash lives a day after the last keyed join (so each key at least
+-- a day, as a key of its own with a TTL did; values under another epoch are ignored, and the
+-- hash goes with the show's state: `state_keys`). The call answers {joins, epoch, and,
 -- when some join was answered a ticket, version and pace, and `first` when some joined}; a
 -- show that is not live is refused
 -- for every join at once ({refused = …}).
@@ -34,6 +38,20 @@ local joins = A.joins
 local out, fresh, new, arrival = {}, {}, {}, {}
 local answered = false
 local JOINED = {}
+
+-- The tickets kept under the call's keys, read at once: key to `epoch|ticket` (false: none).
+local stored = {}
+do
+  local keys, seen = {}, {}
+  for _, j in ipairs(joins) do
+    local k = j.idem_key
+    if k and not seen[k] then seen[k] = true; keys[#keys + 1] = k end
+  end
+  if #keys > 0 then
+    local values = redis.call('HMGET', IDEM, unpack(keys))
+    for i, k in ipairs(keys) do stored[k] = values[i] end
+  end
+end
 
 -- Where the ticket kept under an idempotency key stands, while it lives in this epoch.
 local function kept(value)
@@ -58,7 +76,7 @@ for i, j in ipairs(joins) do
       -- Joined under the same key earlier in this call: its ticket, once it stands.
       o = {outcome = 'replayed', mate = fresh[j.idem_key]}
     else
-      local value = redis.call('GET', j.idem_key)
+      local value = stored[j.idem_key]
       if value then
         local t, st = kept(value)
         if t then o = {outcome = 'replayed', ticket_id = t, ticket = st} end
@@ -95,9 +113,17 @@ if n > 0 then
     z[2 * k] = joins[i].ticket
   end
   redis.call('ZADD', Q, unpack(z))
+  local h = {}
   for _, i in ipairs(new) do
     local key = joins[i].idem_key
-    if key then redis.call('SET', key, epoch .. '|' .. joins[i].ticket, 'PX', 86400000) end
+    if key then
+      h[#h + 1] = key
+      h[#h + 1] = epoch .. '|' .. joins[i].ticket
+    end
+  end
+  if #h > 0 then
+    redis.call('HSET', IDEM, unpack(h))
+    redis.call('PEXPIRE', IDEM, 86400000)
   end
   -- Where the new tickets stand: in a pre-queue not drawn yet, all alike; else each at its
   -- rank + 1. They took the highest arrivals, so they hold consecutive ranks at the tail of
