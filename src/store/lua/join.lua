@@ -39,19 +39,16 @@ local out, fresh, new, arrival = {}, {}, {}, {}
 local answered = false
 local JOINED = {}
 
--- The tickets kept under the call's keys, read at once: key to `epoch|ticket` (false: none).
-local stored = {}
-do
-  local keys, seen = {}, {}
-  for _, j in ipairs(joins) do
-    local k = j.idem_key
-    if k and not seen[k] then seen[k] = true; keys[#keys + 1] = k end
-  end
-  if #keys > 0 then
-    local values = redis.call('HMGET', IDEM, unpack(keys))
-    for i, k in ipairs(keys) do stored[k] = values[i] end
+-- What IDEM keeps under the call's keys, read at once: join i's is stored[keyed[i]] (false:
+-- nothing). A key twice in the call is read twice: cheaper than finding out.
+local keys, keyed, stored = {}, {}, {}
+for i, j in ipairs(joins) do
+  if j.idem_key then
+    keys[#keys + 1] = j.idem_key
+    keyed[i] = #keys
   end
 end
+if #keys > 0 then stored = redis.call('HMGET', IDEM, unpack(keys)) end
 
 -- Where the ticket kept under an idempotency key stands, while it lives in this epoch.
 local function kept(value)
@@ -76,7 +73,7 @@ for i, j in ipairs(joins) do
       -- Joined under the same key earlier in this call: its ticket, once it stands.
       o = {outcome = 'replayed', mate = fresh[j.idem_key]}
     else
-      local value = stored[j.idem_key]
+      local value = stored[keyed[i]]
       if value then
         local t, st = kept(value)
         if t then o = {outcome = 'replayed', ticket_id = t, ticket = st} end
