@@ -418,7 +418,14 @@ async fn keys_replay_across_calls_from_one_hash_that_goes_with_the_show(backend:
     let (f, replayed) = s.join_once(&sh, "f").await.unwrap();
     assert!(!replayed);
     assert_eq!(f.seq, 7);
-    for (key, kept) in [("a", &a), ("b", &b), ("c", &c), ("d", &d), ("e", &e), ("f", &f)] {
+    for (key, kept) in [
+        ("a", &a),
+        ("b", &b),
+        ("c", &c),
+        ("d", &d),
+        ("e", &e),
+        ("f", &f),
+    ] {
         let (j, replayed) = s.join_once(&sh, key).await.unwrap();
         assert!(replayed, "{key}");
         assert_eq!((j.ticket, j.seq), (kept.ticket, kept.seq), "{key}");
