@@ -1,4 +1,4 @@
--- Join: the joins of one show gathered into one call (group commit, `redis/joins.rs`; a join
+-- Join: the joins of one show gathered into one call (group commit, `redis/gather.rs`; a join
 -- that finds no call for its show out goes alone). A.joins: one entry a join, {ticket,
 -- idem_key, proof_key, proof_ttl_ms, proof_bits}, the last four when given. The sequence
 -- numbers of the joins that go in are taken in one step (INCRBY) and enqueued in one ZADD, so
@@ -9,16 +9,22 @@
 --   joined and waiting: its position alone, a number (the call's new tickets take the
 --   arrivals from `first` on, in order), the most common answer kept the cheapest to write;
 --   `joined` (in a pre-queue), with where its new ticket stands;
---   `replayed`, with the ticket kept under its idem_key (the client's Idempotency-Key, as a
---   key of this show) and where it stands, while that ticket lives in this epoch (waiting, or
---   admitted: a replay of an admitted ticket is a sign of life, as a poll is) or was joined
---   earlier in this same call; no proof is spent then, and an ended on-sale still answers it;
+--   `replayed`, with the ticket kept under its idem_key (the client's Idempotency-Key, a
+--   field of the show's hash IDEM) and where it stands, while that ticket lives in this epoch
+--   (waiting, or admitted: a replay of an admitted ticket is a sign of life, as a poll is) or
+--   was joined earlier in this same call; no proof is spent then, and an ended on-sale still
+--   answers it;
 --   `ended` once the on-sale ended;
 --   a proof refused (below).
--- A new ticket is kept under its idem_key for a day. The call answers {joins, epoch, and,
--- when some join was answered a ticket, version and pace, and `first` when some joined}; a
--- show that is not live is refused
--- for every join at once ({refused = …}).
+-- IDEM keeps each key's ticket: the call reads its keys in one HMGET and writes its new tickets
+-- in one HSET, and the hash lives a day after the last keyed join (so each key at least a day,
+-- as a key of its own with a TTL did). The hash goes with the show's state (`state_keys`), and
+-- a ticket it names counts only while it waits in this epoch's queue or holds an admission of
+-- this epoch (`kept`), so a ticket of an earlier incarnation is never answered: the value needs
+-- no epoch of its own (`epoch|ticket` cost a concatenation a join, some 6 % of a keyed join).
+-- The call answers {joins, epoch, and, when some join was answered a ticket, version and pace,
+-- and `first` when some joined}; a show that is not live is refused for every join at once
+-- ({refused = …}).
 -- Proof of work: the show's difficulty (meta `challenge_bits`) against the join's proof_bits,
 -- the zero bits the caller found in SHA-256(challenge:nonce) after checking the challenge's
 -- signature, show and expiry; the challenge is spent here (proof_key, kept while it could
@@ -35,10 +41,20 @@ local out, fresh, new, arrival = {}, {}, {}, {}
 local answered = false
 local JOINED = {}
 
--- Where the ticket kept under an idempotency key stands, while it lives in this epoch.
-local function kept(value)
-  local e, t = string.match(value, '^(%d+)|(.*)$')
-  if e ~= epoch then return nil end
+-- What IDEM keeps under the call's keys, read at once: join i's is stored[keyed[i]] (false:
+-- nothing). A key twice in the call is read twice: cheaper than finding out.
+local keys, keyed, stored = {}, {}, {}
+for i, j in ipairs(joins) do
+  if j.idem_key then
+    keys[#keys + 1] = j.idem_key
+    keyed[i] = #keys
+  end
+end
+if #keys > 0 then stored = redis.call('HMGET', IDEM, unpack(keys)) end
+
+-- Where the ticket kept under an idempotency key stands, while it lives in this epoch: in the
+-- queue (which a new epoch starts empty), or admitted under this epoch.
+local function kept(t)
   local seq = redis.call('ZSCORE', Q, t)
   if seq then return t, standing(t, tonumber(seq), m) end
   if admitted(t, epoch) then
@@ -58,7 +74,7 @@ for i, j in ipairs(joins) do
       -- Joined under the same key earlier in this call: its ticket, once it stands.
       o = {outcome = 'replayed', mate = fresh[j.idem_key]}
     else
-      local value = redis.call('GET', j.idem_key)
+      local value = stored[keyed[i]]
       if value then
         local t, st = kept(value)
         if t then o = {outcome = 'replayed', ticket_id = t, ticket = st} end
@@ -95,9 +111,17 @@ if n > 0 then
     z[2 * k] = joins[i].ticket
   end
   redis.call('ZADD', Q, unpack(z))
+  local h = {}
   for _, i in ipairs(new) do
     local key = joins[i].idem_key
-    if key then redis.call('SET', key, epoch .. '|' .. joins[i].ticket, 'PX', 86400000) end
+    if key then
+      h[#h + 1] = key
+      h[#h + 1] = joins[i].ticket
+    end
+  end
+  if #h > 0 then
+    redis.call('HSET', IDEM, unpack(h))
+    redis.call('PEXPIRE', IDEM, 86400000)
   end
   -- Where the new tickets stand: in a pre-queue not drawn yet, all alike; else each at its
   -- rank + 1. They took the highest arrivals, so they hold consecutive ranks at the tail of

@@ -139,9 +139,6 @@ struct ScriptArgs {
     channel: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     ticket: Option<String>,
-    /// The key an `Idempotency-Key` keeps its ticket under.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    idem_key: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fence: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -223,7 +220,7 @@ impl ScriptArgs {
 }
 
 /// A show's keys, in the order `ScriptArgs::keys` names them (`wr:{<show>}:<name>`).
-const SHOW_KEYS: [&str; 17] = [
+const SHOW_KEYS: [&str; 18] = [
     "queue",
     "seq",
     "head",
@@ -243,6 +240,8 @@ const SHOW_KEYS: [&str; 17] = [
     // The tickets whose place a failover lost (marked by `lineage.rs`'s mend, read by
     // `status.lua`).
     "lostfans",
+    // The ticket each `Idempotency-Key` got, by key (`join.lua`).
+    "idem",
 ];
 
 /// The Redis-backed store, over one Redis or a Redis Cluster.

@@ -41,7 +41,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
     ) -> Result<(Joined, bool)> {
         let join = JoinArgs {
             ticket: Uuid::new_v4(),
-            idem_key: key.map(|k| format!("wr:{{{show}}}:idem:{k}")),
+            idem_key: key.map(str::to_owned),
             proof_key: proof.map(|p| format!("wr:{{{show}}}:pow:{}", p.id)),
             proof_ttl_ms: proof.map(|p| p.ttl_ms.max(1)),
             proof_bits: proof.map(|p| p.bits),
@@ -99,7 +99,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
 pub(super) struct JoinArgs {
     /// The ticket it gets if it goes in.
     ticket: Uuid,
-    /// The key its `Idempotency-Key` keeps its ticket under.
+    /// Its `Idempotency-Key`, as the client sent it: the field of the show's hash `idem` that
+    /// keeps its ticket.
     #[serde(skip_serializing_if = "Option::is_none")]
     idem_key: Option<String>,
     /// Where its proof of work is marked spent, for how long, and the proof's zero bits.

@@ -34,6 +34,7 @@ all_stores!(
     a_key_replayed_in_the_call_of_its_first_use_gets_that_ticket,
     status_reads_at_once_each_get_their_own_answer,
     status_reads_at_once_of_a_show_nobody_made_are_each_refused,
+    keys_replay_across_calls_from_one_hash_that_goes_with_the_show,
 );
 
 pub(super) type Answer = Result<(Joined, bool), StoreError>;
@@ -399,6 +400,165 @@ async fn status_reads_at_once_of_a_show_nobody_made_are_each_refused(backend: Ba
             arrival: 1
         }
     );
+}
+
+/// A connection to the Redis node that holds the show `name`'s keys (`None` on the embedded
+/// store).
+async fn show_node(
+    redis: &Option<RedisBehind>,
+    name: &str,
+) -> Option<::redis::aio::MultiplexedConnection> {
+    Some(match redis.as_ref()? {
+        RedisBehind::Server(server) => server.conn().await,
+        // The show's every key is in one slot: the node that owns one holds them all.
+        RedisBehind::Cluster(cluster) => {
+            cluster
+                .owner(&format!("wr:{{{name}}}:idem"))
+                .await
+                .conn()
+                .await
+        }
+    })
+}
+
+/// What Redis holds of the show `name`'s idempotency keys (`None` on the embedded store): the
+/// fields of `wr:{name}:idem`, its time to live (ms; -2: no such key), and any other key
+/// under `wr:{name}:idem` (a key of its own per `Idempotency-Key`, as before the hash).
+async fn idem_in_redis(
+    redis: &Option<RedisBehind>,
+    name: &str,
+) -> Option<(Vec<String>, i64, Vec<String>)> {
+    let hash = format!("wr:{{{name}}}:idem");
+    let mut conn = show_node(redis, name).await?;
+    let mut fields: Vec<String> = ::redis::cmd("HKEYS")
+        .arg(&hash)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    fields.sort();
+    let ttl: i64 = ::redis::cmd("PTTL")
+        .arg(&hash)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let others: Vec<String> = ::redis::cmd("KEYS")
+        .arg(format!("{hash}*"))
+        .query_async::<Vec<String>>(&mut conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|k| *k != hash)
+        .collect();
+    Some((fields, ttl, others))
+}
+
+/// A key's ticket is found again in later calls, among other keys written meanwhile (in one
+/// call and alone), whether it waits or was admitted; a key whose ticket left joins anew and
+/// keeps the new one. On Redis every key is a field of the show's one hash, which lives a day
+/// and goes when the show is deleted.
+async fn keys_replay_across_calls_from_one_hash_that_goes_with_the_show(backend: Backend) {
+    let (s, redis) = store(backend, settings(2, Duration::from_secs(60))).await;
+    let sh = show("g6");
+    s.open(&sh).await.unwrap();
+    let fresh = |a: &Answer| {
+        let (j, replayed) = a.as_ref().unwrap();
+        assert!(!replayed, "{j:?} is a new place");
+        *j
+    };
+    // First call: three keys and one fan without.
+    let first = at_once(vec![
+        s.join_proven(&sh, Some("a"), None),
+        s.join_proven(&sh, Some("b"), None),
+        s.join_proven(&sh, None, None),
+        s.join_proven(&sh, Some("c"), None),
+    ])
+    .await;
+    let (a, b, c) = (fresh(&first[0]), fresh(&first[1]), fresh(&first[3]));
+    assert_eq!((a.seq, b.seq, c.seq), (1, 2, 4));
+    // Second call: new keys around replays of the first call's.
+    let second = at_once(vec![
+        s.join_proven(&sh, Some("d"), None),
+        s.join_proven(&sh, Some("b"), None),
+        s.join_proven(&sh, Some("e"), None),
+        s.join_proven(&sh, Some("a"), None),
+    ])
+    .await;
+    let (d, e) = (fresh(&second[0]), fresh(&second[2]));
+    assert_eq!((d.seq, e.seq), (5, 6));
+    for (answer, kept) in [(&second[1], &b), (&second[3], &a)] {
+        let (j, replayed) = answer.as_ref().unwrap();
+        assert!(replayed);
+        assert_eq!((j.ticket, j.seq), (kept.ticket, kept.seq));
+        assert_eq!(waiting(j), (kept.seq, kept.seq));
+    }
+    // Alone, later: a new key, then every earlier one.
+    let (f, replayed) = s.join_once(&sh, "f").await.unwrap();
+    assert!(!replayed);
+    assert_eq!(f.seq, 7);
+    for (key, kept) in [
+        ("a", &a),
+        ("b", &b),
+        ("c", &c),
+        ("d", &d),
+        ("e", &e),
+        ("f", &f),
+    ] {
+        let (j, replayed) = s.join_once(&sh, key).await.unwrap();
+        assert!(replayed, "{key}");
+        assert_eq!((j.ticket, j.seq), (kept.ticket, kept.seq), "{key}");
+    }
+    // a and b are let through (two a second): their keys answer the admission.
+    s.admit(&sh, 1).await.unwrap();
+    let (j, replayed) = s.join_once(&sh, "b").await.unwrap();
+    assert!(replayed);
+    assert_eq!(j.ticket, b.ticket);
+    assert!(
+        matches!(j.status.state, TicketState::Admitted { .. }),
+        "{:?}",
+        j.status.state
+    );
+    // c leaves: its key gets a new place, and that one from then on.
+    assert!(s.leave(&sh, c.ticket).await.unwrap());
+    let (c2, replayed) = s.join_once(&sh, "c").await.unwrap();
+    assert!(!replayed);
+    assert_ne!(c2.ticket, c.ticket);
+    assert_eq!(c2.seq, 8);
+    let (j, replayed) = s.join_once(&sh, "c").await.unwrap();
+    assert!(replayed);
+    assert_eq!(j.ticket, c2.ticket);
+    assert_eq!(s.join(&sh).await.unwrap().seq, 9, "no replay took a number");
+
+    if let Some((fields, ttl, others)) = idem_in_redis(&redis, "g6").await {
+        assert_eq!(fields, ["a", "b", "c", "d", "e", "f"]);
+        assert!(0 < ttl && ttl <= 86_400_000, "the hash lives a day: {ttl}");
+        assert!(others.is_empty(), "{others:?}");
+    }
+    // Deleted, the show takes its keys with it; made again, a key is a stranger.
+    assert!(s.delete(&sh).await.unwrap());
+    if let Some((fields, ttl, _)) = idem_in_redis(&redis, "g6").await {
+        assert!(fields.is_empty(), "{fields:?}");
+        assert_eq!(ttl, -2, "no hash left");
+    }
+    s.open(&sh).await.unwrap();
+    let (j, replayed) = s.join_once(&sh, "a").await.unwrap();
+    assert!(!replayed);
+    assert_eq!(j.seq, 1);
+    assert_ne!(j.ticket, a.ticket);
+    // A key that names a ticket of the show's earlier incarnation (as an older build, which
+    // knows no hash, would leave it when it re-creates the show) is a stranger too, though
+    // that ticket's admission has not run out: it was admitted under the old epoch.
+    if let Some(mut conn) = show_node(&redis, "g6").await {
+        let () = ::redis::cmd("HSET")
+            .arg("wr:{g6}:idem")
+            .arg("b")
+            .arg(b.ticket.to_string())
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let (j, replayed) = s.join_once(&sh, "b").await.unwrap();
+        assert!(!replayed, "{j:?}");
+        assert_eq!(j.seq, 2);
+    }
 }
 
 /// A replica that is online behind `primary`.
