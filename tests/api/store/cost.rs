@@ -129,14 +129,20 @@ async fn at_once(store: &RedisStore, sh: &waiting_room::model::ShowId, keyed: bo
     }
 }
 
-#[tokio::test]
-async fn a_join_costs_redis_a_bounded_number_of_floors() {
+/// A redis-server of the test's own, a store on it and the show `name`, open.
+async fn open_show(name: &str) -> (RedisServer, RedisStore, waiting_room::model::ShowId) {
     let redis = RedisServer::start().await;
     let store = RedisStore::connect(&redis.url(), settings(10, Duration::from_secs(60)))
         .await
         .unwrap();
-    let sh = show("cost");
+    let sh = show(name);
     store.open(&sh).await.unwrap();
+    (redis, store, sh)
+}
+
+#[tokio::test]
+async fn a_join_costs_redis_a_bounded_number_of_floors() {
+    let (redis, store, sh) = open_show("cost").await;
     // The script loaded before anything is counted.
     store.join(&sh).await.unwrap();
     let mut conn = redis.conn().await;
@@ -240,12 +246,7 @@ const MOST_READ_FLOORS: f64 = 100.0;
 /// read on the same queue in the same run.
 #[tokio::test]
 async fn a_status_read_costs_redis_a_bounded_number_of_floors() {
-    let redis = RedisServer::start().await;
-    let store = RedisStore::connect(&redis.url(), settings(10, Duration::from_secs(60)))
-        .await
-        .unwrap();
-    let sh = show("reads");
-    store.open(&sh).await.unwrap();
+    let (redis, store, sh) = open_show("reads").await;
     let mut tickets = Vec::new();
     for _ in 0..JOINS {
         tickets.push(store.join(&sh).await.unwrap().ticket);
