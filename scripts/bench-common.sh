@@ -40,18 +40,22 @@ start_redis() {
 }
 
 # start_cluster: a Redis Cluster of the run's own, three cluster-enabled redis-servers on free
-# loopback ports (no persistence, no replicas, the slots split evenly), ended with the run;
-# sets CLUSTER_PORTS and CLUSTER_PIDS (node by node, in the same order) and CLUSTER_URL, the
-# comma-separated node list a server takes as REDIS_URL with REDIS_CLUSTER=true.
+# loopback ports, a client and a bus port each (no persistence, no replicas, the slots split
+# evenly), ended with the run; sets CLUSTER_PORTS and CLUSTER_PIDS (node by node, in the same
+# order) and CLUSTER_URL, the comma-separated node list a server takes as REDIS_URL with
+# REDIS_CLUSTER=true.
 start_cluster() {
   local dir port ok
   dir=$(mktemp -d)
   TEMP_DIRS+=("$dir")
   CLUSTER_PORTS=(); CLUSTER_PIDS=()
   for _ in 1 2 3; do
+    # The bus port is a free port of its own: by default it is the port + 10,000, which a
+    # free port above 55,535 does not have (the node then refuses to start).
     port=$(free_port)
-    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --cluster-enabled yes \
-      --cluster-config-file "nodes-$port.conf" --dir "$dir" >"$OUT/redis-$port.log" 2>&1 &
+    redis-server --port "$port" --cluster-port "$(free_port)" --bind 127.0.0.1 --save "" \
+      --appendonly no --cluster-enabled yes --cluster-config-file "nodes-$port.conf" --dir "$dir" \
+      >"$OUT/redis-$port.log" 2>&1 &
     PIDS+=("$!"); CLUSTER_PIDS+=("$!"); CLUSTER_PORTS+=("$port")
   done
   for port in "${CLUSTER_PORTS[@]}"; do
