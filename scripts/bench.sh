@@ -5,9 +5,12 @@
 #   scripts/bench.sh hold TOTAL PROCS [sse|ws]   connections held, memory per connection,
 #                                                then tick→push latency as the show opens
 #   scripts/bench.sh joins embedded|redis N      join throughput (join only, no streams)
-#   scripts/bench.sh burst N                     the 10:00 burst: N joins into one show on
-#                                                Redis, then the queue checked (every join
-#                                                once, arrivals 1..N) and Redis memory per fan
+#   scripts/bench.sh burst N [SHOWS]             the 10:00 burst: N joins into one show (or
+#                                                SHOWS) on Redis, then each queue checked (every
+#                                                join once, arrivals 1..N) and Redis memory and
+#                                                CPU per fan; CLUSTER=1 on a 3-node Redis
+#                                                Cluster, the shows on different nodes and
+#                                                scheduled (pre-queue joins; SCHEDULED=0|1)
 #   scripts/bench.sh joins-wait N                joins on a primary with a replica, without and
 #                                                with REDIS_WAIT_REPLICAS=1, same run
 #   scripts/bench.sh latency FANS RATE [sse|ws]  tick→push latency: FANS join at 1,000/s into an
@@ -219,54 +222,172 @@ joins)
     "$OUT/report-1.json" | tee "$OUT/joins-$store.json"
   ;;
 burst)
-  # The 10:00 burst: N joins into one show on Redis as fast as one server takes them (one load
-  # process per million fans, each from addresses of its own), then what Redis holds: every
-  # acknowledged join in the queue once, arrival numbers 1..N with no gap or twin, and Redis's
-  # memory per waiting fan.
-  n=${2:?N joins}
-  procs=$(((n + 999999) / 1000000)); per=$((n / procs))
-  start_redis
-  start_server "$REDIS_URL"
-  rcli() { redis-cli -p "${REDIS_URL##*:}" "$@"; }
-  operator PUT /orders/waiting-room/burst
-  mem_before=$(rcli info memory | awk -F: '/^used_memory:/ {print $2 + 0}')
-  redis_before=$(cpu_seconds "$REDIS_PID")
+  # The 10:00 burst: N joins as fast as one server takes them into SHOWS (default 1) shows
+  # (one load process per million fans, each from addresses of its own, 256 joins in flight
+  # in all), then what Redis holds: for every show each acknowledged join in its queue once,
+  # arrival numbers 1..joined with no gap or twin; Redis's memory per waiting fan; the CPU a
+  # join cost the server and each Redis node.
+  # CLUSTER=1: on a 3-node Redis Cluster of its own instead of one redis-server, show i on
+  # node i mod 3 (more than one show: names chosen by the slot of their hash tag).
+  # SCHEDULED=1 (the default with CLUSTER=1): every show scheduled to open in two hours, so
+  # every join lands in its pre-queue, the queue a draw will order; otherwise closed shows.
+  n=${2:?N joins}; shows=${3:-1}
+  cluster=${CLUSTER:-0}; scheduled=${SCHEDULED:-$cluster}
+  if [ "$cluster" = 1 ]; then
+    start_cluster
+    NODE_PORTS=("${CLUSTER_PORTS[@]}")
+    SERVER_ENV="REDIS_CLUSTER=true ${SERVER_ENV:-}" start_server "$CLUSTER_URL"
+    CASE=burst-cluster-$n-${shows}show$([ "$shows" = 1 ] || echo s)
+    [ "$scheduled" = 1 ] || CASE+=-closed
+  else
+    start_redis
+    NODE_PORTS=("${REDIS_URL##*:}")
+    start_server "$REDIS_URL"
+    CASE=burst-$n
+    if [ "$shows" != 1 ]; then CASE+=-${shows}shows; fi
+    if [ "$scheduled" = 1 ]; then CASE+=-scheduled; fi
+  fi
+  # The shows, and the port of the node holding each one's slot.
+  SHOW_NAMES=(); SHOW_PORTS=(); j=0
+  for i in $(seq "$shows"); do
+    if [ "$shows" = 1 ]; then
+      show=burst
+    elif [ "$cluster" = 1 ]; then
+      want=${NODE_PORTS[$(((i - 1) % ${#NODE_PORTS[@]}))]}
+      for _ in $(seq 1000); do
+        j=$((j + 1)); show=burst-$j
+        [ "$(cluster_port_of "$show")" = "$want" ] && break
+      done
+    else
+      show=burst-$i
+    fi
+    SHOW_NAMES+=("$show")
+    if [ "$cluster" = 1 ]; then SHOW_PORTS+=("$(cluster_port_of "$show")"); else SHOW_PORTS+=("${NODE_PORTS[0]}"); fi
+  done
+  opens_at=$(date -u -d '+2 hours' +%Y-%m-%dT%H:%M:%SZ)
+  for show in "${SHOW_NAMES[@]}"; do
+    if [ "$scheduled" = 1 ]; then
+      operator PUT "/orders/waiting-room/$show" "{\"opensAt\":\"$opens_at\"}"
+    else
+      operator PUT "/orders/waiting-room/$show"
+    fi
+  done
+  # The load processes: "K SHOW FANS", each show's fans split over a process per million.
+  plan=(); k=0
+  for s in $(seq 0 $((shows - 1))); do
+    fans=$((n / shows + (s < n % shows ? 1 : 0)))
+    p=$(((fans + 999999) / 1000000))
+    for q in $(seq 0 $((p - 1))); do
+      k=$((k + 1)); plan+=("$k ${SHOW_NAMES[$s]} $((fans / p + (q < fans % p ? 1 : 0)))")
+    done
+  done
+  procs=$k
+  if [ "$cluster" = 1 ]; then redis-cli -p "${NODE_PORTS[0]}" cluster nodes >"$OUT/$CASE.cluster-nodes"; fi
+  # node_sample: per node "port cpu-seconds used-memory script-calls", from its INFO.
+  node_sample() {
+    for port in "${NODE_PORTS[@]}"; do
+      redis-cli -p "$port" info everything | tr -d '\r' | awk -F'[:,=]' -v port="$port" '
+        /^used_cpu_(user|sys):/ {cpu += $2}
+        /^used_memory:/ {mem = $2}
+        /^cmdstat_(evalsha|eval|fcall|fcall_ro):/ {calls += $3}
+        END {printf "%s %.6f %d %d\n", port, cpu, mem, calls}'
+    done
+  }
+  node_sample >"$OUT/$CASE.nodes-before"
+  server_before=$(cpu_seconds "$SERVER_PID")
   LOAD_PIDS=()
-  for k in $(seq "$procs"); do
-    (loadgen "$k" --show burst --fans "$per" --join-only --join-rate 1000000 \
+  for row in "${plan[@]}"; do
+    read -r k show fans <<<"$row"
+    (loadgen "$k" --show "$show" --fans "$fans" --join-only --join-rate 1000000 \
       --max-in-flight $((256 / procs)) --duration "${DURATION:-900}s") &
     LOAD_PIDS+=("$!")
   done
   PIDS+=("${LOAD_PIDS[@]}")
   wait "${LOAD_PIDS[@]}"
-  cpu=$(cpu_seconds "$SERVER_PID")
-  redis_cpu=$(awk -v a="$redis_before" -v b="$(cpu_seconds "$REDIS_PID")" 'BEGIN {print b - a}')
-  mem_after=$(rcli info memory | awk -F: '/^used_memory:/ {print $2 + 0}')
-  queued=$(rcli zcard 'wr:{burst}:queue')
-  counter=$(rcli get 'wr:{burst}:seq')
-  first=$(rcli zrange 'wr:{burst}:queue' 0 0 withscores | sed -n 2p)
-  last=$(rcli zrange 'wr:{burst}:queue' -1 -1 withscores | sed -n 2p)
-  load_cpu=$(cat "$OUT"/loadgen-cpu-*.json | jq -s 'map(.user + .system) | add' 2>/dev/null || echo null)
-  # N distinct whole scores from 1 to N (INCR hands each out once) are 1..N, dense.
-  reports=()
-  for k in $(seq "$procs"); do reports+=("$OUT/report-$k.json"); done
-  jq -s --argjson queued "$queued" --argjson counter "$counter" --argjson first "${first:-0}" \
-    --argjson last "${last:-0}" --argjson before "$mem_before" --argjson after "$mem_after" \
-    --arg cpu "$cpu" --arg redis "$redis_cpu" --argjson load "$load_cpu" \
-    '(map(.joined) | add) as $joined
-     | (map(.elapsed_seconds) | max) as $elapsed
-     | {joined: $joined, load_processes: length,
-      joins_per_second: (map(.joins_per_second) | add),
-      join_latency_per_process: map(.join_latency),
-      join_failed: (map(.join_failed) | add), join_shed: (map(.join_shed) | add),
-      queue: {length: $queued, counter: $counter, first_arrival: $first, last_arrival: $last,
-        every_join_once_and_dense: ($queued == $joined and $counter == $joined
-          and $first == 1 and $last == $joined)},
-      redis_memory_bytes_per_fan: (($after - $before) / ([$joined, 1] | max) | floor),
-      cpu_seconds: {server: ($cpu | tonumber), redis: ($redis | tonumber), load_generators: $load},
-      cpu_us_per_join: {server: (($cpu | tonumber) * 1e6 / ([$joined, 1] | max)),
-        redis: (($redis | tonumber) * 1e6 / ([$joined, 1] | max))}}' \
-    "${reports[@]}" | tee "$OUT/burst-$n.json"
+  server_after=$(cpu_seconds "$SERVER_PID")
+  node_sample >"$OUT/$CASE.nodes-after"
+  # Each show's queue on the node holding it: length, arrival counter, first and last arrival,
+  # and when it opens (a scheduled show's meta has it: its joins are in its pre-queue).
+  for s in $(seq 0 $((shows - 1))); do
+    show=${SHOW_NAMES[$s]}; port=${SHOW_PORTS[$s]}
+    slot=null
+    if [ "$cluster" = 1 ]; then slot=$(redis-cli -p "$port" cluster keyslot "wr:{$show}:queue"); fi
+    queued=$(redis-cli -p "$port" zcard "wr:{$show}:queue")
+    counter=$(redis-cli -p "$port" get "wr:{$show}:seq")
+    first=$(redis-cli -p "$port" zrange "wr:{$show}:queue" 0 0 withscores | sed -n 2p)
+    last=$(redis-cli -p "$port" zrange "wr:{$show}:queue" -1 -1 withscores | sed -n 2p)
+    opens=$(redis-cli -p "$port" hget "wr:{$show}:meta" opens_at)
+    echo "$show $port $slot ${queued:-0} ${counter:-0} ${first:-0} ${last:-0} ${opens:-null}"
+  done >"$OUT/$CASE.queues"
+  for k in $(seq "$procs"); do
+    cp "$OUT/report-$k.json" "$OUT/$CASE-report-$k.json"
+    cp "$OUT/loadgen-cpu-$k.json" "$OUT/$CASE-loadgen-cpu-$k.json" 2>/dev/null || true
+  done
+  python3 - "$OUT" "$CASE" "$cluster" "$scheduled" "$server_before" "$server_after" \
+    "$(cpu_seconds "$SERVER_PID")" "${plan[@]}" <<'PY' | tee "$OUT/$CASE.json"
+import json, os, sys
+out, case, cluster, scheduled, srv0, srv1, srv_total, *plan = sys.argv[1:]
+plan = [row.split() for row in plan]
+reports = [json.load(open(f"{out}/{case}-report-{k}.json")) for k, _, _ in plan]
+def load_cpu(k):
+    try:
+        c = json.load(open(f"{out}/{case}-loadgen-cpu-{k}.json"))
+        return c["user"] + c["system"]
+    except (OSError, ValueError, KeyError):
+        return None
+def nodes(when):
+    rows = [l.split() for l in open(f"{out}/{case}.nodes-{when}")]
+    return {r[0]: (float(r[1]), int(r[2]), int(r[3])) for r in rows}
+before, after = nodes("before"), nodes("after")
+acked = {}
+for (k, show, _), r in zip(plan, reports):
+    acked[show] = acked.get(show, 0) + r["joined"]
+joined = sum(acked.values())
+per = lambda x, d: x / max(d, 1)
+shows = []
+for line in open(f"{out}/{case}.queues"):
+    show, port, slot, length, counter, first, last, opens = line.split()
+    length, counter, first, last = (int(float(v or 0)) for v in (length, counter, first, last))
+    a = acked.get(show, 0)
+    shows.append({"show": show, "node": int(port), "slot": None if slot == "null" else int(slot),
+        "opens_at_ms": None if opens == "null" else int(opens), "joined": a, "length": length, "counter": counter, "first_arrival": first,
+        "last_arrival": last,
+        # `a` distinct whole scores from 1 to `a` (INCRBY hands each out once) are 1..a, dense.
+        "every_join_once_and_dense": length == a == counter and last == a and (a == 0 or first == 1)})
+node_rows = []
+for port, (cpu1, mem1, calls1) in after.items():
+    cpu0, mem0, calls0 = before[port]
+    held = sum(s["joined"] for s in shows if s["node"] == int(port))
+    node_rows.append({"node": int(port), "shows": [s["show"] for s in shows if s["node"] == int(port)],
+        "joins": held, "cpu_seconds": round(cpu1 - cpu0, 3), "memory_bytes": mem1 - mem0,
+        "script_calls": calls1 - calls0,
+        "cpu_us_per_join_it_held": round(per((cpu1 - cpu0) * 1e6, held), 3) if held else None,
+        "joins_per_script_call": round(per(held, calls1 - calls0), 1) if held else None})
+busiest = max(node_rows, key=lambda r: r["cpu_seconds"])
+redis_cpu = sum(r["cpu_seconds"] for r in node_rows)
+server_cpu = float(srv1) - float(srv0)
+loads = [load_cpu(k) for k, _, _ in plan]
+print(json.dumps({
+    "store": "redis cluster, 3 nodes" if cluster == "1" else "redis",
+    "scheduled": scheduled == "1", "shows": len(shows), "joined": joined,
+    "load_processes": len(reports),
+    "joins_per_second": sum(r["joins_per_second"] for r in reports),
+    "joined_per_longest_elapsed_second": joined / max(r["elapsed_seconds"] for r in reports),
+    "join_latency_per_process": [r["join_latency"] for r in reports],
+    "join_failed": sum(r["join_failed"] for r in reports),
+    "join_shed": sum(r["join_shed"] for r in reports),
+    "queue": {"every_join_once_and_dense": all(s["every_join_once_and_dense"] for s in shows),
+              "shows": shows},
+    "redis_memory_bytes_per_fan": int(per(sum(r["memory_bytes"] for r in node_rows), joined)),
+    "nodes": node_rows,
+    "cpu_seconds": {"server": round(server_cpu, 2), "server_since_start": float(srv_total),
+        "redis": round(redis_cpu, 3), "redis_busiest_node": busiest["cpu_seconds"],
+        "load_generators": None if None in loads else round(sum(loads), 2)},
+    "cpu_us_per_join": {"server": per(server_cpu * 1e6, joined),
+        "redis": per(redis_cpu * 1e6, joined),
+        "redis_busiest_node": busiest["cpu_us_per_join_it_held"]},
+}, indent=2))
+PY
   ;;
 joins-wait)
   # What REDIS_WAIT_REPLICAS=1 costs: joins on one primary with one replica, without and

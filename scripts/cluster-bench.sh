@@ -20,31 +20,12 @@ OUT=${OUT:-${CARGO_TARGET_DIR:-target}/bench/cluster-$mode}
 # shellcheck source=scripts/bench-common.sh
 . scripts/bench-common.sh
 
-dir=$(mktemp -d)
-PORTS=()
-for _ in 1 2 3; do
-  port=$(free_port)
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --cluster-enabled yes \
-    --cluster-config-file "nodes-$port.conf" --dir "$dir" >"$OUT/redis-$port.log" 2>&1 &
-  PIDS+=("$!"); PORTS+=("$port")
-done
-REDIS_PIDS=("${PIDS[@]}")
-for port in "${PORTS[@]}"; do
-  for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
-redis-cli --cluster create "${PORTS[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes >"$OUT/cluster-create.log"
-for _ in $(seq 100); do
-  ok=1
-  for port in "${PORTS[@]}"; do redis-cli -p "$port" cluster info | grep -q cluster_state:ok || ok=0; done
-  [ "$ok" = 1 ] && break
-  sleep 0.1
-done
-NODES=$(printf 'redis://127.0.0.1:%s,' "${PORTS[@]}"); NODES=${NODES%,}
+start_cluster
 
 URLS=(); SERVER_PIDS=()
 for k in 0 1 2; do
   port=$(free_port)
-  env BIND="127.0.0.1:$port" REDIS_URL="$NODES" REDIS_CLUSTER=true REDIS_PUBSUB="$mode" \
+  env BIND="127.0.0.1:$port" REDIS_URL="$CLUSTER_URL" REDIS_CLUSTER=true REDIS_PUBSUB="$mode" \
     ADMIN_TOKEN=$TOKEN JOIN_RATE_LIMIT=0 MAX_STREAMS_PER_CLIENT=0 MAX_CONNECTIONS_PER_CLIENT=0 ADMIT_PER_SECOND=1 RUST_LOG=warn \
     "$BIN" >"$OUT/server-$k.log" 2>&1 &
   PIDS+=("$!"); SERVER_PIDS+=("$!"); URLS+=("http://127.0.0.1:$port")
@@ -54,10 +35,9 @@ for url in "${URLS[@]}"; do
 done
 
 {
-  echo "mode: $mode, $shows shows, 3 nodes (${PORTS[*]}), 3 instances, $seconds s measured"
+  echo "mode: $mode, $shows shows, 3 nodes (${CLUSTER_PORTS[*]}), 3 instances, $seconds s measured"
   grep -h "Redis Cluster events" "$OUT"/server-*.log | sed 's/\x1b\[[0-9;]*m//g' | sort | uniq -c || true
 } | tee "$OUT/summary.txt"
 python3 scripts/cluster-bench.py --token "$TOKEN" --shows "$shows" --seconds "$seconds" \
-  --ports "${PORTS[@]}" --urls "${URLS[@]}" --pids "${SERVER_PIDS[@]}" --redis-pids "${REDIS_PIDS[@]}" \
+  --ports "${CLUSTER_PORTS[@]}" --urls "${URLS[@]}" --pids "${SERVER_PIDS[@]}" --redis-pids "${CLUSTER_PIDS[@]}" \
   | tee -a "$OUT/summary.txt"
-rm -rf "$dir"
