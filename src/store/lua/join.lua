@@ -8,7 +8,9 @@
 -- touches the others':
 --   joined and waiting: its position alone, a number (the call's new tickets take the
 --   arrivals from `first` on, in order), the most common answer kept the cheapest to write;
---   `joined` (in a pre-queue), with where its new ticket stands;
+--   joined into a pre-queue not drawn yet: 0, and the reply's `opens_in_ms` says when it
+--   opens (alike for every new ticket of the call);
+--   `joined` (a pre-queue drawn, never expected for a new ticket), with where it stands;
 --   `replayed`, with the ticket kept under its idem_key (the client's Idempotency-Key, a
 --   field of the show's hash IDEM) and where it stands, while that ticket lives in this epoch
 --   (waiting, or admitted: a replay of an admitted ticket is a sign of life, as a poll is) or
@@ -23,7 +25,8 @@
 -- this epoch (`kept`), so a ticket of an earlier incarnation is never answered: the value needs
 -- no epoch of its own (`epoch|ticket` cost a concatenation a join, some 6 % of a keyed join).
 -- The call answers {joins, epoch, and, when some join was answered a ticket, version and pace,
--- and `first` when some joined}; a show that is not live is refused for every join at once
+-- `first` when some joined, and `opens_in_ms` when they joined a pre-queue not drawn yet}; a
+-- show that is not live is refused for every join at once
 -- ({refused = …}).
 -- Proof of work: the show's difficulty (meta `challenge_bits`) against the join's proof_bits,
 -- the zero bits the caller found in SHA-256(challenge:nonce) after checking the challenge's
@@ -101,7 +104,7 @@ for i, j in ipairs(joins) do
 end
 
 local n = #new
-local first
+local first, opens_in
 if n > 0 then
   first = redis.call('INCRBY', SEQ, n) - n + 1
   local z = {}
@@ -123,12 +126,17 @@ if n > 0 then
     redis.call('HSET', IDEM, unpack(h))
     redis.call('PEXPIRE', IDEM, 86400000)
   end
-  -- Where the new tickets stand: in a pre-queue not drawn yet, all alike; else each at its
-  -- rank + 1. They took the highest arrivals, so they hold consecutive ranks at the tail of
-  -- the queue: two ZRANKs (the first's and the last's) confirm it and give every position;
-  -- otherwise (never expected) each is ranked on its own.
+  -- Where the new tickets stand: in a pre-queue not drawn yet, all alike, so the time until
+  -- the opening is worked out once and told once (the reply's `opens_in_ms`; each new
+  -- ticket's entry is then 0); else each at its rank + 1. They took the highest arrivals, so
+  -- they hold consecutive ranks at the tail of the queue: two ZRANKs (the first's and the
+  -- last's) confirm it and give every position; otherwise (never expected) each is ranked on
+  -- its own.
   local d = draw_phase(m)
-  if not order_key(d, first) or (d and d.p and first <= d.closed) then
+  if not order_key(d, first) then
+    opens_in = d.closed and 0 or math.max(d.opens_at - now_ms(), 0)
+    for _, i in ipairs(new) do out[i] = 0 end
+  elseif d and d.p and first <= d.closed then
     for _, i in ipairs(new) do
       out[i] = {outcome = 'joined', ticket = standing(joins[i].ticket, arrival[i], m)}
     end
@@ -145,12 +153,18 @@ end
 for i, o in ipairs(out) do
   if type(o) == 'table' and o.mate then
     local mate = out[o.mate]
-    local t = type(mate) == 'number'
-      and {state = 'waiting', arrival = arrival[o.mate], position = mate} or mate.ticket
+    local t
+    if opens_in then
+      t = {state = 'pre_queue', arrival = arrival[o.mate], opens_in_ms = opens_in}
+    elseif type(mate) == 'number' then
+      t = {state = 'waiting', arrival = arrival[o.mate], position = mate}
+    else
+      t = mate.ticket
+    end
     out[i] = {outcome = 'replayed', ticket_id = joins[o.mate].ticket, ticket = t}
   end
 end
 
-local reply = {joins = out, epoch = epoch, first = first}
+local reply = {joins = out, epoch = epoch, first = first, opens_in_ms = opens_in}
 if answered then reply.pace, reply.version = pace_reply(m) end
 return reply

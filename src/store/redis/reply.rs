@@ -212,13 +212,17 @@ pub(super) struct JoinReply {
     pace: Option<PaceReply>,
     /// The arrival of the call's first new ticket (the others follow in order).
     first: Option<u64>,
+    /// Set when the new tickets joined a pre-queue not drawn yet: ms until it opens, alike
+    /// for all of them (their entries are then 0, no position).
+    opens_in_ms: Option<u64>,
 }
 
 /// One join's entry in [`JoinReply`]: the common answer in short, else its outcome by name.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum JoinEntry {
-    /// Joined, waiting at this position; its arrival is the call's next new one.
+    /// Joined, waiting at this position (or, with the reply's `opens_in_ms`, in the
+    /// pre-queue: 0); its arrival is the call's next new one.
     Waiting(u64),
     Outcome(JoinOutcome),
 }
@@ -261,7 +265,7 @@ impl JoinReply {
             )));
         }
         let shared = self.version.zip(self.pace.map(Pace::from));
-        let epoch = self.epoch;
+        let (epoch, opens_in_ms) = (self.epoch, self.opens_in_ms);
         let joined = |ticket: Uuid, standing: TicketReply| -> Result<Joined> {
             let (version, pace) = shared.ok_or_else(|| {
                 StoreError::Protocol("join: a ticket answered without the pace".into())
@@ -295,7 +299,13 @@ impl JoinReply {
             .map(|(entry, &ticket)| match entry {
                 JoinEntry::Waiting(position) => {
                     let arrival = arrival()?;
-                    let standing = TicketReply::Waiting { position, arrival };
+                    let standing = match opens_in_ms {
+                        Some(opens_in_ms) => TicketReply::PreQueue {
+                            arrival,
+                            opens_in_ms,
+                        },
+                        None => TicketReply::Waiting { position, arrival },
+                    };
                     joined(ticket, standing).map(|j| (j, false))
                 }
                 JoinEntry::Outcome(JoinOutcome::Joined { ticket: standing }) => {

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use waiting_room::store::{Queue, RedisStore, Shows};
+use waiting_room::store::{Draws, Queue, RedisStore, Schedule, Shows};
 
 use crate::support::backend::settings;
 use crate::support::redis::RedisServer;
@@ -173,34 +173,53 @@ async fn a_join_costs_redis_a_bounded_number_of_floors() {
         floor_cpu / n
     );
 
+    // A show scheduled to open in an hour: its joins go to its pre-queue (a fair start's).
+    let pre = show("cost-pre");
+    store.configure(&pre, Default::default()).await.unwrap();
+    let opens_at_ms = Some(waiting_room::clock::wall_ms() + 3_600_000);
+    let schedule = Schedule {
+        opens_at_ms,
+        ..Default::default()
+    };
+    store.schedule(&pre, schedule).await.unwrap();
+
     // The joins the fans make: one at a time through the store, then all at once; with and
-    // without an Idempotency-Key.
+    // without an Idempotency-Key; and at once into the pre-queue.
     let mut ratios = Vec::new();
-    for (label, keyed, concurrent, most) in [
-        ("one at a time", false, false, MOST_FLOORS),
+    for (label, keyed, concurrent, most, sh) in [
+        ("one at a time", false, false, MOST_FLOORS, &sh),
         (
             "one at a time, Idempotency-Key",
             true,
             false,
             MOST_FLOORS_KEYED,
+            &sh,
         ),
-        ("at once", false, true, MOST_FLOORS_AT_ONCE),
+        ("at once", false, true, MOST_FLOORS_AT_ONCE, &sh),
         (
             "at once, Idempotency-Key",
             true,
             true,
             MOST_FLOORS_AT_ONCE_KEYED,
+            &sh,
+        ),
+        (
+            "at once, into a pre-queue",
+            false,
+            true,
+            MOST_FLOORS_AT_ONCE,
+            &pre,
         ),
     ] {
         let (usec, cpu) = measure(&mut conn, &JOIN_COMMANDS, async {
             if concurrent {
-                at_once(&store, &sh, keyed).await;
+                at_once(&store, sh, keyed).await;
             } else {
                 for i in 0..JOINS {
                     if keyed {
-                        store.join_once(&sh, &format!("{label}-{i}")).await.unwrap();
+                        store.join_once(sh, &format!("{label}-{i}")).await.unwrap();
                     } else {
-                        store.join(&sh).await.unwrap();
+                        store.join(sh).await.unwrap();
                     }
                 }
             }

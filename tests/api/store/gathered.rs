@@ -32,6 +32,7 @@ all_stores!(
     concurrent_joins_with_and_without_keys_each_get_one_place,
     a_spent_proof_is_refused_and_the_others_of_its_call_go_in,
     a_key_replayed_in_the_call_of_its_first_use_gets_that_ticket,
+    joins_at_once_into_a_pre_queue_are_each_told_when_it_opens,
     status_reads_at_once_each_get_their_own_answer,
     status_reads_at_once_of_a_show_nobody_made_are_each_refused,
     keys_replay_across_calls_from_one_hash_that_goes_with_the_show,
@@ -326,6 +327,63 @@ async fn a_key_replayed_in_the_call_of_its_first_use_gets_that_ticket(backend: B
     assert!(replayed);
     assert_eq!(again.ticket, k.ticket);
     assert_eq!(s.join(&sh).await.unwrap().seq, 5);
+}
+
+async fn joins_at_once_into_a_pre_queue_are_each_told_when_it_opens(backend: Backend) {
+    let (s, redis) = store(backend, settings(2, Duration::from_secs(60))).await;
+    let sh = show("g7");
+    s.configure(&sh, Default::default()).await.unwrap();
+    let opens = waiting_room::clock::wall_ms() + 3_600_000;
+    let schedule = waiting_room::store::Schedule {
+        opens_at_ms: Some(opens),
+        ..Default::default()
+    };
+    s.schedule(&sh, schedule).await.unwrap();
+    let before = s.join(&sh).await.unwrap();
+    calls(&redis).await;
+
+    let answers = at_once(vec![
+        s.join_proven(&sh, Some("k"), None),
+        s.join_proven(&sh, None, None),
+        s.join_proven(&sh, Some("k"), None),
+        s.join_proven(&sh, None, None),
+    ])
+    .await;
+    if let Some(n) = calls(&redis).await {
+        assert_eq!(n, 1, "the four joins went in one call");
+    }
+    let answers: Vec<(Joined, bool)> = answers.into_iter().map(Result::unwrap).collect();
+    let replayed: Vec<bool> = answers.iter().map(|(_, r)| *r).collect();
+    assert_eq!(replayed, [false, false, true, false]);
+    // Each new ticket in the pre-queue at its own arrival, told the hour until the opening.
+    for ((j, _), arrival) in answers.iter().zip([2, 3, 2, 4]) {
+        match j.status.state {
+            TicketState::PreQueue {
+                arrival: a,
+                opens_in_ms,
+            } => {
+                assert_eq!((a, j.seq), (arrival, arrival), "{j:?}");
+                assert!(
+                    (3_500_000..=3_600_000).contains(&opens_in_ms),
+                    "{opens_in_ms}"
+                );
+            }
+            other => panic!("a pre-queue, not {other:?}"),
+        }
+    }
+    assert_eq!(
+        answers[2].0.ticket, answers[0].0.ticket,
+        "the key's one ticket"
+    );
+    // As a read of each says.
+    assert_eq!(
+        s.status(&sh, answers[3].0.ticket).await.unwrap().seq,
+        Some(4)
+    );
+    assert!(matches!(
+        before.status.state,
+        TicketState::PreQueue { arrival: 1, .. }
+    ));
 }
 
 async fn status_reads_at_once_each_get_their_own_answer(backend: Backend) {
