@@ -11,6 +11,8 @@
 #                                                CPU per fan; CLUSTER=1 on a 3-node Redis
 #                                                Cluster, the shows on different nodes and
 #                                                scheduled (pre-queue joins; SCHEDULED=0|1)
+#   (any case) KEYED=1                           every fan sends an Idempotency-Key of its own,
+#                                                as the waiting page does
 #   scripts/bench.sh joins-wait N                joins on a primary with a replica, without and
 #                                                with REDIS_WAIT_REPLICAS=1, same run
 #   scripts/bench.sh latency FANS RATE [sse|ws]  tick→push latency: FANS join at 1,000/s into an
@@ -114,7 +116,10 @@ loadgen() {
   # /usr/bin/time records the load process's own CPU: on 2 shared cores it is part of the story.
   local timer=()
   [ -x /usr/bin/time ] && timer=(/usr/bin/time -f '{"wall": %e, "user": %U, "system": %S}' -o "$OUT/loadgen-cpu-$k.json")
-  exec "${timer[@]}" "$CLIENT" load --url "$URL" --source-ips "127.0.$k.2-127.0.$k.21" --quiet --json 2>>"$OUT/loadgen-stderr.log" \
+  # KEYED=1: each fan sends an Idempotency-Key of its own, as the waiting page does.
+  local keyed=()
+  [ "${KEYED:-0}" = 1 ] && keyed=(--idempotency-key)
+  exec "${timer[@]}" "$CLIENT" load "${keyed[@]}" --url "$URL" --source-ips "127.0.$k.2-127.0.$k.21" --quiet --json 2>>"$OUT/loadgen-stderr.log" \
     --csv "$OUT/load-$k.csv" --plot "$OUT/load-$k.svg" "$@" >"$OUT/report-$k.json"
 }
 
