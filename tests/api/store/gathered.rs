@@ -94,12 +94,7 @@ fn waiting(j: &Joined) -> (u64, u64) {
 
 async fn joins_at_once_take_dense_sequences_and_their_ranks(backend: Backend) {
     let (s, redis) = store(backend, settings(2, Duration::from_secs(60))).await;
-    let sh = show("g1");
-    s.open(&sh).await.unwrap();
-    let mut first = Vec::new();
-    for _ in 0..5 {
-        first.push(s.join(&sh).await.unwrap().ticket);
-    }
+    let (sh, first) = super::open_with_fans(s.as_ref(), "g1", 5).await;
     // Two leave: ranks no longer equal arrivals.
     assert!(s.leave(&sh, first[1]).await.unwrap());
     assert!(s.leave(&sh, first[3]).await.unwrap());
@@ -388,12 +383,7 @@ async fn joins_at_once_into_a_pre_queue_are_each_told_when_it_opens(backend: Bac
 
 async fn status_reads_at_once_each_get_their_own_answer(backend: Backend) {
     let (s, redis) = store(backend, settings(3, Duration::from_secs(60))).await;
-    let sh = show("g5");
-    s.open(&sh).await.unwrap();
-    let mut fans = Vec::new();
-    for _ in 0..7 {
-        fans.push(s.join(&sh).await.unwrap().ticket);
-    }
+    let (sh, fans) = super::open_with_fans(s.as_ref(), "g8", 7).await;
     // Three admitted (the rate), one of those waiting leaves, and one ticket nobody knows.
     assert!(matches!(
         s.admit(&sh, 1).await.unwrap(),
@@ -440,7 +430,7 @@ async fn status_reads_at_once_each_get_their_own_answer(backend: Backend) {
 
 async fn status_reads_at_once_of_a_show_nobody_made_are_each_refused(backend: Backend) {
     let (s, _redis) = store(backend, settings(3, Duration::from_secs(60))).await;
-    let sh = show("g6");
+    let sh = show("g9");
     let answers = at_once((0..5).map(|_| s.status(&sh, Uuid::new_v4())).collect()).await;
     for answer in answers {
         assert!(
