@@ -131,6 +131,18 @@ pub(super) enum TicketReply {
 }
 
 impl TicketReply {
+    /// The ticket's [`Status`], under the show's `epoch`, `pace` and `version` its call read
+    /// (one place for both replies that tell a ticket where it stands: status and join).
+    fn status(self, epoch: u64, pace: Pace, version: u64) -> Status {
+        Status {
+            seq: self.arrival(),
+            state: self.into(),
+            epoch,
+            pace,
+            version,
+        }
+    }
+
     /// The arrival number of a queued ticket.
     fn arrival(&self) -> Option<u64> {
         match *self {
@@ -187,15 +199,7 @@ impl StatusReply {
         Ok(self
             .tickets
             .into_iter()
-            .map(|ticket| {
-                Ok(Status {
-                    seq: ticket.arrival(),
-                    state: ticket.into(),
-                    epoch,
-                    pace,
-                    version,
-                })
-            })
+            .map(|ticket| Ok(ticket.status(epoch, pace, version)))
             .collect())
     }
 }
@@ -270,17 +274,11 @@ impl JoinReply {
             let (version, pace) = shared.ok_or_else(|| {
                 StoreError::Protocol("join: a ticket answered without the pace".into())
             })?;
-            let seq = standing.arrival();
+            let status = standing.status(epoch, pace, version);
             Ok(Joined {
                 ticket,
-                seq: seq.unwrap_or(0),
-                status: Status {
-                    state: standing.into(),
-                    epoch,
-                    seq,
-                    pace,
-                    version,
-                },
+                seq: status.seq.unwrap_or(0),
+                status,
             })
         };
         // The call's new tickets took consecutive arrivals from `first`, in order.
