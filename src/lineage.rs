@@ -128,7 +128,11 @@ impl Lineage {
     /// A join here handed out `ticket` with arrival number `seq` under `epoch`, at `now`.
     pub(crate) fn joined(&self, show: &ShowId, epoch: u64, seq: u64, ticket: Uuid, now: Instant) {
         let mut seen = self.seen();
-        let s = seen.entry(show.clone()).or_default();
+        // Every join passes here: the show's name is cloned only the first time.
+        if !seen.contains_key(show) {
+            seen.insert(show.clone(), Seen::default());
+        }
+        let Some(s) = seen.get_mut(show) else { return };
         if epoch != s.join_epoch {
             // Another incarnation of the show (re-opened from nothing, or deleted and made
             // again): its numbers start over and say nothing of the old one's.

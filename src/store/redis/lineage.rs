@@ -23,9 +23,10 @@ use crate::store::{Result, StoreError};
 const LOST_FOR_MS: u64 = 86_400_000;
 
 /// KEYS: seq, meta, queue, audit, lostfans, mended, spent (an admission ordered or redeemed is
-/// not lost: its ticket left the queue and its admission on purpose). ARGV: epoch, high, admitted prefix, keep ms,
-/// tickets…. Returns {found counter, raised (0/1), lost tickets…}, or {-1} when the show's
-/// epoch is not ARGV[1] (re-opened or deleted meanwhile: nothing to mend).
+/// not lost: its ticket left the queue and its admission on purpose). ARGV: epoch, high,
+/// admitted prefix, keep ms, tickets…. Returns {found counter, raised (0/1), lost tickets…},
+/// or {-1} when the show's epoch is not ARGV[1] (re-opened or deleted meanwhile: nothing to
+/// mend).
 static MEND: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
