@@ -688,3 +688,36 @@ async fn gathered_joins_are_confirmed_by_the_replicas_first() {
         );
     }
 }
+
+/// Status reads gathered into a call that Redis holds past the store's response timeout (a
+/// primary that cannot keep up, or one gone mid-failover) are each told so, none left
+/// waiting, and the show's next reads are answered: its gathering starts afresh.
+#[tokio::test]
+async fn status_reads_held_past_the_timeout_each_fail_and_the_next_are_answered() {
+    let redis = RedisServer::start().await;
+    let s = RedisStore::connect(&redis.url(), settings(2, Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let (sh, fans) = super::open_with_fans(&s, "g10", 20).await;
+    redis.pause_writes(30_000).await;
+    let held = at_once(fans.iter().map(|&t| s.status(&sh, t)).collect());
+    // The store gives up after 2 s; a read still waiting long after that was never told.
+    let answers = tokio::time::timeout(Duration::from_secs(20), held)
+        .await
+        .expect("every held read is answered");
+    for answer in &answers {
+        assert!(matches!(answer, Err(StoreError::Redis(_))), "{answer:?}");
+    }
+    redis.unpause().await;
+    let answers = at_once(fans.iter().map(|&t| s.status(&sh, t)).collect()).await;
+    for (i, answer) in answers.into_iter().enumerate() {
+        let arrival = i as u64 + 1;
+        assert_eq!(
+            answer.unwrap().state,
+            TicketState::Waiting {
+                position: arrival,
+                arrival
+            }
+        );
+    }
+}
