@@ -123,6 +123,16 @@ loadgen() {
     --csv "$OUT/load-$k.csv" --plot "$OUT/load-$k.svg" "$@" >"$OUT/report-$k.json"
 }
 
+# redis_spent: Redis's main-thread CPU seconds, and the calls and µs of the join's FCALL and
+# of the floor's INCR and ZADD so far, a "name value" line each.
+redis_spent() {
+  { redis-cli -u "$REDIS_URL" INFO cpu; redis-cli -u "$REDIS_URL" INFO commandstats; } | tr -d '\r' | awk -F'[:,=]' '
+    /^used_cpu_(user|sys)_main_thread:/ { cpu += $2 }
+    /^cmdstat_fcall:/ { fcalls = $3; fusec = $5 }
+    /^cmdstat_(incr|zadd):/ { fl += $5 }
+    END { printf "cpu %s\nfcall_calls %d\nfcall_usec %d\nfloor_usec %d\n", cpu, fcalls, fusec, fl }'
+}
+
 # The crowd case's window: what it reads at each end.
 # sample_window N: the server's sockets with their TCP counters, Redis's counters, and the CPU
 # seconds of the server, redis-server and every load process, into $OUT/$CASE-N.*.
@@ -214,16 +224,65 @@ hold)
           push_latency_max: map(.push_latency.max)}' "$OUT"/report-*.json | tee -a "$OUT/hold-summary.txt"
   ;;
 joins)
+  # On Redis, also issue 21's floor in the same run: after the joins, on the same Redis, N
+  # joins' worth of `INCR` + `ZADD` (a ticket-sized member each) pipelined by `redis-cli
+  # --pipe`; Redis's main-thread CPU and µs inside commands (`INFO`) per join for both, the
+  # join's `FCALL`s (joins a call), and the ratio (`redis_against_floor`); with KEYED=1 also
+  # against `INCR` + `ZADD` + `HSET` of the key, what a keyed join writes at least.
+  # JOIN_RATE: joins a second offered (default: as fast as 256 in flight go).
   store=${2:?embedded|redis}; n=${3:?N joins}
   if [ "$store" = redis ]; then start_redis; start_server "$REDIS_URL"; else start_server; fi
   operator PUT /orders/waiting-room/joins
-  (loadgen 1 --show joins --fans "$n" --join-only --join-rate 1000000 --max-in-flight 256 --duration 120s)
+  [ "$store" = redis ] && redis_spent >"$OUT/joins-redis-before.txt"
+  (loadgen 1 --show joins --fans "$n" --join-only --join-rate "${JOIN_RATE:-1000000}" --max-in-flight 256 --duration 300s)
   cpu=$(cpu_seconds "$SERVER_PID")
   redis_cpu=$([ "$store" = redis ] && cpu_seconds "$REDIS_PID" || echo 0)
   load_cpu=$(jq '.user + .system' "$OUT/loadgen-cpu-1.json" 2>/dev/null || echo null)
+  floor='null'
+  if [ "$store" = redis ]; then
+    redis_spent >"$OUT/joins-redis-after.txt"
+    joined=$(jq .joined "$OUT/report-1.json")
+    # The floor, where the joins went: INCR + ZADD per join, one pipe.
+    awk -v n="$joined" 'BEGIN { for (i = 1; i <= n; i++) {
+        printf "INCR floor:seq\r\nZADD floor:queue %d %08x-%04x-4%03x-8%03x-%012x\r\n", i, i, i % 65536, i % 4096, i % 4096, i }
+      }' >"$OUT/floor.txt"
+    redis-cli -u "$REDIS_URL" --pipe <"$OUT/floor.txt" >/dev/null
+    redis_spent >"$OUT/joins-redis-floor.txt"
+    # KEYED=1: also what a keyed join must write at least, INCR + ZADD + HSET of its key.
+    if [ "${KEYED:-0}" = 1 ]; then
+      awk -v n="$joined" 'BEGIN { for (i = 1; i <= n; i++) {
+          t = sprintf("%08x-%04x-4%03x-8%03x-%012x", i, i % 65536, i % 4096, i % 4096, i)
+          printf "INCR kfloor:seq\r\nZADD kfloor:queue %d %s\r\nHSET kfloor:idem key-%d %s\r\n", i, t, i, t }
+        }' >"$OUT/floor-keyed.txt"
+      redis-cli -u "$REDIS_URL" --pipe <"$OUT/floor-keyed.txt" >/dev/null
+    fi
+    redis_spent >"$OUT/joins-redis-floor-keyed.txt"
+    floor=$(python3 - "$OUT" "$joined" "${KEYED:-0}" <<'PY'
+import json, sys
+out, n, keyed = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+def read(name):
+    return dict(l.split() for l in open(f"{out}/joins-redis-{name}.txt"))
+b, a, f, k = read("before"), read("after"), read("floor"), read("floor-keyed")
+d = lambda x, y, key: float(y[key]) - float(x[key])
+join = {"redis_cpu_us": d(b, a, "cpu") * 1e6 / n, "in_commands_us": d(b, a, "fcall_usec") / n,
+        "joins_a_call": n / max(d(b, a, "fcall_calls"), 1)}
+floor = {"redis_cpu_us": d(a, f, "cpu") * 1e6 / n, "in_commands_us": d(a, f, "floor_usec") / n}
+r = {"join": join, "floor": floor,
+     "floors_by_cpu": join["redis_cpu_us"] / floor["redis_cpu_us"],
+     "floors_by_commands": join["in_commands_us"] / floor["in_commands_us"]}
+if keyed:
+    r["keyed_floor"] = {"redis_cpu_us": d(f, k, "cpu") * 1e6 / n}
+    r["keyed_floors_by_cpu"] = join["redis_cpu_us"] / r["keyed_floor"]["redis_cpu_us"]
+print(json.dumps(r))
+PY
+)
+  fi
   jq --arg store "$store" --arg cpu "$cpu" --arg redis "$redis_cpu" --argjson load "$load_cpu" \
+    --argjson floor "$floor" \
     '{store: $store, joined, joins_per_second, elapsed_seconds, join_latency, join_failed,
-      cpu_seconds: {server: ($cpu | tonumber), redis: ($redis | tonumber), load_generator: $load}}' \
+      cpu_seconds: {server: ($cpu | tonumber), redis: ($redis | tonumber), load_generator: $load},
+      server_cpu_us_a_join: (($cpu | tonumber) * 1e6 / .joined)}
+     + (if $floor then {redis_against_floor: $floor} else {} end)' \
     "$OUT/report-1.json" | tee "$OUT/joins-$store.json"
   ;;
 burst)
