@@ -54,6 +54,13 @@ pub struct Config {
     #[arg(long, env = "REDIS_WAIT_TIMEOUT", default_value = "500ms", value_parser = parse_ttl)]
     pub redis_wait_timeout: Duration,
 
+    /// The least time between two calls of a busy show's joins (and of its status reads), so
+    /// each call carries the joins that arrived meanwhile: Redis and the instance spend less a
+    /// join, a join waits at most this much more. A show with no call out still goes at once.
+    /// `0s`: a call as soon as the previous one is answered.
+    #[arg(long, env = "REDIS_GATHER_WINDOW", default_value = "2ms", value_parser = parse_gather_window)]
+    pub redis_gather_window: Duration,
+
     /// `REDIS_URL` names Redis Cluster nodes, comma-separated (any few of them will do).
     #[arg(long, env = "REDIS_CLUSTER", requires = "redis_url")]
     pub redis_cluster: bool,
@@ -220,6 +227,14 @@ fn parse_window(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+fn parse_gather_window(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s).map_err(|e| format!("{e} (try 2ms, or 0s for none)"))?;
+    if d > Duration::from_millis(100) {
+        return Err("must be at most 100ms: every join may wait that long".into());
+    }
+    Ok(d)
+}
+
 fn parse_ttl(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s).map_err(|e| format!("{e} (try 5m, 90s or 500ms)"))?;
     if d < Duration::from_millis(100) || d > Duration::from_secs(24 * 3600) {
@@ -241,6 +256,7 @@ impl Config {
             redis_sentinel_password: None,
             redis_wait_replicas: 0,
             redis_wait_timeout: Duration::from_millis(500),
+            redis_gather_window: crate::store::GATHER_WINDOW,
             redis_pubsub: PubSub::Auto,
             admit_per_second: 20,
             admission_ttl: Duration::from_secs(300),
@@ -325,5 +341,25 @@ mod tests {
         );
         assert!(parse_header_timeout("10ms").is_err());
         assert!(parse_header_timeout("1h").is_err());
+    }
+
+    #[test]
+    fn the_gather_window_defaults_to_the_stores_and_is_bounded() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            config: Config,
+        }
+        let config = <Cli as clap::Parser>::try_parse_from(["waiting-room"])
+            .unwrap()
+            .config;
+        assert_eq!(config.redis_gather_window, crate::store::GATHER_WINDOW);
+        assert_eq!(parse_gather_window("0s").unwrap(), Duration::ZERO);
+        assert_eq!(
+            parse_gather_window("5ms").unwrap(),
+            Duration::from_millis(5)
+        );
+        assert!(parse_gather_window("1s").is_err());
+        assert!(parse_gather_window("soon").is_err());
     }
 }

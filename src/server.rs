@@ -83,7 +83,8 @@ impl Application {
                             sentinel.master, sentinel.sentinels
                         )
                     })?
-                    .with_durability(durability),
+                    .with_durability(durability)
+                    .with_gather_window(config.redis_gather_window),
                 )
             }
             Some(urls) if config.redis_cluster => {
@@ -91,14 +92,16 @@ impl Application {
                 Arc::new(
                     RedisStore::connect_cluster_with(&nodes, settings, config.redis_pubsub)
                         .await
-                        .with_context(|| format!("cannot reach the Redis Cluster at {urls}"))?,
+                        .with_context(|| format!("cannot reach the Redis Cluster at {urls}"))?
+                        .with_gather_window(config.redis_gather_window),
                 )
             }
             Some(url) => Arc::new(
                 RedisStore::connect(url, settings)
                     .await
                     .with_context(|| format!("cannot reach Redis at {}", redacted(url)))?
-                    .with_durability(durability),
+                    .with_durability(durability)
+                    .with_gather_window(config.redis_gather_window),
             ),
             None => {
                 tracing::info!(

@@ -74,7 +74,9 @@ pub use self::orders::{OrderBook, OrderOutcome, Redeemed, order_fingerprint};
 pub use self::position::position;
 pub use self::presence::Presence;
 pub use self::queue::{AdmitOutcome, Joined, Queue, Status, Touched};
-pub use self::redis::{Durability, PubSub, RedisStore, SentinelConnection, SentinelSettings};
+pub use self::redis::{
+    Durability, GATHER_WINDOW, PubSub, RedisStore, SentinelConnection, SentinelSettings,
+};
 pub use self::shows::{
     AnnouncedRate, Configured, Indexed, PaceControl, Pacing, ShowMeta, ShowSettings, Shows,
     not_running,

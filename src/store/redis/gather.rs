@@ -7,9 +7,13 @@
 //! then every fan's page opens its stream and reads its ticket.
 //!
 //! A call that finds none of its kind out for its show goes at once, alone: nothing waits for
-//! company, so an idle show pays no latency, and under load a call carries what arrived during
-//! one round trip (at most [`MOST`]). Per show and kind, at most one call is out: a task of its
-//! own makes the calls while some are pending and ends when none are. One caller's refusal (a
+//! company, so an idle show pays no latency. Under load a call carries what arrived while the
+//! previous one was out, and a busy show's calls (the previous one carried more than one) start
+//! at most one a window (`REDIS_GATHER_WINDOW`, [`WINDOW`] by default): a round trip is often
+//! shorter than that, and a call's own cost to Redis and to the instance is the same whatever
+//! it carries, so company is worth a millisecond or two (at most [`MOST`] a call; a full call
+//! waits for nothing). Per show and kind, at most one call is out: a task of its own makes the
+//! calls while some are pending and ends when none are. One caller's refusal (a
 //! proof spent, say) is its own; an error of the whole call (Redis, a show not live) is every
 //! one of its callers'. With `REDIS_WAIT_REPLICAS` the call goes through the write confirmer
 //! like any script (`durable.rs`), so a gathered call is confirmed by `WAIT` before any of its
@@ -18,10 +22,12 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use redis::aio::ConnectionLike;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use super::RedisStore;
 use crate::model::ShowId;
@@ -29,6 +35,11 @@ use crate::store::{Result, StoreError};
 
 /// The most callers one call carries.
 pub(super) const MOST: usize = 256;
+
+/// The least time between the starts of two calls of a busy show (of one kind) unless set
+/// otherwise, so each carries what arrived in that time: issue 21's "the joins that arrive
+/// within a millisecond or two". Measured in BENCHMARKS.md ("Join throughput").
+pub const WINDOW: Duration = Duration::from_millis(2);
 
 /// One call for a show's gathered items: each one's answer, in their order (the call's error
 /// when it failed as a whole).
@@ -45,17 +56,18 @@ struct Pending<T, A> {
 /// calls.
 pub(super) struct Gathering<T, A> {
     shows: Mutex<HashMap<ShowId, Vec<Pending<T, A>>>>,
-}
-
-impl<T, A> Default for Gathering<T, A> {
-    fn default() -> Self {
-        Gathering {
-            shows: Mutex::default(),
-        }
-    }
+    /// The least time between the starts of two calls of a busy show.
+    window: Duration,
 }
 
 impl<T, A> Gathering<T, A> {
+    pub(super) fn new(window: Duration) -> Self {
+        Gathering {
+            shows: Mutex::default(),
+            window,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<ShowId, Vec<Pending<T, A>>>> {
         // Nothing done under the lock can leave the map half changed.
         self.shows.lock().unwrap_or_else(PoisonError::into_inner)
@@ -90,6 +102,11 @@ impl<T, A> Gathering<T, A> {
         }
         let n = pending.len().min(MOST);
         pending.drain(..n).collect()
+    }
+
+    /// Whether a full call of the show's callers is waiting.
+    fn full(&self, show: &ShowId) -> bool {
+        self.lock().get(show).is_some_and(|p| p.len() >= MOST)
     }
 }
 
@@ -158,6 +175,8 @@ async fn make_calls<C, T, A>(
             unlist.show = None;
             return;
         }
+        let busy = batch.len() > 1;
+        let started = Instant::now();
         let (items, answers): (Vec<_>, Vec<_>) =
             batch.into_iter().map(|p| (p.item, p.answer)).unzip();
         match call(store.clone(), show.clone(), items).await {
@@ -172,6 +191,9 @@ async fn make_calls<C, T, A>(
                     let _ = answer.send(Err(e.clone()));
                 }
             }
+        }
+        if busy && !gathering.window.is_zero() && !gathering.full(&show) {
+            tokio::time::sleep_until(started + gathering.window).await;
         }
     }
 }

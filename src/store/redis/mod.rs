@@ -41,6 +41,7 @@ use uuid::Uuid;
 
 use self::durable::{Confirmer, Reload};
 use self::functions::{LIBRARY, Loader};
+pub use self::gather::WINDOW as GATHER_WINDOW;
 use self::queue::JoinArgs;
 pub use self::sentinel::{SentinelConnection, SentinelSettings};
 use self::sharded::{Sharded, show_channel};
@@ -313,8 +314,8 @@ impl RedisStore<ConnectionManager> {
             conn,
             settings,
             confirmer: None,
-            joins: Arc::default(),
-            statuses: Arc::default(),
+            joins: Arc::new(gather::Gathering::new(gather::WINDOW)),
+            statuses: Arc::new(gather::Gathering::new(gather::WINDOW)),
         })
     }
 }
@@ -337,8 +338,8 @@ impl RedisStore<SentinelConnection> {
             conn,
             settings,
             confirmer: None,
-            joins: Arc::default(),
-            statuses: Arc::default(),
+            joins: Arc::new(gather::Gathering::new(gather::WINDOW)),
+            statuses: Arc::new(gather::Gathering::new(gather::WINDOW)),
         })
     }
 }
@@ -391,8 +392,8 @@ impl RedisStore<ClusterConnection> {
             conn,
             settings,
             confirmer: None,
-            joins: Arc::default(),
-            statuses: Arc::default(),
+            joins: Arc::new(gather::Gathering::new(gather::WINDOW)),
+            statuses: Arc::new(gather::Gathering::new(gather::WINDOW)),
         })
     }
 }
@@ -464,6 +465,15 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     /// Functions): for tests and comparisons on a newer one.
     pub fn by_sha(mut self) -> Self {
         self.functions = None;
+        self
+    }
+
+    /// Spaces the calls of a busy show's gathered joins, and of its gathered status reads, at
+    /// least `window` apart (`REDIS_GATHER_WINDOW`; zero: each as soon as the previous one is
+    /// answered), so each carries more (`gather.rs`).
+    pub fn with_gather_window(mut self, window: Duration) -> Self {
+        self.joins = Arc::new(gather::Gathering::new(window));
+        self.statuses = Arc::new(gather::Gathering::new(window));
         self
     }
 

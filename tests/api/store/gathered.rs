@@ -723,3 +723,86 @@ async fn status_reads_held_past_the_timeout_each_fail_and_the_next_are_answered(
         );
     }
 }
+
+/// `REDIS_GATHER_WINDOW`: after a call that carried more than one join, the show's next call
+/// starts no sooner than a window after it, carrying every join that arrived meanwhile; a
+/// show whose calls carry one join each (no company) never waits. With no window the same
+/// joins go in a call each. (Windows of seconds, so no machine is too slow for them; every
+/// bound on time below is a lower one, or the window itself.)
+#[tokio::test]
+async fn a_busy_shows_joins_wait_a_window_for_company_and_a_quiet_ones_do_not() {
+    let redis = RedisServer::start().await;
+    let behind = Some(RedisBehind::Server(redis));
+    let Some(RedisBehind::Server(server)) = &behind else {
+        unreachable!()
+    };
+    let connect = |window: Duration| async move {
+        RedisStore::connect(&server.url(), settings(2, Duration::from_secs(60)))
+            .await
+            .unwrap()
+            .with_gather_window(window)
+    };
+    // Joins C and D, D started a moment after C's call could have gone out: the calls they
+    // took, and how long after `since` C was answered.
+    async fn c_then_d(s: &RedisStore, sh: &ShowId, since: std::time::Instant) -> Duration {
+        let mut c = s.join_proven(sh, None, None);
+        assert!(futures::poll!(&mut c).is_pending(), "C waits for its call");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let d = s.join_proven(sh, None, None);
+        let (c, d) = tokio::join!(c, d);
+        let took = since.elapsed();
+        assert_eq!(d.unwrap().0.seq, c.unwrap().0.seq + 1, "D joined after C");
+        took
+    }
+
+    let window = Duration::from_secs(3);
+    let s = connect(window).await;
+    let sh = show("g10");
+    s.open(&sh).await.unwrap();
+    calls(&behind).await;
+    // A and B together: a busy call.
+    let since = std::time::Instant::now();
+    let ab = at_once(vec![
+        s.join_proven(&sh, None, None),
+        s.join_proven(&sh, None, None),
+    ])
+    .await;
+    assert!(ab.iter().all(Result::is_ok), "{ab:?}");
+    let took = c_then_d(&s, &sh, since).await;
+    assert_eq!(
+        calls(&behind).await,
+        Some(2),
+        "A and B in one call, C and D in the next"
+    );
+    assert!(
+        took >= window,
+        "C waited for the window after A and B's call: {took:?}"
+    );
+
+    // A quiet show: one join at a time never waits for the window.
+    let quiet = show("g11");
+    s.open(&quiet).await.unwrap();
+    let since = std::time::Instant::now();
+    for _ in 0..3 {
+        s.join(&quiet).await.unwrap();
+    }
+    assert!(
+        since.elapsed() < window,
+        "three lone joins, each at once: {:?}",
+        since.elapsed()
+    );
+
+    // No window: C goes as soon as A and B are answered, alone, and D after it.
+    let s = connect(Duration::ZERO).await;
+    let sh = show("g12");
+    s.open(&sh).await.unwrap();
+    calls(&behind).await;
+    let since = std::time::Instant::now();
+    at_once(vec![
+        s.join_proven(&sh, None, None),
+        s.join_proven(&sh, None, None),
+    ])
+    .await;
+    c_then_d(&s, &sh, since).await;
+    assert_eq!(calls(&behind).await, Some(3), "A and B, then C, then D");
+}
