@@ -11,8 +11,8 @@
 //! previous one was out, and a busy show's calls (the previous one carried more than one) start
 //! at most one a window (`REDIS_GATHER_WINDOW`, [`WINDOW`] by default): a round trip is often
 //! shorter than that, and a call's own cost to Redis and to the instance is the same whatever
-//! it carries, so company is worth a millisecond or two (at most [`MOST`] a call; a full call
-//! waits for nothing). Per show and kind, at most one call is out: a task of its own makes the
+//! it carries, so company is worth a millisecond or two (at most [`MOST`] a call; when a full
+//! call is waiting as the last one returns, it goes at once). Per show and kind, at most one call is out: a task of its own makes the
 //! calls while some are pending and ends when none are. One caller's refusal (a
 //! proof spent, say) is its own; an error of the whole call (Redis, a show not live) is every
 //! one of its callers'. With `REDIS_WAIT_REPLICAS` the call goes through the write confirmer
