@@ -307,28 +307,29 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_defaults_parse_and_bound_slow_and_greedy_clients() {
+    /// The configuration these command-line arguments give (no environment set).
+    fn parsed(args: &[&str]) -> Config {
         #[derive(clap::Parser)]
         struct Cli {
             #[command(flatten)]
             config: Config,
         }
-        let config = <Cli as clap::Parser>::try_parse_from(["waiting-room"])
-            .unwrap()
-            .config;
+        let args = std::iter::once("waiting-room").chain(args.iter().copied());
+        <Cli as clap::Parser>::try_parse_from(args).unwrap().config
+    }
+
+    #[test]
+    fn the_defaults_parse_and_bound_slow_and_greedy_clients() {
+        let config = parsed(&[]);
         assert_eq!(config.header_timeout, Duration::from_secs(10));
         assert_eq!(config.max_connections, 18_000);
         assert_eq!(config.reserve_connections, 64);
         assert_eq!(config.max_streams_per_client, 20);
         assert!(config.public_url.is_none());
-        let config = <Cli as clap::Parser>::try_parse_from([
-            "waiting-room",
+        let config = parsed(&[
             "--max-connections=100000",
             "--public-url=https://tickets.example/",
-        ])
-        .unwrap()
-        .config;
+        ]);
         assert_eq!(config.max_connections, 100_000);
         assert!(config.public_url.unwrap().is_https());
     }
@@ -345,15 +346,11 @@ mod tests {
 
     #[test]
     fn the_gather_window_defaults_to_the_stores_and_is_bounded() {
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            config: Config,
-        }
-        let config = <Cli as clap::Parser>::try_parse_from(["waiting-room"])
-            .unwrap()
-            .config;
-        assert_eq!(config.redis_gather_window, crate::store::GATHER_WINDOW);
+        assert_eq!(parsed(&[]).redis_gather_window, crate::store::GATHER_WINDOW);
+        assert_eq!(
+            parsed(&["--redis-gather-window=0s"]).redis_gather_window,
+            Duration::ZERO
+        );
         assert_eq!(parse_gather_window("0s").unwrap(), Duration::ZERO);
         assert_eq!(
             parse_gather_window("5ms").unwrap(),
