@@ -4,7 +4,10 @@
 #
 #   scripts/bench.sh hold TOTAL PROCS [sse|ws]   connections held, memory per connection,
 #                                                then tick→push latency as the show opens
-#   scripts/bench.sh joins embedded|redis N      join throughput (join only, no streams)
+#   scripts/bench.sh joins embedded|redis N      join throughput (join only, no streams); on
+#                                                Redis also issue 21's floor, measured on the
+#                                                same Redis after the joins, and the ratio;
+#                                                JOIN_RATE a fixed rate offered
 #   scripts/bench.sh burst N [SHOWS]             the 10:00 burst: N joins into one show (or
 #                                                SHOWS) on Redis, then each queue checked (every
 #                                                join once, arrivals 1..N) and Redis memory and
