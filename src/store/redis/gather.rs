@@ -12,9 +12,9 @@
 //! at most one a window (`REDIS_GATHER_WINDOW`, [`WINDOW`] by default): a round trip is often
 //! shorter than that, and a call's own cost to Redis and to the instance is the same whatever
 //! it carries, so company is worth a millisecond or two (at most [`MOST`] a call; when a full
-//! call is waiting as the last one returns, it goes at once). Per show and kind, at most one call is out: a task of its own makes the
-//! calls while some are pending and ends when none are. One caller's refusal (a
-//! proof spent, say) is its own; an error of the whole call (Redis, a show not live) is every
+//! call is waiting as the last one returns, it goes at once). Per show and kind, at most one
+//! call is out: a task of its own makes the calls while some are pending and ends when none
+//! are. One caller's refusal (a proof spent, say) is its own; an error of the whole call (Redis, a show not live) is every
 //! one of its callers'. With `REDIS_WAIT_REPLICAS` the call goes through the write confirmer
 //! like any script (`durable.rs`), so a gathered call is confirmed by `WAIT` before any of its
 //! callers is answered. One show's keys share a hash tag, so a call touches one Redis Cluster
@@ -56,18 +56,17 @@ struct Pending<T, A> {
 /// calls.
 pub(super) struct Gathering<T, A> {
     shows: Mutex<HashMap<ShowId, Vec<Pending<T, A>>>>,
-    /// The least time between the starts of two calls of a busy show.
-    window: Duration,
+}
+
+impl<T, A> Default for Gathering<T, A> {
+    fn default() -> Self {
+        Gathering {
+            shows: Mutex::default(),
+        }
+    }
 }
 
 impl<T, A> Gathering<T, A> {
-    pub(super) fn new(window: Duration) -> Self {
-        Gathering {
-            shows: Mutex::default(),
-            window,
-        }
-    }
-
     fn lock(&self) -> MutexGuard<'_, HashMap<ShowId, Vec<Pending<T, A>>>> {
         // Nothing done under the lock can leave the map half changed.
         self.shows.lock().unwrap_or_else(PoisonError::into_inner)
@@ -192,8 +191,8 @@ async fn make_calls<C, T, A>(
                 }
             }
         }
-        if busy && !gathering.window.is_zero() && !gathering.full(&show) {
-            tokio::time::sleep_until(started + gathering.window).await;
+        if busy && !store.gather_window.is_zero() && !gathering.full(&show) {
+            tokio::time::sleep_until(started + store.gather_window).await;
         }
     }
 }

@@ -267,6 +267,9 @@ pub struct RedisStore<C = ConnectionManager> {
     joins: Arc<gather::Gathering<JoinArgs, (Joined, bool)>>,
     /// Status reads waiting for their show's next call, likewise.
     statuses: Arc<gather::Gathering<Uuid, Status>>,
+    /// The least time between the starts of two gathered calls of a busy show
+    /// (`REDIS_GATHER_WINDOW`).
+    gather_window: Duration,
 }
 
 /// How many replicas must confirm a write, and how long they may take.
@@ -314,8 +317,9 @@ impl RedisStore<ConnectionManager> {
             conn,
             settings,
             confirmer: None,
-            joins: Arc::new(gather::Gathering::new(gather::WINDOW)),
-            statuses: Arc::new(gather::Gathering::new(gather::WINDOW)),
+            joins: Arc::default(),
+            statuses: Arc::default(),
+            gather_window: gather::WINDOW,
         })
     }
 }
@@ -338,8 +342,9 @@ impl RedisStore<SentinelConnection> {
             conn,
             settings,
             confirmer: None,
-            joins: Arc::new(gather::Gathering::new(gather::WINDOW)),
-            statuses: Arc::new(gather::Gathering::new(gather::WINDOW)),
+            joins: Arc::default(),
+            statuses: Arc::default(),
+            gather_window: gather::WINDOW,
         })
     }
 }
@@ -392,8 +397,9 @@ impl RedisStore<ClusterConnection> {
             conn,
             settings,
             confirmer: None,
-            joins: Arc::new(gather::Gathering::new(gather::WINDOW)),
-            statuses: Arc::new(gather::Gathering::new(gather::WINDOW)),
+            joins: Arc::default(),
+            statuses: Arc::default(),
+            gather_window: gather::WINDOW,
         })
     }
 }
@@ -472,8 +478,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     /// least `window` apart (`REDIS_GATHER_WINDOW`; zero: each as soon as the previous one is
     /// answered), so each carries more (`gather.rs`).
     pub fn with_gather_window(mut self, window: Duration) -> Self {
-        self.joins = Arc::new(gather::Gathering::new(window));
-        self.statuses = Arc::new(gather::Gathering::new(window));
+        self.gather_window = window;
         self
     }
 
