@@ -124,7 +124,6 @@ impl Lineage {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A join here handed out `ticket` with arrival number `seq`.
     /// A join here handed out `ticket` with arrival number `seq` under `epoch`, at `now`.
     pub(crate) fn joined(&self, show: &ShowId, epoch: u64, seq: u64, ticket: Uuid, now: Instant) {
         let mut seen = self.seen();
@@ -132,7 +131,7 @@ impl Lineage {
         if !seen.contains_key(show) {
             seen.insert(show.clone(), Seen::default());
         }
-        let Some(s) = seen.get_mut(show) else { return };
+        let s = seen.get_mut(show).expect("listed just above");
         if epoch != s.join_epoch {
             // Another incarnation of the show (re-opened from nothing, or deleted and made
             // again): its numbers start over and say nothing of the old one's.
