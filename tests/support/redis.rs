@@ -143,6 +143,27 @@ impl RedisServer {
             .unwrap()
     }
 
+    /// How many times `command` ran since the last reset (`INFO commandstats`; a script's
+    /// nested commands count too), and resets the counts (`CONFIG RESETSTAT`).
+    pub async fn calls_of(&self, command: &str) -> u64 {
+        let mut conn = self.conn().await;
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
+            .and_then(|v| v.split(',').next())
+            .map_or(0, |n| n.parse().unwrap())
+    }
+
     /// Holds every write for `ms` milliseconds (`CLIENT PAUSE ms WRITE`): scripts that write
     /// wait in Redis, as behind a primary that cannot keep up.
     pub async fn pause_writes(&self, ms: u64) {

@@ -66,23 +66,7 @@ async fn calls(redis: &Option<RedisBehind>) -> Option<u64> {
     let Some(RedisBehind::Server(server)) = redis else {
         return None;
     };
-    let mut conn = server.conn().await;
-    let stats: String = ::redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let _: () = ::redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let calls = stats
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_fcall:calls="))
-        .and_then(|v| v.split(',').next())
-        .map_or(0, |n| n.parse().unwrap());
-    Some(calls)
+    Some(server.calls_of("fcall").await)
 }
 
 fn waiting(j: &Joined) -> (u64, u64) {
@@ -732,18 +716,17 @@ async fn status_reads_held_past_the_timeout_each_fail_and_the_next_are_answered(
 #[tokio::test]
 async fn a_busy_shows_joins_wait_a_window_for_company_and_a_quiet_ones_do_not() {
     let redis = RedisServer::start().await;
-    let behind = Some(RedisBehind::Server(redis));
-    let Some(RedisBehind::Server(server)) = &behind else {
-        unreachable!()
+    let connect = |window: Duration| {
+        let url = redis.url();
+        async move {
+            RedisStore::connect(&url, settings(2, Duration::from_secs(60)))
+                .await
+                .unwrap()
+                .with_gather_window(window)
+        }
     };
-    let connect = |window: Duration| async move {
-        RedisStore::connect(&server.url(), settings(2, Duration::from_secs(60)))
-            .await
-            .unwrap()
-            .with_gather_window(window)
-    };
-    // Joins C and D, D started a moment after C's call could have gone out: the calls they
-    // took, and how long after `since` C was answered.
+    // Joins C and D, D started a moment after C's call could have gone out: how long after
+    // `since` both were answered.
     async fn c_then_d(s: &RedisStore, sh: &ShowId, since: std::time::Instant) -> Duration {
         let mut c = s.join_proven(sh, None, None);
         assert!(futures::poll!(&mut c).is_pending(), "C waits for its call");
@@ -757,9 +740,9 @@ async fn a_busy_shows_joins_wait_a_window_for_company_and_a_quiet_ones_do_not() 
 
     let window = Duration::from_secs(3);
     let s = connect(window).await;
-    let sh = show("g10");
+    let sh = show("g11");
     s.open(&sh).await.unwrap();
-    calls(&behind).await;
+    redis.calls_of("fcall").await;
     // A and B together: a busy call.
     let since = std::time::Instant::now();
     let ab = at_once(vec![
@@ -770,8 +753,8 @@ async fn a_busy_shows_joins_wait_a_window_for_company_and_a_quiet_ones_do_not() 
     assert!(ab.iter().all(Result::is_ok), "{ab:?}");
     let took = c_then_d(&s, &sh, since).await;
     assert_eq!(
-        calls(&behind).await,
-        Some(2),
+        redis.calls_of("fcall").await,
+        2,
         "A and B in one call, C and D in the next"
     );
     assert!(
@@ -780,7 +763,7 @@ async fn a_busy_shows_joins_wait_a_window_for_company_and_a_quiet_ones_do_not() 
     );
 
     // A quiet show: one join at a time never waits for the window.
-    let quiet = show("g11");
+    let quiet = show("g12");
     s.open(&quiet).await.unwrap();
     let since = std::time::Instant::now();
     for _ in 0..3 {
@@ -794,9 +777,9 @@ async fn a_busy_shows_joins_wait_a_window_for_company_and_a_quiet_ones_do_not() 
 
     // No window: C goes as soon as A and B are answered, alone, and D after it.
     let s = connect(Duration::ZERO).await;
-    let sh = show("g12");
+    let sh = show("g13");
     s.open(&sh).await.unwrap();
-    calls(&behind).await;
+    redis.calls_of("fcall").await;
     let since = std::time::Instant::now();
     at_once(vec![
         s.join_proven(&sh, None, None),
@@ -804,5 +787,5 @@ async fn a_busy_shows_joins_wait_a_window_for_company_and_a_quiet_ones_do_not() 
     ])
     .await;
     c_then_d(&s, &sh, since).await;
-    assert_eq!(calls(&behind).await, Some(3), "A and B, then C, then D");
+    assert_eq!(redis.calls_of("fcall").await, 3, "A and B, then C, then D");
 }

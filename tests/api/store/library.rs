@@ -105,26 +105,6 @@ async fn a_redis_out_of_memory_still_answers_the_scripts_that_only_read() {
     assert!(store.join(&sh).await.is_err(), "a join writes: refused");
 }
 
-/// What `INFO commandstats` says of `command`'s calls since the last reset, and resets it.
-async fn calls_of(server: &RedisServer, command: &str) -> u64 {
-    let mut conn = server.conn().await;
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
-        .and_then(|v| v.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
-}
-
 /// The fallback for a Redis older than 7: every script by SHA with the prelude in front, the
 /// join gathered and answering a replayed key alike, loaded again when Redis forgot it.
 #[tokio::test]
@@ -141,7 +121,7 @@ async fn without_functions_every_script_runs_by_sha_and_joins_are_gathered_alike
     let (again, replayed) = store.join_once(&sh, "k").await.unwrap();
     assert!(replayed);
     assert_eq!(again.ticket, first.ticket);
-    calls_of(&redis, "evalsha").await;
+    redis.calls_of("evalsha").await;
 
     let answers = super::gathered::at_once(
         (0..20)
@@ -149,11 +129,7 @@ async fn without_functions_every_script_runs_by_sha_and_joins_are_gathered_alike
             .collect(),
     )
     .await;
-    assert_eq!(
-        calls_of(&redis, "evalsha").await,
-        1,
-        "twenty joins, one call"
-    );
+    assert_eq!(redis.calls_of("evalsha").await, 1, "twenty joins, one call");
     let seqs: Vec<u64> = answers.iter().map(|a| a.as_ref().unwrap().0.seq).collect();
     let mut expected: Vec<u64> = (2..=20).collect();
     expected.insert(7, 1);
@@ -161,7 +137,7 @@ async fn without_functions_every_script_runs_by_sha_and_joins_are_gathered_alike
         seqs, expected,
         "the replayed key answers its place, the others take 2..=20"
     );
-    assert_eq!(calls_of(&redis, "fcall").await, 0);
+    assert_eq!(redis.calls_of("fcall").await, 0);
 
     let mut conn = redis.conn().await;
     let _: () = redis::cmd("SCRIPT")
