@@ -245,20 +245,19 @@ joins)
   if [ "$store" = redis ]; then
     redis_spent >"$OUT/joins-redis-after.txt"
     joined=$(jq .joined "$OUT/report-1.json")
-    # The floor, where the joins went: INCR + ZADD per join, one pipe.
-    awk -v n="$joined" 'BEGIN { for (i = 1; i <= n; i++) {
-        printf "INCR floor:seq\r\nZADD floor:queue %d %08x-%04x-4%03x-8%03x-%012x\r\n", i, i, i % 65536, i % 4096, i % 4096, i }
-      }' >"$OUT/floor.txt"
-    redis-cli -u "$REDIS_URL" --pipe <"$OUT/floor.txt" >/dev/null
+    # pipe_floor PREFIX KEYED: a join's floor `joined` times under keys PREFIX:…, one pipe: INCR +
+    # ZADD of a ticket-shaped member, and with KEYED=1 an HSET of a key to it.
+    pipe_floor() {
+      awk -v n="$joined" -v p="$1" -v keyed="$2" 'BEGIN { for (i = 1; i <= n; i++) {
+          t = sprintf("%08x-%04x-4%03x-8%03x-%012x", i, i % 65536, i % 4096, i % 4096, i)
+          printf "INCR %s:seq\r\nZADD %s:queue %d %s\r\n", p, p, i, t
+          if (keyed == 1) printf "HSET %s:idem key-%d %s\r\n", p, i, t }
+        }' | redis-cli -u "$REDIS_URL" --pipe >/dev/null
+    }
+    pipe_floor floor 0
     redis_spent >"$OUT/joins-redis-floor.txt"
     # KEYED=1: also what a keyed join must write at least, INCR + ZADD + HSET of its key.
-    if [ "${KEYED:-0}" = 1 ]; then
-      awk -v n="$joined" 'BEGIN { for (i = 1; i <= n; i++) {
-          t = sprintf("%08x-%04x-4%03x-8%03x-%012x", i, i % 65536, i % 4096, i % 4096, i)
-          printf "INCR kfloor:seq\r\nZADD kfloor:queue %d %s\r\nHSET kfloor:idem key-%d %s\r\n", i, t, i, t }
-        }' >"$OUT/floor-keyed.txt"
-      redis-cli -u "$REDIS_URL" --pipe <"$OUT/floor-keyed.txt" >/dev/null
-    fi
+    if [ "${KEYED:-0}" = 1 ]; then pipe_floor kfloor 1; fi
     redis_spent >"$OUT/joins-redis-floor-keyed.txt"
     floor=$(python3 - "$OUT" "$joined" "${KEYED:-0}" <<'PY'
 import json, sys
