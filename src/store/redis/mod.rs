@@ -471,7 +471,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     /// Functions): for tests and comparisons on a newer one.
     pub fn by_sha(mut self) -> Self {
         self.functions = None;
-        self
+        self.gathering_its_own()
     }
 
     /// Spaces the calls of a busy show's gathered joins, and of its gathered status reads, at
@@ -479,13 +479,23 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     /// answered), so each carries more (`gather.rs`).
     pub fn with_gather_window(mut self, window: Duration) -> Self {
         self.gather_window = window;
-        self
+        self.gathering_its_own()
     }
 
     /// Confirms every write from now on with `WAIT` on this many replicas.
     pub fn with_durability(mut self, durability: Durability) -> Self {
         self.confirmer =
             (durability.replicas > 0).then(|| Confirmer::start(self.conn.clone(), durability));
+        self.gathering_its_own()
+    }
+
+    /// A store set otherwise gathers its calls apart from the store it was made from: a show's
+    /// gathered calls are made by the store whose caller started them (its scripts, its
+    /// confirmer, its window), and the task making them lingers for the window, so callers of
+    /// the two must not share it.
+    fn gathering_its_own(mut self) -> Self {
+        self.joins = Arc::default();
+        self.statuses = Arc::default();
         self
     }
 

@@ -710,8 +710,8 @@ async fn status_reads_held_past_the_timeout_each_fail_and_the_next_are_answered(
 
 /// `REDIS_GATHER_WINDOW`: after a call that carried more than one join, the show's next call
 /// starts no sooner than a window after it, carrying every join that arrived meanwhile; a
-/// show whose calls carry one join each (no company) never waits. With no window the same
-/// joins go in a call each. (Windows of seconds, so no machine is too slow for them; every
+/// show whose calls carry one join each (no company) never waits, nor does a join through a
+/// store set otherwise. With no window the same joins go in a call each. (Windows of seconds, so no machine is too slow for them; every
 /// bound on time below is a lower one, or the window itself.)
 #[tokio::test]
 async fn a_busy_shows_joins_wait_a_window_for_company_and_a_quiet_ones_do_not() {
@@ -761,6 +761,26 @@ async fn a_busy_shows_joins_wait_a_window_for_company_and_a_quiet_ones_do_not() 
         took >= window,
         "C waited for the window after A and B's call: {took:?}"
     );
+
+    // A store set otherwise (here: no window) gathers its own calls: its join does not wait
+    // in the call the first store's task holds back for its window.
+    let busy = show("g14");
+    s.open(&busy).await.unwrap();
+    let ab = at_once(vec![
+        s.join_proven(&busy, None, None),
+        s.join_proven(&busy, None, None),
+    ])
+    .await;
+    assert!(ab.iter().all(Result::is_ok), "{ab:?}");
+    let since = std::time::Instant::now();
+    let other = s.clone().with_gather_window(Duration::ZERO);
+    other.join(&busy).await.unwrap();
+    assert!(
+        since.elapsed() < window,
+        "the other store's join went at once: {:?}",
+        since.elapsed()
+    );
+    redis.calls_of("fcall").await;
 
     // A quiet show: one join at a time never waits for the window.
     let quiet = show("g12");
