@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::http::Origin;
+use crate::http::{Origin, ProtectCase};
 use crate::store::PubSub;
 use crate::words::parse_duration;
 
@@ -191,6 +191,18 @@ pub struct Config {
     /// How long the origin may take to answer a request's head (504 beyond it).
     #[arg(long, env = "UPSTREAM_TIMEOUT", default_value = "30s", value_parser = parse_ttl)]
     pub upstream_timeout: Duration,
+
+    /// How `PROTECT`'s prefixes compare with a request path's letters: `insensitive` (the
+    /// default: `/Checkout` is guarded as `/checkout`, since Express, ASP.NET and IIS route
+    /// it there) or `sensitive`.
+    #[arg(long, env = "PROTECT_CASE", value_enum, default_value_t = ProtectCase::Insensitive)]
+    pub protect_case: ProtectCase,
+
+    /// The longest a client may leave what it is sent unread (a response body it stopped
+    /// reading, the origin's answer in gateway mode): past it the connection is cut, and the
+    /// origin's with it, so a client that stops reading pins nothing.
+    #[arg(long, env = "UPSTREAM_IDLE_TIMEOUT", default_value = "30s", value_parser = parse_ttl)]
+    pub upstream_idle_timeout: Duration,
 }
 
 /// How logs are written.
@@ -281,6 +293,8 @@ impl Config {
             upstream_url: None,
             protect: None,
             upstream_timeout: Duration::from_secs(30),
+            protect_case: ProtectCase::Insensitive,
+            upstream_idle_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -47,16 +47,25 @@ pub enum PassCheck {
     /// The signature and expiry held but the store could not be asked whether the admission
     /// is unspent (204 all the same).
     Unverified,
+    /// A pass the store confirmed lately, whose admission the feed has not said ended:
+    /// answered from the cache, with no signature check and no store read.
+    Cached,
 }
 
 impl PassCheck {
-    const ALL: [PassCheck; 3] = [PassCheck::Valid, PassCheck::Refused, PassCheck::Unverified];
+    const ALL: [PassCheck; 4] = [
+        PassCheck::Valid,
+        PassCheck::Refused,
+        PassCheck::Unverified,
+        PassCheck::Cached,
+    ];
 
     fn label(self) -> Labels {
         let name = match self {
             PassCheck::Valid => "valid",
             PassCheck::Refused => "refused",
             PassCheck::Unverified => "unverified",
+            PassCheck::Cached => "cached",
         };
         vec![("outcome", name.to_owned())]
     }
@@ -195,7 +204,7 @@ impl Default for Metrics {
         let pass_checks = Family::<Labels, Counter>::default();
         registry.register(
             "pass_checks",
-            "Passes checked against the store (GET .../pass, gateway mode, the page's cookie): valid, refused, or unverified (the store was unreachable; the signature alone let it through)",
+            "Passes checked (GET .../pass, gateway mode, the page's cookie): valid (the store said so), cached (the store said so lately and the feed told of no end since), refused (a bad signature, or the store said no), or unverified (the store was unreachable; the signature alone let it through)",
             pass_checks.clone(),
         );
         let redemptions = Family::<Labels, Counter>::default();
@@ -243,7 +252,7 @@ impl Default for Metrics {
         let gateway = Family::<Labels, Counter>::default();
         registry.register(
             "gateway_requests",
-            "Gateway mode: requests sent on to the origin (proxied), sent to queue (queued), or failed to reach it (unreachable)",
+            "Gateway mode: requests sent on to the origin (proxied), sent to queue (queued), failed to reach it (unreachable), refused as unreadable (refused), purchases that spent their admission (spent) or found it spent (twin)",
             gateway.clone(),
         );
         // Every series from the start at 0: a rate over a series that appears only with the
@@ -358,6 +367,9 @@ impl Metrics {
             crate::http::GatewayOutcome::Proxied => "proxied",
             crate::http::GatewayOutcome::Queued => "queued",
             crate::http::GatewayOutcome::Unreachable => "unreachable",
+            crate::http::GatewayOutcome::Refused => "refused",
+            crate::http::GatewayOutcome::Spent => "spent",
+            crate::http::GatewayOutcome::Twin => "twin",
         };
         self.gateway
             .get_or_create(&vec![("outcome", name.to_owned())])

@@ -16,7 +16,7 @@ use crate::http::serve::listener::{self, ConnectionLimits};
 use crate::http::{App, AppState, Gateway, Shed, StreamLimits};
 use crate::hub::{Hub, HubParts};
 use crate::metrics::Metrics;
-use crate::pass::{CHALLENGE_TTL_SECONDS, Keyring};
+use crate::pass::{CHALLENGE_TTL_SECONDS, Keyring, PassCache};
 use crate::store::{
     Durability, KeySchedule, MemoryStore, QueueStore, RedisStore, SentinelSettings, StoreSettings,
 };
@@ -161,12 +161,14 @@ impl Application {
         // Every task of the server is tracked here and ends with this token.
         let tasks = TaskTracker::new();
         let shutdown = CancellationToken::new();
+        let pass_cache = Arc::new(PassCache::new(config.admission_ttl.as_secs()));
         let hub = Hub::new(
             store.clone(),
             store.clone(),
             metrics.clone(),
             HubParts {
                 passes: passes.clone(),
+                pass_cache: pass_cache.clone(),
                 push_front: config.push_front,
                 tasks: tasks.clone(),
                 shutdown: shutdown.clone(),
@@ -180,9 +182,16 @@ impl Application {
                 let g = Gateway::new(
                     url,
                     config.protect.as_deref().unwrap_or(""),
+                    config.protect_case,
                     config.upstream_timeout,
                 )?;
                 tracing::info!(upstream = %url, "gateway mode: other requests go on to the origin");
+                // The hub hears every admission of a guarded show that ends, so that its
+                // passes are refused here at once (on a sharded cluster, only shows listened
+                // to are heard).
+                for show in g.shows() {
+                    store.listen(show).await?;
+                }
                 Some(Arc::new(g))
             }
             None => None,
@@ -202,11 +211,13 @@ impl Application {
             token_guesses: Default::default(),
             public_origin: config.public_url.clone(),
             passes,
+            pass_cache,
             gateway,
             shed,
         });
         let limits = ConnectionLimits {
             header_timeout: config.header_timeout,
+            write_idle: config.upstream_idle_timeout,
             max_connections: config.max_connections as usize,
             reserve_connections: config.reserve_connections as usize,
             max_per_client: if config.trusted_proxy_hops > 0 {

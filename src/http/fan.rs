@@ -173,6 +173,8 @@ pub(super) async fn leave(
 ) -> Result<Response, AppError> {
     let (show, id) = ticket_path(&show, &ticket)?;
     if state.store.leave(&show, id).await? {
+        // An admission given back lets its pass through here no more, at once.
+        state.pass_cache.ended([id], crate::clock::wall_ms() / 1000);
         let forget = set_ticket_cookie(&state, &show, None);
         Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, forget)]).into_response())
     } else {

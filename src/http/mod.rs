@@ -46,14 +46,14 @@ use crate::error::AppError;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::model::ShowStats;
-use crate::pass::{Keyring, RequireAdmission};
+use crate::pass::{Keyring, PassCache, RequireAdmission};
 use crate::protocol::routes;
 use crate::store::QueueStore;
 use crate::watchdog::Watchdog;
 
 pub(crate) use console::report_fans;
 pub(crate) use extract::{AppJson, AppPath, Operator, show_id, ticket_path};
-pub use gateway::{Gateway, GatewayError, GatewayOutcome};
+pub use gateway::{Gateway, GatewayError, GatewayOutcome, ProtectCase};
 pub use serve::{Origin, StreamGuard, StreamLimits, TokenGuesses};
 pub use shed::Shed;
 pub use sse::RETRY_MS as SSE_RETRY_MS;
@@ -110,6 +110,9 @@ pub struct App {
     pub public_origin: Option<Origin>,
     /// Signs and checks admission passes and join challenges (`PASS_KEYS`).
     pub passes: Arc<Keyring>,
+    /// Passes the store confirmed lately, kept honest by the hub: a guarded request costs
+    /// no signature check and no store read each time.
+    pub pass_cache: Arc<PassCache>,
     /// Wrong operator tokens per client address block: guessing is slowed to a crawl.
     pub token_guesses: TokenGuesses,
     /// Gateway mode (`UPSTREAM_URL`): the origin every other request goes on to.
@@ -200,7 +203,7 @@ fn described(
         .routes(routes!(operator::set_config))
         .routes(routes!(draw::draw))
         .routes(routes!(draw::audit))
-        .routes(routes!(orders::check_pass).layer(gate.clone()))
+        .routes(routes!(orders::check_pass))
         .routes(routes!(orders::redeem))
         .routes(routes!(orders::jwks))
         .routes(routes!(orders::place).layer(gate.clone().or_ticket_ids()))

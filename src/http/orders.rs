@@ -11,9 +11,9 @@ use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::metrics::PassCheck;
 use crate::model::{Order, OrderRequest, Redemption};
-use crate::pass::{Admission, PassError, looks_like_pass};
+use crate::pass::{Admission, PassCache, PassError, looks_like_pass};
 use crate::protocol::{CHECKED_HEADER, JWKS_MAX_AGE_SECONDS, routes};
-use crate::store::{OrderOutcome, Redeemed, StoreError};
+use crate::store::{OrderOutcome, Redeemed};
 
 pub(super) use crate::protocol::ADMISSION_HEADER;
 
@@ -76,6 +76,8 @@ pub(super) async fn place(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| uuid::Uuid::parse_str(v.trim()).ok());
     let show = &order.show_id;
+    // The admission an order placed now spends, passes and all.
+    let spends = admission.as_ref().map(|a| a.ticket).or(ticket);
     // A pass the gate layer verified: the admission it names, if it is for this show.
     let placed = match admission {
         Some(Extension(admission)) => {
@@ -93,6 +95,11 @@ pub(super) async fn place(
     };
     match placed {
         OrderOutcome::Created(order) => {
+            if let Some(spent) = spends {
+                // Its pass lets nobody through here any more, at once (elsewhere once the
+                // feed tells).
+                state.pass_cache.ended([spent], wall_ms() / 1000);
+            }
             let location = routes::path(routes::ORDER, "", &order.id.to_string());
             tracing::info!(order = %order.id, show = %order.show_id, "order placed");
             Ok((
@@ -182,31 +189,78 @@ pub(super) async fn get(
 pub(super) async fn check_pass(
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
-    Extension(admission): Extension<Admission>,
+    headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let show = super::show_id(&show)?;
-    let refused = |why: String| {
-        state.metrics.pass_check(PassCheck::Refused);
-        Err(AppError::Forbidden(why))
-    };
-    if admission.show != show {
-        return refused(PassError::OtherShow(admission.show.to_string()).to_string());
-    }
-    match still_runs(&state, &admission).await {
-        PassCheck::Valid => Ok(StatusCode::NO_CONTENT.into_response()),
-        PassCheck::Refused => Err(AppError::Forbidden(SPENT.into())),
-        PassCheck::Unverified => Ok((
+    let token = headers
+        .get(ADMISSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| looks_like_pass(v))
+        .ok_or_else(|| {
+            AppError::Forbidden(format!(
+                "{ADMISSION_HEADER} must carry an admission pass: join the queue first"
+            ))
+        })?;
+    match check_token(&state, token).await {
+        Checked::Running(a) if a.show == show => Ok(StatusCode::NO_CONTENT.into_response()),
+        Checked::Unverified(a) if a.show == show => Ok((
             StatusCode::NO_CONTENT,
             [(HeaderName::from_static(CHECKED_HEADER), "signature")],
         )
             .into_response()),
+        Checked::Running(a) | Checked::Unverified(a) => Err(AppError::Forbidden(
+            PassError::OtherShow(a.show.to_string()).to_string(),
+        )),
+        Checked::Refused(why) => Err(AppError::Forbidden(why)),
     }
 }
 
-/// Whether the admission a verified pass proves still runs unspent: one store read, the one
-/// answer of the pass route, gateway mode and the page's cookie alike (counted in
-/// `pass_checks`). A show nobody has (deleted) lets nobody in; a store that cannot answer
-/// leaves the signature alone to decide.
+/// What a pass presented at the gate comes to.
+pub(crate) enum Checked {
+    /// Its admission runs unspent: the store said so, now or lately.
+    Running(Admission),
+    /// Signed, unexpired, but the store could not be asked whether it runs.
+    Unverified(Admission),
+    /// Refused, and why.
+    Refused(String),
+}
+
+/// Whether `token` is a pass whose admission runs unspent: the one answer of the pass route,
+/// gateway mode and the page's cookie alike. A pass the store confirmed lately is answered
+/// from the cache of them ([`PassCache`]): no signature check, no store read. Otherwise its
+/// signature and expiry, then one store read, whose confirmation is kept for next time.
+pub(crate) async fn check_token(state: &AppState, token: &str) -> Checked {
+    let key = PassCache::key(token);
+    let now_s = wall_ms() / 1000;
+    if let Some(admission) = state.pass_cache.get(&key, now_s) {
+        state.metrics.pass_check(PassCheck::Cached);
+        return Checked::Running(admission);
+    }
+    let admission = match state.passes.verify_pass(token, now_s) {
+        Ok(admission) => admission,
+        Err(e) => {
+            state.metrics.pass_check(PassCheck::Refused);
+            return Checked::Refused(e.to_string());
+        }
+    };
+    let generation = state.pass_cache.generation();
+    match still_runs(state, &admission).await {
+        PassCheck::Valid | PassCheck::Cached => {
+            if let Some(generation) = generation {
+                state.pass_cache.keep(key, admission.clone(), generation);
+            }
+            Checked::Running(admission)
+        }
+        PassCheck::Unverified => Checked::Unverified(admission),
+        PassCheck::Refused => Checked::Refused(SPENT.into()),
+    }
+}
+
+/// Whether the admission a verified pass proves still runs unspent: one store read (counted
+/// in `pass_checks`). Only a store that cannot be asked at all leaves the signature alone to
+/// decide; every answer it gives is taken: a show nobody has, one whose state it lost, an
+/// admission spent, released or of another epoch let nobody in.
 pub(super) async fn still_runs(state: &AppState, admission: &Admission) -> PassCheck {
     let verdict = match state
         .store
@@ -214,10 +268,14 @@ pub(super) async fn still_runs(state: &AppState, admission: &Admission) -> PassC
         .await
     {
         Ok(true) => PassCheck::Valid,
-        Ok(false) | Err(StoreError::NoSuchShow(_)) => PassCheck::Refused,
-        Err(e) => {
+        Err(e) if e.unreachable() => {
             tracing::warn!(show = %admission.show, error = %e, "pass let through on its signature alone: the store did not answer");
             PassCheck::Unverified
+        }
+        Ok(false) => PassCheck::Refused,
+        Err(e) => {
+            tracing::debug!(show = %admission.show, error = %e, "pass refused on the store's answer");
+            PassCheck::Refused
         }
     };
     state.metrics.pass_check(verdict);
@@ -301,6 +359,7 @@ pub(super) async fn redeem(
     };
     match state.store.redeem(&show, ticket).await? {
         Redeemed::Now { arrival, .. } => {
+            state.pass_cache.ended([ticket], wall_ms() / 1000);
             state.metrics.redeemed(&show);
             tracing::info!(%ticket, arrival, "admission redeemed");
             Ok(Json(Redemption {

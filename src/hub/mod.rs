@@ -45,7 +45,7 @@ use self::show::{Applied, Fan, Mirror, ShowFans};
 use crate::clock::wall_ms;
 use crate::metrics::{Metrics, StoreCaller};
 use crate::model::{ShowId, TicketState};
-use crate::pass::Keyring;
+use crate::pass::{Keyring, PassCache};
 use crate::protocol::EventName;
 use crate::shown::Shown;
 use crate::store::{EventKind, Feed, Queue, Result, ShowEvent, ShowSnapshot, Status};
@@ -72,6 +72,9 @@ struct Inner {
     next_id: AtomicU64,
     /// Signs the pass of every admission pushed.
     passes: Arc<Keyring>,
+    /// Passes confirmed lately: told of every admission that ends, trusted only while the
+    /// hub is subscribed.
+    pass_cache: Arc<PassCache>,
     /// `PUSH_FRONT`: fans this far ahead are pushed every tick, those behind less often.
     front: u64,
     /// Where the hub's background work (snapshots, confirmations, folded leaves) runs, so
@@ -84,6 +87,10 @@ struct Inner {
 pub struct HubParts {
     /// Signs the pass of every admission the hub pushes.
     pub passes: Arc<Keyring>,
+    /// The passes gateway mode and `GET …/pass` confirmed lately, which the hub keeps
+    /// honest: every admission the feed says ended is forgotten, and all of them whenever
+    /// the subscription drops.
+    pub pass_cache: Arc<PassCache>,
     /// `PUSH_FRONT`: fans this far ahead are pushed every tick ([`DEFAULT_PUSH_FRONT`]; 0:
     /// every fan every tick).
     pub push_front: u64,
@@ -110,6 +117,7 @@ impl Hub {
                 shows: Mutex::new(HashMap::new()),
                 next_id: AtomicU64::new(1),
                 passes: parts.passes,
+                pass_cache: parts.pass_cache,
                 front: parts.push_front,
                 tasks: parts.tasks,
                 shutdown: parts.shutdown,
@@ -138,6 +146,8 @@ impl Hub {
                     backoff = Duration::from_millis(100);
                     // Anything may have happened while we were not listening.
                     self.resync_all();
+                    // From now on every admission that ends is heard of.
+                    self.inner.pass_cache.trust();
                     loop {
                         tokio::select! {
                             event = events.next() => match event {
@@ -147,6 +157,8 @@ impl Hub {
                             _ = shutdown.cancelled() => return,
                         }
                     }
+                    // Admissions may end unheard until the next subscription.
+                    self.inner.pass_cache.distrust();
                     tracing::warn!("event subscription dropped; resubscribing");
                 }
                 Err(e) => {
@@ -164,6 +176,18 @@ impl Hub {
 
     fn on_event(&self, event: ShowEvent) {
         let lag_ms = wall_ms().saturating_sub(event.at_ms);
+        // Whoever follows the show here, its passes are checked here.
+        if !event.ended.is_empty() {
+            self.inner
+                .pass_cache
+                .ended(event.ended.iter().copied(), wall_ms() / 1000);
+        }
+        match event.kind {
+            // A show made anew voids its old passes (they name the old epoch).
+            EventKind::Reset => self.inner.pass_cache.forget_all(),
+            EventKind::Spent => return,
+            _ => {}
+        }
         let mut shows = self.shows();
         // Shows nobody follows here are none of this instance's business.
         let Some(show) = shows.get_mut(&event.show) else {

@@ -79,6 +79,10 @@ pub(super) enum Applied {
 
 impl Mirror {
     pub(super) fn apply(&mut self, e: &ShowEvent) -> Applied {
+        if e.kind == EventKind::Spent {
+            // Admissions ended: nobody's position moved (the pass cache hears of it).
+            return Applied::Stale;
+        }
         if e.epoch != self.epoch {
             // The show was created anew (or deleted): only a snapshot tells what it is now.
             return Applied::Gap;
@@ -109,7 +113,7 @@ impl Mirror {
                 }
             }
             EventKind::Tick => self.left = self.left.split_off(&(self.head + 1)),
-            EventKind::Rate | EventKind::Reset | EventKind::Draw => {}
+            EventKind::Rate | EventKind::Reset | EventKind::Draw | EventKind::Spent => {}
         }
         Applied::Moved
     }

@@ -5,14 +5,18 @@
 //!   store.
 //! - [`challenge`]: the join challenge (proof of work), minted and checked without the
 //!   store, spent with the join.
+//! - [`cache`]: passes the store confirmed lately, by the hash of their token, forgotten when
+//!   the feed says their admission ended.
 //! - [`layer`]: [`RequireAdmission`], the tower layer that lets only admitted requests
 //!   through, for `POST /orders` and any route an application wraps with it.
 
+pub mod cache;
 pub mod challenge;
 pub mod keys;
 pub mod layer;
 pub mod token;
 
+pub use self::cache::{PassCache, TokenHash};
 pub use self::challenge::{
     CHALLENGE_TTL_SECONDS, MAX_CHALLENGE_BITS, PROOF_HEADER, Proof, ProofError, leading_zero_bits,
     solve,

@@ -45,6 +45,10 @@ pub enum EventKind {
     /// The show's state was created anew (re-opened after a loss, or deleted): every
     /// position of the old epoch is void.
     Reset,
+    /// Admissions ended without moving the queue: spent by an order or a redemption, or
+    /// given back. `ended` names them; nothing else of the event is news (its version is the
+    /// show's current one, and no mirror applies it).
+    Spent,
 }
 
 /// One message per change of a show, published to every instance's hub.
@@ -67,12 +71,16 @@ pub struct ShowEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left: Option<u64>,
     /// The admission rate in force, a second.
+    #[serde(default)]
     pub rate: u32,
     /// Places offered a second, smoothed, in thousandths (see [`Pace`]).
+    #[serde(default)]
     pub flow_milli: u64,
     /// How much that flow varies, in thousandths: the ETA's range (see [`Pace`]).
+    #[serde(default)]
     pub spread_milli: u64,
     /// Whether the show admits now.
+    #[serde(default)]
     pub open: bool,
     /// Where the on-sale stands (`open` is `phase == open`).
     #[serde(default)]
@@ -84,11 +92,13 @@ pub struct ShowEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stock_left: Option<u64>,
     /// The last tick offered no place: every place behind the gate is taken.
+    #[serde(default)]
     pub full: bool,
     /// Tickets admitted by this tick.
     #[serde(default)]
     pub admitted: u64,
     /// Admission lifetime of the tickets this tick admitted.
+    #[serde(default)]
     pub ttl_ms: u64,
     /// The store's clock when it happened (ms since the epoch).
     pub at_ms: u64,
@@ -101,6 +111,10 @@ pub struct ShowEvent {
     /// The store's second of the show's last tick, if it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tick_sec: Option<u64>,
+    /// Tickets whose admission ended in this change (spent, given back, released untaken):
+    /// their passes let nobody in any more.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ended: Vec<uuid::Uuid>,
 }
 
 impl ShowEvent {

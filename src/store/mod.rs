@@ -172,6 +172,36 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// Whether the store could not be asked at all (unreachable, timed out, failing over,
+    /// loading its data): then nothing is known of what it holds. Any other error is an
+    /// answer (a show lost, unknown, ended; a reply out of step) and must be taken as one.
+    pub fn unreachable(&self) -> bool {
+        use ::redis::{ErrorKind, RetryMethod, ServerErrorKind};
+        let StoreError::Redis(e) = self else {
+            return false;
+        };
+        e.is_io_error()
+            || e.is_timeout()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+            || matches!(
+                e.kind(),
+                ErrorKind::Server(
+                    ServerErrorKind::ReadOnly
+                        | ServerErrorKind::MasterDown
+                        | ServerErrorKind::BusyLoading
+                        | ServerErrorKind::TryAgain
+                        | ServerErrorKind::ClusterDown
+                )
+            )
+            || matches!(
+                e.retry_method(),
+                RetryMethod::Reconnect | RetryMethod::ReconnectFromInitialConnections
+            )
+    }
+}
+
 /// Result alias for store calls.
 pub type Result<T> = std::result::Result<T, StoreError>;
 

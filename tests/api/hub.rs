@@ -11,7 +11,7 @@ use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 use waiting_room::hub::{DEFAULT_PUSH_FRONT, Hub, HubParts};
 use waiting_room::metrics::Metrics;
-use waiting_room::pass::Keyring;
+use waiting_room::pass::{Keyring, PassCache};
 use waiting_room::shown::Shown;
 use waiting_room::store::{MemoryStore, Queue, QueueStore, ShowSettings, Shows};
 
@@ -47,6 +47,7 @@ async fn pushed_states_equal_polled_states_through_random_changes() {
         Arc::new(Metrics::default()),
         HubParts {
             passes: Arc::new(Keyring::generate()),
+            pass_cache: Arc::new(PassCache::new(3600)),
             push_front: DEFAULT_PUSH_FRONT,
             tasks: TaskTracker::new(),
             shutdown: shutdown.clone(),

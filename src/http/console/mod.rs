@@ -309,6 +309,8 @@ async fn feed(state: AppState, watched: BTreeSet<ShowId>, tx: mpsc::Sender<Event
                 }
             }
             event = next_event(&mut events) => match event {
+                // Admissions that ended carry no pace: nothing for the console.
+                Some(event) if event.kind == EventKind::Spent => {}
                 Some(event) => {
                     // Every event carries the show's announced change (or none).
                     let change = event.change_in_ms.zip(event.change_rate).map(|(in_ms, to)| {

@@ -120,6 +120,7 @@ mod tests {
             max_connections: max,
             reserve_connections: reserve,
             max_per_client: 0,
+            write_idle: Duration::from_secs(30),
         }
     }
 

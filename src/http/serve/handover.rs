@@ -16,12 +16,14 @@
 //! Nothing else changes on the wire: the same head, chunked transfer, the same events and
 //! keep-alives; the stream still ends on shutdown, and a client hanging up ends it at once.
 
+use std::future::Future;
 use std::io;
 use std::io::Write as _;
 use std::pin::Pin;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Method, StatusCode, Version};
@@ -175,16 +177,54 @@ pub(super) struct Placed {
     handoff: std::sync::Arc<Handoff>,
     /// hyper began writing the stand-in `101`: nothing more reaches the client from hyper.
     swallowing: bool,
+    /// How long a write may wait for a client that takes nothing (`UPSTREAM_IDLE_TIMEOUT`).
+    write_idle: Duration,
+    /// Running while a write waits: a client that stopped reading, whose kernel buffer is
+    /// full. Past it the write fails, hyper drops the connection and the response it was
+    /// sending (the origin's connection with it, in gateway mode).
+    stall: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Placed {
-    pub(super) fn new(stream: TcpStream, place: Place, handoff: std::sync::Arc<Handoff>) -> Self {
+    pub(super) fn new(
+        stream: TcpStream,
+        place: Place,
+        handoff: std::sync::Arc<Handoff>,
+        write_idle: Duration,
+    ) -> Self {
         Placed {
             stream: Some(stream),
             place: Some(place),
             handoff,
             swallowing: false,
+            write_idle,
+            stall: None,
         }
+    }
+
+    /// `polled` (a write's outcome), failed once the client has taken nothing for the idle
+    /// timeout. The timer runs only while writes wait, and starts again with each one that
+    /// goes through.
+    fn unless_stalled<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if polled.is_ready() {
+            self.stall = None;
+            return polled;
+        }
+        let idle = self.write_idle;
+        let stall = self
+            .stall
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+        if stall.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client took nothing of what it was sent for UPSTREAM_IDLE_TIMEOUT",
+            )));
+        }
+        Poll::Pending
     }
 
     fn stream(&mut self) -> io::Result<&mut TcpStream> {
@@ -243,7 +283,8 @@ impl AsyncWrite for Placed {
                 None => {}
             }
         }
-        Pin::new(this.stream()?).poll_write(cx, &buf[..until])
+        let polled = Pin::new(this.stream()?).poll_write(cx, &buf[..until]);
+        this.unless_stalled(cx, polled)
     }
 
     fn poll_write_vectored(
@@ -261,17 +302,19 @@ impl AsyncWrite for Placed {
                 .enumerate()
                 .find_map(|(i, b)| stand_in_at(b).map(|at| (i, at)))
         {
-            return match (i, at) {
+            let polled = match (i, at) {
                 (0, 0) => {
                     this.swallowing = true;
-                    Poll::Ready(Ok(bufs.iter().map(|b| b.len()).sum()))
+                    return Poll::Ready(Ok(bufs.iter().map(|b| b.len()).sum()));
                 }
                 // What came before it still goes out; hyper calls again with the rest.
                 (0, at) => Pin::new(this.stream()?).poll_write(cx, &bufs[0][..at]),
                 (i, _) => Pin::new(this.stream()?).poll_write_vectored(cx, &bufs[..i]),
             };
+            return this.unless_stalled(cx, polled);
         }
-        Pin::new(this.stream()?).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(this.stream()?).poll_write_vectored(cx, bufs);
+        this.unless_stalled(cx, polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -283,7 +326,8 @@ impl AsyncWrite for Placed {
         if this.swallowing {
             return Poll::Ready(Ok(()));
         }
-        Pin::new(this.stream()?).poll_flush(cx)
+        let polled = Pin::new(this.stream()?).poll_flush(cx);
+        this.unless_stalled(cx, polled)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

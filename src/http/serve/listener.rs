@@ -65,6 +65,8 @@ pub(crate) struct ConnectionLimits {
     pub reserve_connections: usize,
     /// Connections one client address block may hold (0: no bound beyond the pools).
     pub max_per_client: usize,
+    /// How long a client may take nothing of what it is sent (`UPSTREAM_IDLE_TIMEOUT`).
+    pub write_idle: Duration,
 }
 
 /// Serves `state`'s router on `listener` until `state.shutdown` is cancelled, then drains.
@@ -106,6 +108,7 @@ pub(crate) async fn serve(listener: TcpListener, state: AppState, limits: Connec
             peer,
             tasks: connections.clone(),
             body_timeout: limits.header_timeout,
+            write_idle: limits.write_idle,
         };
         connections.spawn(connection.serve(stream, place, stop.clone()));
     }
@@ -124,6 +127,8 @@ struct Connection {
     tasks: TaskTracker,
     /// How long a request's body may take after its head.
     body_timeout: Duration,
+    /// How long a client may take nothing of what it is sent.
+    write_idle: Duration,
 }
 
 impl Connection {
@@ -135,6 +140,7 @@ impl Connection {
             peer,
             tasks,
             body_timeout,
+            write_idle,
         } = self;
         let reserve = place.reserve;
         let handoff = Arc::new(Handoff::default());
@@ -151,8 +157,15 @@ impl Connection {
                 if !allowed {
                     return Ok::<_, std::convert::Infallible>(busy());
                 }
-                // The whole body by the deadline, or the handler reads an error (408).
-                let req = req.map(|body| axum::body::Body::new(DeadlineBody::new(body, deadline)));
+                // The whole body by the deadline, or the handler reads an error (408); a
+                // request without a body needs no timer.
+                let req = req.map(|body| {
+                    if hyper::body::Body::is_end_stream(&body) {
+                        axum::body::Body::new(body)
+                    } else {
+                        axum::body::Body::new(DeadlineBody::new(body, deadline))
+                    }
+                });
                 let mut req = req;
                 // What `into_make_service_with_connect_info` would have added.
                 req.extensions_mut().insert(ConnectInfo(peer));
@@ -164,7 +177,7 @@ impl Connection {
                 Ok(response)
             }
         });
-        let io = TokioIo::new(Placed::new(stream, place, socket_handoff));
+        let io = TokioIo::new(Placed::new(stream, place, socket_handoff, write_idle));
         let mut conn = pin!(http.serve_connection(io, service).with_upgrades());
         let result = tokio::select! {
             result = conn.as_mut() => result,

@@ -45,6 +45,8 @@ redis.call('ZREMRANGEBYSCORE', SEEN, '-inf', now - TTL)
 local n_rate = rate()
 local places = n_rate
 local max_active = cap()
+-- Admissions released untaken by this tick: every hub stops letting their passes through.
+local released = {}
 if max_active > 0 then
   -- An admission nobody takes up (no poll, no live stream, no order within the arrival
   -- window, A.window_ms unless the show has its own) goes to the next fan.
@@ -59,6 +61,7 @@ if max_active > 0 then
         redis.call('ZREM', SEEN, t)
         redis.call('DEL', ADMITTED .. t)
         redis.call('HINCRBY', META, 'released', 1)
+        released[#released + 1] = t
       end
     end
   end
@@ -119,5 +122,5 @@ if n > 0 then
 end
 -- Every tick is published, one that admitted nobody too: the pace moved, so did the ETAs.
 local ver = redis.call('INCR', VER)
-publish('tick', epoch, ver, hd, nil, n, now)
+publish('tick', epoch, ver, hd, nil, n, now, (#released > 0) and released or nil)
 return {outcome = 'admitted', count = n, head = hd, version = ver}

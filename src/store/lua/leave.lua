@@ -19,6 +19,7 @@ if admitted(A.ticket, epoch) then
   ended(A.ticket, now)
   redis.call('DEL', ADMITTED .. A.ticket)
   redis.call('ZREM', ADMISSIONS, A.ticket)
+  publish_ended(epoch, A.ticket, now)
   return {live = true}
 end
 return {live = false}

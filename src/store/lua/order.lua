@@ -42,6 +42,7 @@ if gated then
   -- Spent: the ticket is admitted no more, and is handed no pass again.
   redis.call('DEL', ADMITTED .. ticket)
   redis.call('ZREM', SEEN, ticket)
+  publish_ended(epoch, ticket, now)
 end
 redis.call('HSET', HOLDS, A.hold, A.order .. '|' .. fingerprint)
 audit({'kind', 'order', 'at_ms', now, 'epoch', epoch, 'arrival', arrival})

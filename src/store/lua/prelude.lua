@@ -335,7 +335,8 @@ end
 -- changes of a show in the order they happened, each with its epoch and version. Its fields
 -- are `ShowEvent`'s (protocol.rs), which a test decodes from what is published here. Every
 -- script publishes through this one function.
-local function publish(kind, epoch, ver, hd, left, admitted_now, at)
+-- `ended`: the tickets whose admission ended in this change (released untaken), if any.
+local function publish(kind, epoch, ver, hd, left, admitted_now, at, ended)
   local p = pace_reply()
   redis.call(PUBLISH, CHANNEL, cjson.encode({
     show = SHOW, epoch = tonumber(epoch), version = ver, kind = kind, head = hd, left = left,
@@ -343,6 +344,17 @@ local function publish(kind, epoch, ver, hd, left, admitted_now, at)
     open = p.phase == 'open', full = p.full, phase = p.phase, stock_left = p.stock_left,
     reason = p.reason, admitted = admitted_now, ttl_ms = TTL, at_ms = at,
     change_in_ms = p.change_in_ms, change_rate = p.change_rate, tick_sec = p.tick_sec,
+    ended = ended,
+  }))
+end
+
+-- Tells every hub that `ticket`'s admission ended (spent by an order or a redemption, or
+-- given back), so that no instance lets its pass through any more. No position moved: the
+-- version stays, and the hubs' mirrors take nothing from it.
+local function publish_ended(epoch, ticket, at)
+  redis.call(PUBLISH, CHANNEL, cjson.encode({
+    show = SHOW, epoch = tonumber(epoch), version = version(), kind = 'spent', head = head(),
+    ended = {ticket}, ttl_ms = TTL, at_ms = at,
   }))
 end
 

@@ -17,4 +17,5 @@ redis.call('ZREM', ADMISSIONS, A.ticket)
 redis.call('DEL', ADMITTED .. A.ticket)
 redis.call('ZREM', SEEN, A.ticket)
 audit({'kind', 'redeem', 'at_ms', now, 'epoch', epoch, 'arrival', arrival})
+publish_ended(epoch, A.ticket, now)
 return {outcome = 'redeemed', arrival = arrival, epoch = epoch}

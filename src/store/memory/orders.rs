@@ -37,10 +37,11 @@ impl OrderBook for MemoryStore {
             arrival: Some(arrival),
             ..AuditRecord::new(AuditKind::Redeem, now)
         });
-        Ok(Redeemed::Now {
-            arrival,
-            epoch: s.epoch,
-        })
+        let epoch = s.epoch;
+        let ended = s.ended_event(show, ticket, &self.settings, now);
+        drop(inner);
+        self.publish(ended);
+        Ok(Redeemed::Now { arrival, epoch })
     }
 }
 
@@ -74,6 +75,7 @@ impl MemoryStore {
         }
         // The buyer's arrival number, for the public record (0: no admission, no gate).
         let mut arrival = 0;
+        let mut ended = None;
         if gated {
             if ticket.is_some_and(|t| s.spent.contains(&t)) {
                 return Ok(OrderOutcome::Conflict("admission"));
@@ -82,6 +84,7 @@ impl MemoryStore {
                 return Ok(OrderOutcome::Forbidden);
             };
             arrival = s.spend(ticket, now, &self.settings);
+            ended = Some(s.ended_event(&order.show_id, ticket, &self.settings, now));
         }
         let created = Order::confirmed(order, now);
         s.holds
@@ -104,6 +107,9 @@ impl MemoryStore {
         };
         inner.orders.insert(created.id, created.clone());
         drop(inner);
+        if let Some(event) = ended {
+            self.publish(event);
+        }
         if let Some(event) = sold_out {
             self.publish(event);
         }

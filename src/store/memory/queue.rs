@@ -66,11 +66,19 @@ impl Queue for MemoryStore {
             return Ok(true);
         }
         // Giving an admission back frees capacity; nobody's position moves.
-        if s.admitted_now(ticket, now) {
+        let ended = s
+            .admitted_now(ticket, now)
+            .then(|| s.ended_event(show, ticket, &self.settings, now));
+        if ended.is_some() {
             s.ended(ticket, now, &self.settings);
         }
         s.buying.remove(&ticket);
-        Ok(s.admitted.remove(&ticket).is_some_and(|until| until > now))
+        let live = s.admitted.remove(&ticket).is_some_and(|until| until > now);
+        drop(inner);
+        if let Some(event) = ended {
+            self.publish(event);
+        }
+        Ok(live)
     }
 
     async fn is_admitted(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
@@ -132,6 +140,7 @@ impl Queue for MemoryStore {
         s.buying.retain(|t| admitted.contains_key(t));
         s.seen.retain(|t, _| admitted.contains_key(t));
         let mut places = s.rate(&self.settings) as usize;
+        let mut released = Vec::new();
         let cap = s.cap(&self.settings);
         if cap > 0 {
             // As in `admit.lua`: admissions nobody took up within the window go on.
@@ -146,6 +155,7 @@ impl Queue for MemoryStore {
                     .copied()
                     .collect();
                 for t in untaken {
+                    released.push(t);
                     s.ended(t, now, &self.settings);
                     s.buying.remove(&t);
                     s.admitted.remove(&t);
@@ -202,6 +212,7 @@ impl Queue for MemoryStore {
         s.version += 1;
         let mut event = s.event(show, EventKind::Tick, &self.settings, now);
         event.admitted = count as u64;
+        event.ended = released;
         let version = s.version;
         drop(inner);
         self.publish(event);

@@ -404,6 +404,22 @@ impl Show {
             change_in_ms: pace.change.map(|c| c.in_ms),
             change_rate: pace.change.map(|c| c.rate),
             tick_sec: pace.tick_sec,
+            ended: Vec::new(),
+        }
+    }
+
+    /// The event that tells every hub `ticket`'s admission ended, as `publish_ended` in
+    /// `prelude.lua` does.
+    pub(super) fn ended_event(
+        &self,
+        show: &ShowId,
+        ticket: Uuid,
+        settings: &StoreSettings,
+        now_ms: u64,
+    ) -> ShowEvent {
+        ShowEvent {
+            ended: vec![ticket],
+            ..self.event(show, EventKind::Spent, settings, now_ms)
         }
     }
 }

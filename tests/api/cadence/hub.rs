@@ -14,7 +14,7 @@ use uuid::Uuid;
 use waiting_room::hub::{Hub, HubParts};
 use waiting_room::metrics::Metrics;
 use waiting_room::model::TicketStatus;
-use waiting_room::pass::Keyring;
+use waiting_room::pass::{Keyring, PassCache};
 use waiting_room::shown::Shown;
 use waiting_room::store::{MemoryStore, Queue, QueueStore, ShowSettings, Shows};
 
@@ -97,6 +97,7 @@ async fn pages_count_right_between_sparse_pushes() {
         Arc::new(Metrics::default()),
         HubParts {
             passes: Arc::new(Keyring::generate()),
+            pass_cache: Arc::new(PassCache::new(3600)),
             push_front: 4,
             tasks: TaskTracker::new(),
             shutdown: shutdown.clone(),

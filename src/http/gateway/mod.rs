@@ -1,0 +1,313 @@
+//! Gateway mode (`UPSTREAM_URL`): the waiting room in front of a shop. Every request that is
+//! not one of the waiting room's own routes goes on to the origin, bodies streamed both ways
+//! and WebSocket upgrades spliced through; the path prefixes `PROTECT` names reach it only
+//! with a running admission of their show (the `wr_pass` cookie the waiting page sets, or a
+//! pass in `X-Admission-Ticket`), and without one the fan is sent to the waiting page, which
+//! sends it back once admitted.
+//!
+//! - [`path`]: the one canonical path the guard judges and the origin is sent; a spelling
+//!   servers read differently is refused when any reading of it is guarded.
+//! - [`headers`]: what the origin is sent of the client's headers, and what the gateway
+//!   vouches for.
+//! - `proxy.rs`: the request's way through, the purchase path's spend and the origin's
+//!   `revoke` command.
+//!
+//! A purchase path (`purchase=` in `PROTECT`) spends the admission before the request goes
+//! on, in the same store step as `POST …/redeem`: of twenty requests sent at once with one
+//! pass, one reaches the origin and the others are answered 409. The origin may also end a
+//! pass itself by answering `X-Waiting-Room-Command: revoke` (its purchase is done, say): the
+//! admission is spent and the cookie cleared; the header never reaches the fan.
+
+mod headers;
+pub(crate) mod path;
+mod proxy;
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::header::HeaderValue;
+use axum::http::uri::{Authority, PathAndQuery, Scheme};
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use self::path::{BadPath, RequestPath, canonical, prefix_reading, under};
+use super::AppState;
+use crate::error::AppError;
+use crate::model::ShowId;
+use crate::protocol::{PASS_COOKIE, routes};
+
+pub(crate) use self::proxy::{admitted, proxy};
+
+/// How long the origin may take to connect.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How `PROTECT`'s prefixes compare with a request's path (`PROTECT_CASE`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProtectCase {
+    /// `/Checkout` is `/checkout`: Express, ASP.NET, IIS and a case-insensitive file system
+    /// route it so, and a guard that told them apart would let it through unguarded.
+    #[default]
+    Insensitive,
+    /// Letter case matters, as it does to the origin (nginx, Tomcat, Spring by default).
+    Sensitive,
+}
+
+/// The origin, the paths it guards, and the client that reaches it.
+#[derive(Clone, Debug)]
+pub struct Gateway {
+    /// `host:port` of the origin, and the `Host` it is sent.
+    authority: Authority,
+    host: HeaderValue,
+    /// A path prefix every request's path is put under ("" for none).
+    base_path: String,
+    /// The guarded prefixes, longest first.
+    rules: Vec<Rule>,
+    fold_case: bool,
+    /// How long the origin may take to answer a request's head.
+    timeout: Duration,
+    client: Client<HttpConnector, Body>,
+}
+
+/// One guarded prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Rule {
+    /// The prefix as the guard reads paths (see [`path`]); "" guards the whole site.
+    prefix: String,
+    /// The show whose admission it needs.
+    pub(crate) show: ShowId,
+    /// A request to it spends the admission before it goes on.
+    pub(crate) purchase: bool,
+}
+
+/// Why `UPSTREAM_URL` or `PROTECT` was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// `UPSTREAM_URL` is not an `http://` URL with a host and no query.
+    #[error("UPSTREAM_URL must be an http:// URL with a host (TLS to the origin is not built in)")]
+    BadUpstream,
+    /// Entry number `.0` (from 1) of `PROTECT` is malformed.
+    #[error(
+        "PROTECT entry {0}: expected /path-prefix=showId (a canonical path starting with '/', \
+         a valid show id) or purchase=/path after one"
+    )]
+    BadProtect(usize),
+    /// Two entries guard the same prefix for two shows (or twice).
+    #[error("PROTECT entry {0}: the prefix {1} is guarded twice; each prefix guards for one show")]
+    Overlap(usize, String),
+}
+
+/// What the guard decided for a request's path.
+#[derive(Debug)]
+pub(crate) enum Decision<'a> {
+    /// Forward `path` (canonical); `rule` when it is guarded.
+    Forward {
+        path: RequestPath,
+        rule: Option<&'a Rule>,
+    },
+    /// A spelling servers read differently, one reading of which is guarded (400).
+    Ambiguous,
+    /// Not a path the origin can be sent at all (400).
+    Bad(BadPath),
+}
+
+impl Gateway {
+    /// The gateway to `upstream`, guarding `protect` (`/checkout=show-42,purchase=/checkout/pay`).
+    pub fn new(
+        upstream: &str,
+        protect: &str,
+        case: ProtectCase,
+        timeout: Duration,
+    ) -> Result<Gateway, GatewayError> {
+        let uri: Uri = upstream.parse().map_err(|_| GatewayError::BadUpstream)?;
+        if uri.scheme_str() != Some("http") || uri.query().is_some() {
+            return Err(GatewayError::BadUpstream);
+        }
+        let authority = uri.authority().cloned().ok_or(GatewayError::BadUpstream)?;
+        if authority.host().is_empty() {
+            return Err(GatewayError::BadUpstream);
+        }
+        let host =
+            HeaderValue::from_str(authority.as_str()).map_err(|_| GatewayError::BadUpstream)?;
+        let base_path = uri.path().trim_end_matches('/').to_owned();
+        let fold_case = case == ProtectCase::Insensitive;
+        let rules = rules(protect, fold_case)?;
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        connector.set_nodelay(true);
+        Ok(Gateway {
+            authority,
+            host,
+            base_path,
+            rules,
+            fold_case,
+            timeout,
+            client: Client::builder(TokioExecutor::new()).build(connector),
+        })
+    }
+
+    /// The shows whose admissions this gateway checks.
+    pub fn shows(&self) -> impl Iterator<Item = &ShowId> {
+        let mut shows: Vec<&ShowId> = self.rules.iter().map(|r| &r.show).collect();
+        shows.sort();
+        shows.dedup();
+        shows.into_iter()
+    }
+
+    /// What the guard decides for a request path (without its query).
+    pub(crate) fn decide(&self, raw: &str) -> Decision<'_> {
+        let path = match canonical(raw, self.fold_case) {
+            Ok(path) => path,
+            Err(bad) => return Decision::Bad(bad),
+        };
+        let mut rule = None;
+        for reading in &path.readings {
+            if let Some(r) = self.rule_for(reading) {
+                if path.ambiguous() {
+                    return Decision::Ambiguous;
+                }
+                rule = Some(r);
+            }
+        }
+        Decision::Forward { path, rule }
+    }
+
+    /// The rule of the longest prefix `reading` lies under.
+    fn rule_for(&self, reading: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| under(reading, &r.prefix))
+    }
+
+    /// Where `path` (canonical) with `query` is at the origin.
+    fn upstream_uri(&self, path: &str, query: Option<&str>) -> Result<Uri, AppError> {
+        let mut target = String::with_capacity(
+            self.base_path.len() + path.len() + query.map_or(0, |q| q.len() + 1),
+        );
+        target.push_str(&self.base_path);
+        target.push_str(path);
+        if let Some(q) = query {
+            target.push('?');
+            target.push_str(q);
+        }
+        let bad = || AppError::BadRequest("a request target the origin cannot take".into());
+        let mut parts = axum::http::uri::Parts::default();
+        parts.scheme = Some(Scheme::HTTP);
+        parts.authority = Some(self.authority.clone());
+        parts.path_and_query = Some(PathAndQuery::try_from(target).map_err(|_| bad())?);
+        Uri::from_parts(parts).map_err(|_| bad())
+    }
+}
+
+/// `PROTECT` read: `/prefix=showId` entries, each maybe followed by `purchase=/path` entries
+/// naming its purchase paths; longest prefix first.
+fn rules(protect: &str, fold: bool) -> Result<Vec<Rule>, GatewayError> {
+    let mut rules: Vec<(usize, Rule)> = Vec::new();
+    let mut show: Option<ShowId> = None;
+    for (i, entry) in protect.split(',').map(str::trim).enumerate() {
+        let n = i + 1;
+        if entry.is_empty() {
+            continue;
+        }
+        let (key, value) = entry.split_once('=').ok_or(GatewayError::BadProtect(n))?;
+        let (key, value) = (key.trim(), value.trim());
+        let rule = if key == "purchase" {
+            let show = show.clone().ok_or(GatewayError::BadProtect(n))?;
+            let prefix = prefix_reading(value, fold).ok_or(GatewayError::BadProtect(n))?;
+            Rule {
+                prefix,
+                show,
+                purchase: true,
+            }
+        } else {
+            let parsed: ShowId = value.parse().map_err(|_| GatewayError::BadProtect(n))?;
+            let prefix = prefix_reading(key, fold).ok_or(GatewayError::BadProtect(n))?;
+            show = Some(parsed.clone());
+            Rule {
+                prefix,
+                show: parsed,
+                purchase: false,
+            }
+        };
+        if let Some((_, same)) = rules.iter().find(|(_, r)| r.prefix == rule.prefix) {
+            // A purchase path may be the very prefix of its own show: all of it buys.
+            if same.show != rule.show || same.purchase == rule.purchase {
+                let spelled = if rule.prefix.is_empty() {
+                    "/"
+                } else {
+                    &rule.prefix
+                };
+                return Err(GatewayError::Overlap(n, spelled.to_owned()));
+            }
+        }
+        rules.push((n, rule));
+    }
+    let mut rules: Vec<Rule> = rules.into_iter().map(|(_, r)| r).collect();
+    // The longest prefix first; at the same prefix, the purchase path.
+    rules.sort_by_key(|r| (std::cmp::Reverse(r.prefix.len()), !r.purchase));
+    Ok(rules)
+}
+
+/// What a guarded path answers without an admission: `303` to the show's waiting page, which
+/// sends the fan back to `path_and_query` once admitted.
+fn to_the_queue(show: &ShowId, path_and_query: &str) -> Response {
+    let page = routes::show(routes::WAIT_PAGE, show.as_str());
+    let location = format!("{page}?return={}", encode_component(path_and_query));
+    (
+        StatusCode::SEE_OTHER,
+        [(axum::http::header::LOCATION, location)],
+    )
+        .into_response()
+}
+
+/// The `wr_pass` cookie carrying `pass` (for the rest of its life), or clearing it.
+pub(crate) fn pass_cookie(state: &AppState, pass: Option<(&str, u64)>) -> String {
+    let secure = if state.public_https() { "; Secure" } else { "" };
+    let (value, age) = pass.unwrap_or(("", 0));
+    format!("{PASS_COOKIE}={value}; Path=/; Max-Age={age}; HttpOnly; SameSite=Lax{secure}")
+}
+
+/// `s` percent-encoded as a query value: only unreserved characters and `/` stay.
+fn encode_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Whether `target` is a path of this site to send an admitted fan back to: it starts with
+/// one `/` (not `//` nor `/\`, which browsers take for another host) and holds no control
+/// character.
+pub(super) fn same_site_path(target: &str) -> bool {
+    target.starts_with('/')
+        && !target.starts_with("//")
+        && !target.starts_with("/\\")
+        && target.len() <= 2048
+        && !target.chars().any(|c| c.is_control() || c == '\\')
+}
+
+/// What a gateway request came to.
+#[derive(Clone, Copy, Debug)]
+pub enum GatewayOutcome {
+    /// Sent on to the origin (whatever it answered).
+    Proxied,
+    /// A guarded path without an admission: sent to the waiting page.
+    Queued,
+    /// The origin could not be reached, or did not answer in time (502, 504).
+    Unreachable,
+    /// A path the gateway would not send on: malformed, or a spelling servers read
+    /// differently under a guarded prefix (400).
+    Refused,
+    /// A purchase path spent its admission and went on.
+    Spent,
+    /// A purchase path whose admission was spent already (409): a twin, or a second buy.
+    Twin,
+}
+
+#[cfg(test)]
+mod tests;

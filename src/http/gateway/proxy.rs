@@ -1,0 +1,221 @@
+//! A request's way through the gateway: the guard's decision, the admission it needs (and,
+//! on a purchase path, spends), the origin's answer, and the origin's `revoke` command.
+
+use std::net::SocketAddr;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::StatusCode;
+use axum::http::header::{self, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use hyper_util::rt::TokioIo;
+
+use super::headers::{for_origin, strip_hop_by_hop, wants_upgrade};
+use super::{Decision, GatewayOutcome, pass_cookie, to_the_queue};
+use crate::clock::wall_ms;
+use crate::error::AppError;
+use crate::http::AppState;
+use crate::http::orders::{Checked, check_token};
+use crate::pass::{Admission, looks_like_pass};
+use crate::protocol::{ADMISSION_HEADER, COMMAND_HEADER, PASS_COOKIE};
+use crate::store::Redeemed;
+
+/// Every request the router has no route for, in gateway mode.
+pub(crate) async fn proxy(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    req: Request,
+) -> Response {
+    forward(&state, peer, req).await
+}
+
+/// Sends `req` on to the origin if the guard lets it, and the origin's answer back.
+pub(crate) async fn forward(state: &AppState, peer: SocketAddr, mut req: Request) -> Response {
+    let Some(gateway) = state.gateway.clone() else {
+        return AppError::NotFound("no such resource".into()).into_response();
+    };
+    let (path, rule) = match gateway.decide(req.uri().path()) {
+        Decision::Forward { path, rule } => (path, rule),
+        Decision::Ambiguous => {
+            state.metrics.gateway(GatewayOutcome::Refused);
+            return AppError::BadRequest(
+                "this spelling of a guarded path is read differently by different servers (an \
+                 encoded / or \\, or a ; parameter): ask for the path plainly"
+                    .into(),
+            )
+            .into_response();
+        }
+        Decision::Bad(bad) => {
+            state.metrics.gateway(GatewayOutcome::Refused);
+            return AppError::BadRequest(bad.to_string()).into_response();
+        }
+    };
+    let query = req.uri().query().map(str::to_owned);
+    // The admission the request carries, when the path needs one.
+    let presented = rule.and_then(|_| presented_pass(req.headers()));
+    let mut admission = None;
+    if let Some(rule) = rule {
+        admission = match &presented {
+            Some(pass) => admitted(state, pass).await,
+            None => None,
+        }
+        .filter(|a| a.show == rule.show);
+        let Some(running) = &admission else {
+            state.metrics.gateway(GatewayOutcome::Queued);
+            let back = match &query {
+                Some(q) => format!("{}?{q}", path.forward),
+                None => path.forward.clone(),
+            };
+            return to_the_queue(&rule.show, &back);
+        };
+        if rule.purchase {
+            // Spent before it goes on: of twins, one reaches the origin.
+            match state.store.redeem(&running.show, running.ticket).await {
+                Ok(Redeemed::Now { arrival, .. }) => {
+                    state.pass_cache.ended([running.ticket], wall_ms() / 1000);
+                    state.metrics.gateway(GatewayOutcome::Spent);
+                    state.metrics.redeemed(&running.show);
+                    tracing::info!(show = %running.show, ticket = %running.ticket, arrival, "a purchase path spent its admission");
+                }
+                Ok(Redeemed::Before) => {
+                    state.metrics.gateway(GatewayOutcome::Twin);
+                    return AppError::Conflict(
+                        "this admission was spent already (a purchase was made with it); one \
+                         admission buys once"
+                            .into(),
+                    )
+                    .into_response();
+                }
+                Ok(Redeemed::NotAdmitted) => {
+                    state.metrics.gateway(GatewayOutcome::Queued);
+                    return to_the_queue(&rule.show, &path.forward);
+                }
+                Err(e) => return AppError::from(e).into_response(),
+            }
+        }
+    }
+    let uri = match gateway.upstream_uri(&path.forward, query.as_deref()) {
+        Ok(uri) => uri,
+        Err(e) => return e.into_response(),
+    };
+    let upgrade = wants_upgrade(req.headers());
+    let client_side = upgrade.then(|| hyper::upgrade::on(&mut req));
+    let client_ip = state.client_ip(peer.ip(), req.headers());
+    *req.uri_mut() = uri;
+    // The origin gets the pass it may redeem (`POST …/redeem`), and only a valid one.
+    let vouched = presented.as_deref().filter(|_| admission.is_some());
+    for_origin(
+        req.headers_mut(),
+        upgrade,
+        client_ip,
+        state.public_https(),
+        &gateway.host,
+        vouched,
+    );
+    let answered = tokio::time::timeout(gateway.timeout, gateway.client.request(req)).await;
+    let mut res = match answered {
+        Ok(Ok(res)) => res,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "the origin is unreachable");
+            state.metrics.gateway(GatewayOutcome::Unreachable);
+            return AppError::Rejected(
+                StatusCode::BAD_GATEWAY,
+                "the shop behind the waiting room is unreachable; try again shortly".into(),
+            )
+            .into_response();
+        }
+        Err(_) => {
+            state.metrics.gateway(GatewayOutcome::Unreachable);
+            return AppError::Rejected(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "the shop behind the waiting room did not answer within {}s",
+                    gateway.timeout.as_secs()
+                ),
+            )
+            .into_response();
+        }
+    };
+    state.metrics.gateway(GatewayOutcome::Proxied);
+    if res.status() == StatusCode::SWITCHING_PROTOCOLS
+        && let Some(client_side) = client_side
+    {
+        // Both sides switch once this answer is out: then bytes flow as they come, both ways.
+        let origin_side = hyper::upgrade::on(&mut res);
+        let stop = state.shutdown.clone();
+        state.tasks.spawn(async move {
+            match tokio::try_join!(client_side, origin_side) {
+                Ok((fan, origin)) => {
+                    let (mut fan, mut origin) = (TokioIo::new(fan), TokioIo::new(origin));
+                    // Until either side closes, or the server shuts down.
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut fan, &mut origin) => {}
+                        () = stop.cancelled() => {}
+                    }
+                }
+                Err(e) => tracing::debug!(error = %e, "an upgrade through the gateway failed"),
+            }
+        });
+    }
+    let revoke = res
+        .headers()
+        .get(COMMAND_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("revoke"));
+    let (mut parts, body) = res.into_parts();
+    strip_hop_by_hop(
+        &mut parts.headers,
+        parts.status == StatusCode::SWITCHING_PROTOCOLS,
+    );
+    parts.headers.remove(COMMAND_HEADER);
+    let spent = rule.is_some_and(|r| r.purchase);
+    if revoke
+        && !spent
+        && let Some(a) = &admission
+    {
+        spend(state, a).await;
+    }
+    // A spent pass lets nobody in any more: the browser may as well forget it.
+    if (revoke || spent)
+        && let Ok(v) = HeaderValue::from_str(&pass_cookie(state, None))
+    {
+        parts.headers.append(header::SET_COOKIE, v);
+    }
+    Response::from_parts(parts, Body::new(body))
+}
+
+/// The pass a request carries: `X-Admission-Ticket`, else the `wr_pass` cookie.
+fn presented_pass(headers: &HeaderMap) -> Option<String> {
+    let header = headers
+        .get(ADMISSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| looks_like_pass(v));
+    header
+        .or_else(|| {
+            crate::http::extract::cookies(headers, PASS_COOKIE).find(|v| looks_like_pass(v))
+        })
+        .map(str::to_owned)
+}
+
+/// The admission `pass` proves if it still runs unspent (see [`check_token`]; while the
+/// store cannot be asked, its signature and expiry alone decide).
+pub(crate) async fn admitted(state: &AppState, pass: &str) -> Option<Admission> {
+    match check_token(state, pass).await {
+        Checked::Running(admission) | Checked::Unverified(admission) => Some(admission),
+        Checked::Refused(_) => None,
+    }
+}
+
+/// Ends `admission` at the origin's word: spent, as a redemption.
+async fn spend(state: &AppState, admission: &Admission) {
+    match state.store.redeem(&admission.show, admission.ticket).await {
+        Ok(_) => {
+            state.pass_cache.ended([admission.ticket], wall_ms() / 1000);
+            tracing::info!(show = %admission.show, ticket = %admission.ticket, "the origin revoked a pass")
+        }
+        Err(e) => {
+            tracing::warn!(show = %admission.show, error = %e, "could not spend a revoked pass")
+        }
+    }
+}
