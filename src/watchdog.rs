@@ -86,6 +86,16 @@ impl Watchdog {
         self.inner.metrics.forget_lost(show);
     }
 
+    /// Whether admissions of `show`'s incarnation `epoch` are void as far as this instance
+    /// last learnt: the show was lost, or made anew under another epoch. Unknown shows and
+    /// passes that name no epoch are not judged (false).
+    pub fn voids(&self, show: &ShowId, epoch: Option<u64>) -> bool {
+        let Some(epoch) = epoch else { return false };
+        self.known()
+            .get(show)
+            .is_some_and(|&(known, lost)| lost || known != epoch)
+    }
+
     /// The shows whose state the store lost, as of the last check.
     pub fn lost(&self) -> Vec<ShowId> {
         self.known()

@@ -268,6 +268,12 @@ pub(super) async fn still_runs(state: &AppState, admission: &Admission) -> PassC
         .await
     {
         Ok(true) => PassCheck::Valid,
+        // What this instance last learnt still counts: a show it saw lost or made anew
+        // voids the passes of the incarnation before.
+        Err(e) if e.unreachable() && state.watchdog.voids(&admission.show, admission.epoch) => {
+            tracing::debug!(show = %admission.show, error = %e, "pass refused: its show was lost or made anew");
+            PassCheck::Refused
+        }
         Err(e) if e.unreachable() => {
             tracing::warn!(show = %admission.show, error = %e, "pass let through on its signature alone: the store did not answer");
             PassCheck::Unverified

@@ -64,6 +64,18 @@ impl Nginx {
             conf.contains(&format!("127.0.0.1:{port}")),
             "the listen line moved"
         );
+        Nginx::run(&conf, port, internal).await
+    }
+
+    /// An nginx of `conf` (a whole `nginx.conf` but its globals) whose one server listens on
+    /// `LISTEN` (replaced by a free loopback address): a shop's own origin, say.
+    pub async fn start_config(conf: &str) -> Nginx {
+        let port = free_port();
+        let conf = conf.replace("LISTEN", &format!("127.0.0.1:{port}"));
+        Nginx::run(&conf, port, None).await
+    }
+
+    async fn run(conf: &str, port: u16, internal: Option<SocketAddr>) -> Nginx {
         let dir = std::env::temp_dir().join(format!("wr-nginx-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(dir.join("logs")).unwrap();
         let path = dir.join("nginx.conf");

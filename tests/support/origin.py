@@ -5,6 +5,8 @@ GET /stream         three chunks, the last only once /release was asked for (str
 GET .../done        200 with X-Waiting-Room-Command: revoke (the purchase is done).
 GET /status/<n>     answers status n.
 GET /slow           answers after 5 s.
+GET /big            streams 64 KiB chunks (at most 4 GiB) until done or the connection breaks.
+GET /big-outcome    how each /big ended (JSON: "finished" or "aborted"), itself not counted.
 GET /ws             a WebSocket that echoes each text frame.
 GET /seen           the paths of every request before (JSON), itself not counted.
 Prints its port on the first line of stdout, then serves until killed.
@@ -22,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 released = threading.Event()
 seen = []
+big = []
 
 
 class Origin(BaseHTTPRequestHandler):
@@ -77,6 +80,9 @@ class Origin(BaseHTTPRequestHandler):
         if path == "/seen":
             self.reply(200, json.dumps(seen).encode(), [("Content-Type", "application/json")])
             return
+        if path == "/big-outcome":
+            self.reply(200, json.dumps(big).encode(), [("Content-Type", "application/json")])
+            return
         seen.append(self.path)
         if path.startswith("/status/"):
             self.reply(int(path.rsplit("/", 1)[1]), b'{"from":"origin"}', [("Content-Type", "application/json")])
@@ -95,6 +101,20 @@ class Origin(BaseHTTPRequestHandler):
             released.wait(30)
             released.clear()
             self.wfile.write(b"5\r\nlast\n\r\n0\r\n\r\n")
+        elif path == "/big":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            chunk = b"x" * 65536
+            try:
+                for _ in range(65536):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                big.append("finished")
+            except OSError:
+                big.append("aborted")
+                self.close_connection = True
         elif path == "/slow":
             time.sleep(5)
             self.reply(200, b"late")

@@ -1,5 +1,5 @@
-//! A shop's origin as a real process (`origin.py` beside this file, on Python 3's standard
-//! library): what gateway mode and the edge pass requests on to.
+//! A shop's origin as a real process (`origin.py` or `wsgi_origin.py` beside this file, on
+//! Python 3's standard library): what gateway mode and the edge pass requests on to.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -12,8 +12,18 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// `origin.py`: echoes, streams, revokes, a WebSocket.
     pub fn start() -> Origin {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/origin.py");
+        Origin::start_script("origin.py")
+    }
+
+    /// `wsgi_origin.py`: a stdlib wsgiref application, which reads `X_A` as `X-A`.
+    pub fn start_wsgi() -> Origin {
+        Origin::start_script("wsgi_origin.py")
+    }
+
+    fn start_script(name: &str) -> Origin {
+        let script = format!("{}/tests/support/{name}", env!("CARGO_MANIFEST_DIR"));
         let mut child = Command::new("python3")
             .arg(script)
             .stdout(Stdio::piped())

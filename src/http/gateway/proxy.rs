@@ -55,27 +55,29 @@ pub(crate) async fn forward(state: &AppState, peer: SocketAddr, mut req: Request
     let presented = rule.and_then(|_| presented_pass(req.headers()));
     let mut admission = None;
     if let Some(rule) = rule {
-        admission = match &presented {
-            Some(pass) => admitted(state, pass).await,
-            None => None,
-        }
-        .filter(|a| a.show == rule.show);
-        let Some(running) = &admission else {
+        let show = &rule.show;
+        let back = || match &query {
+            Some(q) => format!("{}?{q}", path.forward),
+            None => path.forward.clone(),
+        };
+        let queued = |state: &AppState| {
             state.metrics.gateway(GatewayOutcome::Queued);
-            let back = match &query {
-                Some(q) => format!("{}?{q}", path.forward),
-                None => path.forward.clone(),
-            };
-            return to_the_queue(&rule.show, &back);
+            to_the_queue(show, &back())
+        };
+        let Some(pass) = &presented else {
+            return queued(state);
         };
         if rule.purchase {
-            // Spent before it goes on: of twins, one reaches the origin.
-            match state.store.redeem(&running.show, running.ticket).await {
+            // Spent before it goes on, in one store step: of twins, one reaches the origin.
+            let Some(signed) = signed(state, pass).filter(|a| a.show == *show) else {
+                return queued(state);
+            };
+            match state.store.redeem(show, signed.ticket).await {
                 Ok(Redeemed::Now { arrival, .. }) => {
-                    state.pass_cache.ended([running.ticket], wall_ms() / 1000);
+                    state.pass_cache.ended([signed.ticket], wall_ms() / 1000);
                     state.metrics.gateway(GatewayOutcome::Spent);
-                    state.metrics.redeemed(&running.show);
-                    tracing::info!(show = %running.show, ticket = %running.ticket, arrival, "a purchase path spent its admission");
+                    state.metrics.redeemed(show);
+                    tracing::info!(%show, ticket = %signed.ticket, arrival, "a purchase path spent its admission");
                 }
                 Ok(Redeemed::Before) => {
                     state.metrics.gateway(GatewayOutcome::Twin);
@@ -86,11 +88,15 @@ pub(crate) async fn forward(state: &AppState, peer: SocketAddr, mut req: Request
                     )
                     .into_response();
                 }
-                Ok(Redeemed::NotAdmitted) => {
-                    state.metrics.gateway(GatewayOutcome::Queued);
-                    return to_the_queue(&rule.show, &path.forward);
-                }
+                Ok(Redeemed::NotAdmitted) => return queued(state),
+                // Nothing is bought on an admission the store cannot spend.
                 Err(e) => return AppError::from(e).into_response(),
+            }
+            admission = Some(signed);
+        } else {
+            admission = admitted(state, pass).await.filter(|a| a.show == *show);
+            if admission.is_none() {
+                return queued(state);
             }
         }
     }
@@ -205,6 +211,16 @@ pub(crate) async fn admitted(state: &AppState, pass: &str) -> Option<Admission> 
         Checked::Running(admission) | Checked::Unverified(admission) => Some(admission),
         Checked::Refused(_) => None,
     }
+}
+
+/// The admission a pass names, by its signature and expiry (or the cache of confirmed
+/// ones): whether it still runs is for the store step that follows to say.
+fn signed(state: &AppState, pass: &str) -> Option<Admission> {
+    let now_s = wall_ms() / 1000;
+    state
+        .pass_cache
+        .get(&crate::pass::PassCache::key(pass), now_s)
+        .or_else(|| state.passes.verify_pass(pass, now_s).ok())
 }
 
 /// Ends `admission` at the origin's word: spent, as a redemption.
