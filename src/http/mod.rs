@@ -16,7 +16,7 @@ mod console;
 mod draw;
 mod extract;
 mod fan;
-mod gateway;
+pub(crate) mod gateway;
 mod health;
 mod join;
 mod openapi;
@@ -144,23 +144,57 @@ impl AppState {
 
 /// The whole API.
 pub fn router(state: AppState) -> Router {
+    service(state).0
+}
+
+/// The whole API, and in gateway mode the paths it serves itself: every other request goes
+/// straight to the origin ([`OwnPaths`]), past the router and its layers.
+pub(crate) fn service(state: AppState) -> (Router, Option<OwnPaths>) {
     // The gate's signature check runs before the handler; a plain ticket id (or none) goes
     // on to the store's check, as the original's clients send it.
     let gate = RequireAdmission::new(state.passes.clone());
     let gateway = state.gateway.is_some();
     let served = openapi::Served::default();
     let (router, api) = described(&gate, &state.shed, gateway, &served).split_for_parts();
+    let own = gateway.then(|| OwnPaths::new(api.paths.paths.keys().map(String::as_str)));
     served.set(api);
     let router = if gateway {
         router.fallback(gateway::proxy)
     } else {
         router.fallback(not_found)
     };
-    router
+    let router = router
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(TraceLayer::new_for_http())
-        .with_state(state)
+        .with_state(state);
+    (router, own)
+}
+
+/// The paths the router serves (any method), in gateway mode: a request for any other path
+/// is the origin's, and is sent there without the router, its tracing span and its layers
+/// (the proxy is most of a gateway's traffic).
+pub(crate) struct OwnPaths(matchit::Router<()>);
+
+impl OwnPaths {
+    fn new<'a>(templates: impl Iterator<Item = &'a str>) -> Self {
+        let mut paths = matchit::Router::new();
+        // The static files are a nested service: the folder and everything under it.
+        let nested = [
+            routes::STATIC.to_owned(),
+            format!("{}/{{*file}}", routes::STATIC),
+        ];
+        for template in templates.map(str::to_owned).chain(nested) {
+            // Every template is a route the router took, so matchit takes it too.
+            let _ = paths.insert(template, ());
+        }
+        OwnPaths(paths)
+    }
+
+    /// Whether the router serves `path` itself.
+    pub(crate) fn serves(&self, path: &str) -> bool {
+        self.0.at(path).is_ok()
+    }
 }
 
 /// The OpenAPI document of the API outside gateway mode, as `GET /openapi.json` serves it.

@@ -39,7 +39,7 @@ use crate::error::AppError;
 use crate::model::ShowId;
 use crate::protocol::{PASS_COOKIE, routes};
 
-pub(crate) use self::proxy::{admitted, proxy};
+pub(crate) use self::proxy::{admitted, forward, proxy};
 
 /// How long the origin may take to connect.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

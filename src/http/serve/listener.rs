@@ -42,7 +42,7 @@ use super::gate::{Gate, Place};
 use super::handover::{Handoff, Placed};
 use crate::error::AppError;
 use crate::http::extract::presents_token;
-use crate::http::{AppState, router};
+use crate::http::{AppState, OwnPaths, service};
 
 /// What a client turned away is told to wait, in seconds.
 const BUSY_RETRY_SECONDS: &str = "5";
@@ -73,7 +73,9 @@ pub(crate) struct ConnectionLimits {
 pub(crate) async fn serve(listener: TcpListener, state: AppState, limits: ConnectionLimits) {
     let stop = state.shutdown.clone();
     let operator_token = state.admin_token.clone();
-    let app = router(state);
+    let (app, own) = service(state.clone());
+    // Gateway mode: requests for the origin's paths skip the router.
+    let direct = own.map(|own| Arc::new(Direct { own, state }));
     let gate = Gate::new(&limits);
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -104,6 +106,7 @@ pub(crate) async fn serve(listener: TcpListener, state: AppState, limits: Connec
         let connection = Connection {
             http: http.clone(),
             app: app.clone(),
+            direct: direct.clone(),
             operator_token: operator_token.clone(),
             peer,
             tasks: connections.clone(),
@@ -121,6 +124,7 @@ pub(crate) async fn serve(listener: TcpListener, state: AppState, limits: Connec
 struct Connection {
     http: http1::Builder,
     app: Router,
+    direct: Option<Arc<Direct>>,
     operator_token: Arc<str>,
     peer: SocketAddr,
     /// Where a handed-over stream's task is tracked, so that shutdown waits for it too.
@@ -136,6 +140,7 @@ impl Connection {
         let Connection {
             http,
             app,
+            direct,
             operator_token,
             peer,
             tasks,
@@ -148,6 +153,7 @@ impl Connection {
         let service_stop = stop.clone();
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
             let app = app.clone();
+            let direct = direct.clone();
             let handoff = handoff.clone();
             let tasks = tasks.clone();
             let stop = service_stop.clone();
@@ -167,6 +173,9 @@ impl Connection {
                     }
                 });
                 let mut req = req;
+                if let Some(direct) = direct.filter(|d| !d.own.serves(req.uri().path())) {
+                    return Ok(crate::http::gateway::forward(&direct.state, peer, req).await);
+                }
                 // What `into_make_service_with_connect_info` would have added.
                 req.extensions_mut().insert(ConnectInfo(peer));
                 let (method, version) = (req.method().clone(), req.version());
@@ -199,6 +208,12 @@ impl Connection {
             tracing::debug!(%peer, error = %e, timeout = e.is_timeout(), "connection ended");
         }
     }
+}
+
+/// Gateway mode's way past the router: the paths it serves, and the state the proxy needs.
+struct Direct {
+    own: OwnPaths,
+    state: AppState,
 }
 
 /// Whether a reserve connection serves `req`: liveness, readiness, metrics, the operator's
