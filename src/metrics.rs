@@ -26,15 +26,59 @@ pub struct Metrics {
     admitter_errors: Counter,
     store_up: Gauge,
     store_errors: Family<Labels, Counter>,
-    pass_checks: Family<Labels, Counter>,
     redemptions: Family<Labels, Counter>,
-    gateway: Family<Labels, Counter>,
+    /// `gateway_requests` by [`GatewayOutcome`], each series made once: a proxied request
+    /// costs one atomic increment.
+    gateway: [Counter; GatewayOutcome::ALL.len()],
+    /// `pass_checks` by [`PassCheck`], likewise.
+    pass_check_counters: [Counter; PassCheck::ALL.len()],
     redis_failovers: Counter,
     shed: Counter,
     at_work: Gauge,
     crowd_limit: Gauge,
     lost_writes: Family<Labels, Counter>,
     lost_places: Family<Labels, Counter>,
+}
+
+/// What a gateway request came to.
+#[derive(Clone, Copy, Debug)]
+pub enum GatewayOutcome {
+    /// Sent on to the origin (whatever it answered).
+    Proxied,
+    /// A guarded path without an admission: sent to the waiting page.
+    Queued,
+    /// The origin could not be reached, or did not answer in time (502, 504).
+    Unreachable,
+    /// A path the gateway would not send on: malformed, or a spelling servers read
+    /// differently under a guarded prefix (400).
+    Refused,
+    /// A purchase path spent its admission and went on.
+    Spent,
+    /// A purchase path whose admission was spent already (409): a twin, or a second buy.
+    Twin,
+}
+
+impl GatewayOutcome {
+    const ALL: [GatewayOutcome; 6] = [
+        GatewayOutcome::Proxied,
+        GatewayOutcome::Queued,
+        GatewayOutcome::Unreachable,
+        GatewayOutcome::Refused,
+        GatewayOutcome::Spent,
+        GatewayOutcome::Twin,
+    ];
+
+    fn label(self) -> Labels {
+        let name = match self {
+            GatewayOutcome::Proxied => "proxied",
+            GatewayOutcome::Queued => "queued",
+            GatewayOutcome::Unreachable => "unreachable",
+            GatewayOutcome::Refused => "refused",
+            GatewayOutcome::Spent => "spent",
+            GatewayOutcome::Twin => "twin",
+        };
+        vec![("outcome", name.to_owned())]
+    }
 }
 
 /// What a check of a verified pass against the store came to.
@@ -260,10 +304,12 @@ impl Default for Metrics {
         for caller in StoreCaller::ALL {
             let _ = store_errors.get_or_create(&caller.label());
         }
-        for outcome in PassCheck::ALL {
-            let _ = pass_checks.get_or_create(&outcome.label());
-        }
+        let pass_check_counters =
+            PassCheck::ALL.map(|outcome| pass_checks.get_or_create(&outcome.label()).clone());
+        let gateway =
+            GatewayOutcome::ALL.map(|outcome| gateway.get_or_create(&outcome.label()).clone());
         Metrics {
+            pass_check_counters,
             redis_failovers,
             shed,
             at_work,
@@ -271,7 +317,6 @@ impl Default for Metrics {
             lost_writes,
             lost_places,
             gateway,
-            pass_checks,
             redemptions,
             store_up,
             store_errors,
@@ -315,7 +360,7 @@ impl Metrics {
 
     /// `GET …/pass` answered `outcome`.
     pub fn pass_check(&self, outcome: PassCheck) {
-        self.pass_checks.get_or_create(&outcome.label()).inc();
+        self.pass_check_counters[outcome as usize].inc();
     }
 
     /// A checkout outside redeemed an admission of `show` through this instance.
@@ -362,18 +407,8 @@ impl Metrics {
     }
 
     /// A gateway request came to `outcome`.
-    pub fn gateway(&self, outcome: crate::http::GatewayOutcome) {
-        let name = match outcome {
-            crate::http::GatewayOutcome::Proxied => "proxied",
-            crate::http::GatewayOutcome::Queued => "queued",
-            crate::http::GatewayOutcome::Unreachable => "unreachable",
-            crate::http::GatewayOutcome::Refused => "refused",
-            crate::http::GatewayOutcome::Spent => "spent",
-            crate::http::GatewayOutcome::Twin => "twin",
-        };
-        self.gateway
-            .get_or_create(&vec![("outcome", name.to_owned())])
-            .inc();
+    pub fn gateway(&self, outcome: GatewayOutcome) {
+        self.gateway[outcome as usize].inc();
     }
 
     /// This instance handed out a ticket for `show`.

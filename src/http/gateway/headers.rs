@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use crate::protocol::{ADMISSION_HEADER, CHECKED_HEADER, COMMAND_HEADER};
+use crate::protocol::{CHECKED_HEADER, COMMAND_HEADER};
 
 /// Headers that describe one connection, not the message: never passed on.
 const HOP_BY_HOP: [&str; 8] = [
@@ -64,7 +64,9 @@ pub(super) fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
         }
     }
     for name in HOP_BY_HOP {
-        headers.remove(name);
+        if headers.contains_key(name) {
+            headers.remove(name);
+        }
     }
     if upgrade {
         headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
@@ -87,48 +89,63 @@ pub(super) fn for_origin(
     pass: Option<&str>,
 ) {
     let asked_host = headers.get(header::HOST).cloned();
-    strip_hop_by_hop(headers, upgrade);
-    let odd: Vec<HeaderName> = headers
+    let prior: Option<String> = forwarded_chain(headers);
+    // One pass over the names: what the client may not send on (the most common request
+    // has none of it, and costs no removal).
+    let dropped: Vec<HeaderName> = headers
         .keys()
-        .filter(|name| name.as_str().contains('_'))
+        .filter(|name| {
+            let name = name.as_str();
+            name.contains('_') || OWNED.contains(&name) || name == "x-forwarded-for"
+        })
         .cloned()
         .collect();
-    for name in odd {
+    for name in dropped {
         headers.remove(name);
     }
-    for name in OWNED {
-        headers.remove(name);
+    strip_hop_by_hop(headers, upgrade);
+    let mut chain = prior.unwrap_or_default();
+    if !chain.is_empty() {
+        chain.push_str(", ");
     }
-    let chain = {
-        let mut chain = String::new();
-        for prior in headers
-            .get_all("x-forwarded-for")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-        {
-            chain.push_str(prior);
-            chain.push_str(", ");
-        }
-        chain.push_str(&client.to_string());
-        chain
-    };
+    chain.push_str(&client.to_string());
     if let Ok(v) = HeaderValue::from_str(&chain) {
-        headers.insert("x-forwarded-for", v);
+        headers.insert(X_FORWARDED_FOR, v);
     }
     let proto = if https { "https" } else { "http" };
-    headers.insert("x-forwarded-proto", HeaderValue::from_static(proto));
+    headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(proto));
     if let Some(host) = asked_host {
-        headers.insert("x-forwarded-host", host);
+        headers.insert(X_FORWARDED_HOST, host);
     }
     headers.insert(header::HOST, origin_host.clone());
     if let Some(v) = pass.and_then(|p| HeaderValue::from_str(p).ok()) {
-        headers.insert(ADMISSION_HEADER, v);
+        headers.insert(X_ADMISSION_TICKET, v);
     }
+}
+
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+const X_ADMISSION_TICKET: HeaderName = HeaderName::from_static("x-admission-ticket");
+
+/// The client's `X-Forwarded-For` entries, joined, if it sent any.
+fn forwarded_chain(headers: &HeaderMap) -> Option<String> {
+    let mut values = headers
+        .get_all(X_FORWARDED_FOR)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    let mut chain = values.next()?.to_owned();
+    for v in values {
+        chain.push_str(", ");
+        chain.push_str(v);
+    }
+    Some(chain)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::ADMISSION_HEADER;
 
     #[test]
     fn connection_headers_stay_on_their_hop() {

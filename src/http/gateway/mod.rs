@@ -36,6 +36,7 @@ use hyper_util::rt::TokioExecutor;
 use self::path::{BadPath, RequestPath, canonical, prefix_reading, under};
 use super::AppState;
 use crate::error::AppError;
+pub use crate::metrics::GatewayOutcome;
 use crate::model::ShowId;
 use crate::protocol::{PASS_COOKIE, routes};
 
@@ -289,24 +290,6 @@ pub(super) fn same_site_path(target: &str) -> bool {
         && !target.starts_with("/\\")
         && target.len() <= 2048
         && !target.chars().any(|c| c.is_control() || c == '\\')
-}
-
-/// What a gateway request came to.
-#[derive(Clone, Copy, Debug)]
-pub enum GatewayOutcome {
-    /// Sent on to the origin (whatever it answered).
-    Proxied,
-    /// A guarded path without an admission: sent to the waiting page.
-    Queued,
-    /// The origin could not be reached, or did not answer in time (502, 504).
-    Unreachable,
-    /// A path the gateway would not send on: malformed, or a spelling servers read
-    /// differently under a guarded prefix (400).
-    Refused,
-    /// A purchase path spent its admission and went on.
-    Spent,
-    /// A purchase path whose admission was spent already (409): a twin, or a second buy.
-    Twin,
 }
 
 #[cfg(test)]

@@ -147,46 +147,25 @@ impl Connection {
             body_timeout,
             write_idle,
         } = self;
-        let reserve = place.reserve;
         let handoff = Arc::new(Handoff::default());
-        let socket_handoff = handoff.clone();
-        let service_stop = stop.clone();
-        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-            let app = app.clone();
-            let direct = direct.clone();
-            let handoff = handoff.clone();
-            let tasks = tasks.clone();
-            let stop = service_stop.clone();
-            let allowed = !reserve || reserve_serves(&req, &operator_token);
-            let deadline = Instant::now() + body_timeout;
-            async move {
-                if !allowed {
-                    return Ok::<_, std::convert::Infallible>(busy());
-                }
-                // The whole body by the deadline, or the handler reads an error (408); a
-                // request without a body needs no timer.
-                let req = req.map(|body| {
-                    if hyper::body::Body::is_end_stream(&body) {
-                        axum::body::Body::new(body)
-                    } else {
-                        axum::body::Body::new(DeadlineBody::new(body, deadline))
-                    }
-                });
-                let mut req = req;
-                if let Some(direct) = direct.filter(|d| !d.own.serves(req.uri().path())) {
-                    return Ok(crate::http::gateway::forward(&direct.state, peer, req).await);
-                }
-                // What `into_make_service_with_connect_info` would have added.
-                req.extensions_mut().insert(ConnectInfo(peer));
-                let (method, version) = (req.method().clone(), req.version());
-                let response = app.oneshot(req).await?;
-                if Handoff::wanted(&method, version, &response) {
-                    return Ok(handoff.take(response, &tasks, &stop));
-                }
-                Ok(response)
-            }
+        // What every request of the connection needs, behind one counter: a request clones
+        // it once.
+        let shared = Arc::new(Serving {
+            app,
+            direct,
+            operator_token,
+            peer,
+            tasks,
+            stop: stop.clone(),
+            handoff: handoff.clone(),
+            reserve: place.reserve,
+            body_timeout,
         });
-        let io = TokioIo::new(Placed::new(stream, place, socket_handoff, write_idle));
+        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+            let shared = shared.clone();
+            async move { Ok::<_, std::convert::Infallible>(shared.serve(req).await) }
+        });
+        let io = TokioIo::new(Placed::new(stream, place, handoff, write_idle));
         let mut conn = pin!(http.serve_connection(io, service).with_upgrades());
         let result = tokio::select! {
             result = conn.as_mut() => result,
@@ -207,6 +186,56 @@ impl Connection {
             // Timeouts and clients that hang up are the everyday life of a public server.
             tracing::debug!(%peer, error = %e, timeout = e.is_timeout(), "connection ended");
         }
+    }
+}
+
+/// What serving one connection's requests needs.
+struct Serving {
+    app: Router,
+    direct: Option<Arc<Direct>>,
+    operator_token: Arc<str>,
+    peer: SocketAddr,
+    tasks: TaskTracker,
+    stop: CancellationToken,
+    handoff: Arc<Handoff>,
+    /// A reserve place: only health, metrics and the operator are served.
+    reserve: bool,
+    body_timeout: Duration,
+}
+
+impl Serving {
+    async fn serve(&self, req: Request<Incoming>) -> Response {
+        if self.reserve && !reserve_serves(&req, &self.operator_token) {
+            return busy();
+        }
+        // The whole body by the deadline, or the handler reads an error (408); a request
+        // without a body needs no timer.
+        let mut req = req.map(|body| {
+            if hyper::body::Body::is_end_stream(&body) {
+                axum::body::Body::new(body)
+            } else {
+                let deadline = Instant::now() + self.body_timeout;
+                axum::body::Body::new(DeadlineBody::new(body, deadline))
+            }
+        });
+        if let Some(direct) = self
+            .direct
+            .as_ref()
+            .filter(|d| !d.own.serves(req.uri().path()))
+        {
+            return crate::http::gateway::forward(&direct.state, self.peer, req).await;
+        }
+        // What `into_make_service_with_connect_info` would have added.
+        req.extensions_mut().insert(ConnectInfo(self.peer));
+        let (method, version) = (req.method().clone(), req.version());
+        let response = match self.app.clone().oneshot(req).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        if Handoff::wanted(&method, version, &response) {
+            return self.handoff.take(response, &self.tasks, &self.stop);
+        }
+        response
     }
 }
 
