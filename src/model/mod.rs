@@ -14,7 +14,8 @@ mod order;
 mod pace;
 
 pub use self::draw::{
-    AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, parse_ranges, ranges_text, to_ranges,
+    AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, InvalidRecordId, RecordId,
+    parse_ranges, ranges_text, to_ranges,
 };
 pub use self::order::{NewOrder, Order, OrderRequest, Redemption};
 pub use self::pace::{EndReason, Eta, Pace, Paused, Phase, RateChange, SOLD_OUT};
