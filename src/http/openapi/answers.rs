@@ -92,7 +92,8 @@ answer! {
         let socket = json!({
             "description": "After the upgrade the server sends a text frame per change, \
                 each a Frame: the ticket JSON plus its event name and show version; it \
-                pings every 10 s; the client sends nothing but pongs and a close",
+                pings every 10 s; the client sends nothing but pongs and a close (a frame or \
+                message over 4 KiB is answered with close code 1009, message too big)",
             "serverTextFrame": {"$ref": ref_path(&Frame::name())},
         });
         Response::builder()
