@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::{AppJson, AppPath, AppState, Operator, show_id};
+use super::{AppJson, AppPath, AppState, Operator, OptionalJson, show_id};
 use crate::error::AppError;
 use crate::model::{EndReason, ShowId, ShowStats};
 
@@ -156,14 +156,10 @@ pub(super) async fn end(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
-    body: axum::body::Bytes,
+    OptionalJson(request): OptionalJson<EndRequest>,
 ) -> Result<StatusCode, AppError> {
     let show = show_id(&show)?;
-    let request: EndRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        EndRequest::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|e| AppError::BadRequest(format!("end: {e}")))?
-    };
+    let request = request.unwrap_or_default();
     let reason = match request.reason {
         None => None,
         Some(text) => Some(EndReason::new(&text).ok_or_else(|| {
@@ -416,15 +412,10 @@ pub(super) async fn create(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
-    body: axum::body::Bytes,
+    OptionalJson(config): OptionalJson<ShowConfig>,
 ) -> Result<Response, AppError> {
     let show = show_id(&show)?;
-    let config: ShowConfig = if body.iter().all(u8::is_ascii_whitespace) {
-        ShowConfig::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| AppError::BadRequest(format!("show settings: {e}")))?
-    };
+    let config = config.unwrap_or_default();
     let (created, stats) = configure(&state, &show, &config).await?;
     if created {
         let location = crate::protocol::routes::show(crate::protocol::routes::SHOW, show.as_str());
