@@ -221,6 +221,18 @@ pub enum TicketStatus {
     Lost,
 }
 
+impl TicketStatus {
+    /// Every status, in the order the variants are declared.
+    pub const ALL: [TicketStatus; 6] = [
+        TicketStatus::Waiting,
+        TicketStatus::Admitted,
+        TicketStatus::Unknown,
+        TicketStatus::Closed,
+        TicketStatus::Ended,
+        TicketStatus::Lost,
+    ];
+}
+
 /// What a fan whose place a failover lost is told, with `LOST`.
 pub const LOST_MESSAGE: &str =
     "your place in the queue was lost when the waiting room's store failed over; please join again";
