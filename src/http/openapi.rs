@@ -255,7 +255,10 @@ fn shared_answers(path: &str, op: &mut Operation) {
                 header(string(None), "The page, with `?ticket=`"),
             ),
             "401" => ("WWW-Authenticate", header(string(None), "`Bearer realm=…`")),
-            "429" => ("Retry-After", header(integer(1), "Seconds to wait")),
+            "429" | "503" => (
+                "Retry-After",
+                header(integer(1), "Seconds to wait before trying again"),
+            ),
             _ => continue,
         };
         answer.headers.entry(name.into()).or_insert(value.into());

@@ -31,6 +31,11 @@ use crate::store::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSe
     params(crate::http::openapi::params::ShowPath),
     responses(
         (status = 204, description = "Open"),
+        (
+            status = 409,
+            description = "A scheduled show, which opens by itself at its `opensAt`",
+            body = crate::protocol::ErrorBody,
+        ),
     ),
 )]
 #[tracing::instrument(skip_all, fields(show = %show))]
@@ -405,6 +410,13 @@ fn future_time(field: &str, text: &str) -> Result<u64, AppError> {
             description = "A bad showId, or a setting out of range",
             body = crate::protocol::ErrorBody,
         ),
+        (
+            status = 409,
+            description = "A fair-start setting that does not fit the show now: `opensAt` once \
+                 it opened, fans joined or its pre-queue closed; `drawBeacon` without `opensAt` \
+                 or after the pre-queue closed; `drawBeaconValue` out of turn",
+            body = crate::protocol::ErrorBody,
+        ),
     ),
 )]
 #[tracing::instrument(skip_all, fields(show = %show))]
@@ -481,6 +493,13 @@ pub(super) async fn delete(
         (
             status = 400,
             description = "No setting sent, or one out of range",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 409,
+            description = "A fair-start setting that does not fit the show now: `opensAt` once \
+                 it opened, fans joined or its pre-queue closed; `drawBeacon` without `opensAt` \
+                 or after the pre-queue closed; `drawBeaconValue` out of turn",
             body = crate::protocol::ErrorBody,
         ),
     ),

@@ -112,7 +112,7 @@ pub(crate) struct WaitQuery {
     operation_id = "waitPage",
     tag = crate::http::openapi::PAGES,
     summary = "A show's waiting page, with the ticket's state at first paint",
-    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::PageTicket),
+    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::PageQuery),
     responses(
         (
             status = 200,
@@ -277,6 +277,12 @@ async fn render_wait(
             headers(("Set-Cookie" = String, description = "`wr_ticket`, for the show's page")),
         ),
         (
+            status = 400,
+            description = "A bad showId",
+            body = String,
+            content_type = "text/html",
+        ),
+        (
             status = 403,
             description = "A post another site made",
             body = String,
@@ -285,6 +291,12 @@ async fn render_wait(
         (
             status = 404,
             description = "No show of that id",
+            body = String,
+            content_type = "text/html",
+        ),
+        (
+            status = 410,
+            description = "The on-sale has ended",
             body = String,
             content_type = "text/html",
         ),

@@ -5,7 +5,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use uuid::Uuid;
-use waiting_room::model::ShowId;
+use waiting_room::model::{RecordId, ShowId};
 use waiting_room::protocol::{ADMISSION_HEADER, EventName, routes};
 
 use super::{WAIT, component, conforms, conforms_event, document, event_errors, validator};
@@ -148,12 +148,70 @@ async fn the_show_id_schema_is_the_alphabet_the_server_checks() {
     let long = "x".repeat(64);
     let too_long = "x".repeat(65);
     for id in [
-        "a", "show-42", "A.b_c-9", &long, "", "a b", "a:b", "{x}", "é", &too_long, "a/b",
+        "a",
+        "show-42",
+        "A.b_c-9",
+        &long,
+        "",
+        "a b",
+        "a:b",
+        "{x}",
+        "é",
+        &too_long,
+        "a/b",
+        ".",
+        "..",
+        "...",
+        ".a",
+        "admitter",
+        "ADMITTER",
+        "Admitter",
+        "admitter2",
+        "the-admitter",
     ] {
         assert_eq!(
             show_id.is_valid(&json!(id)),
             id.parse::<ShowId>().is_ok(),
             "the schema and the server disagree on {id:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_audit_cursor_schema_is_what_the_server_parses() {
+    let app = spawn_app(Backend::Memory).await;
+    let (_, doc) = document(&app).await;
+    app.stop().await;
+    let params = &doc["paths"]["/orders/waiting-room/{showId}/audit"]["get"]["parameters"];
+    let after = params
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "after")
+        .expect("the `after` parameter");
+    let schema = jsonschema::draft202012::new(&after["schema"]).unwrap();
+    let max = u64::MAX;
+    for cursor in [
+        "0-0".to_owned(),
+        "1767225600000-3".into(),
+        "007-01".into(),
+        format!("{max}-{}", max - 1),
+        format!("{}-{max}", max - 1),
+        format!("{max}-{max}"),
+        format!("0{max}-00{max}"),
+        format!("{}-0", u128::from(max) + 1),
+        format!("1-{}", u128::from(max) + 1),
+        "1-".into(),
+        "-1".into(),
+        "+1-0".into(),
+        "1-2-3".into(),
+        " 1-2".into(),
+        "".into(),
+    ] {
+        assert_eq!(
+            schema.is_valid(&json!(cursor)),
+            cursor.parse::<RecordId>().is_ok(),
+            "the schema and the server disagree on {cursor:?}"
         );
     }
 }
