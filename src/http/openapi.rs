@@ -9,6 +9,7 @@
 //! the component schemas ([`schemas`]), and writes the paths' parameters in camel case.
 
 mod answers;
+mod bounds;
 pub(super) mod params;
 mod schemas;
 

@@ -15,6 +15,14 @@ use crate::model::{EndReason, ShowId, ShowStats};
 
 /// The most seats a show may sell: far above any venue, low enough for Lua's numbers.
 pub(super) const MAX_STOCK: u64 = 100_000_000;
+/// The highest cap on admitted fans who have not bought yet: an hour at the highest rate.
+pub(super) const MAX_ACTIVE_BUYERS: u32 = MAX_RATE * 3600;
+/// The longest arrival window (`arrivalWindowSeconds`): a day.
+pub(super) const MAX_ARRIVAL_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// The longest beacon name (`drawBeacon`), in printable ASCII.
+pub(super) const MAX_BEACON: usize = 200;
+/// The longest beacon value (`drawBeaconValue`), in printable ASCII.
+pub(super) const MAX_BEACON_VALUE: usize = 512;
 use crate::pass::MAX_CHALLENGE_BITS;
 use crate::store::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSettings};
 
@@ -259,20 +267,19 @@ impl ShowConfig {
         }
         if self
             .max_active_buyers
-            .is_some_and(|cap| cap > MAX_RATE * 3600)
+            .is_some_and(|cap| cap > MAX_ACTIVE_BUYERS)
         {
             return Err(AppError::BadRequest(format!(
-                "maxActiveBuyers: must be at most {}",
-                MAX_RATE * 3600
+                "maxActiveBuyers: must be at most {MAX_ACTIVE_BUYERS}"
             )));
         }
-        let shortest = MIN_ARRIVAL_WINDOW.as_secs();
+        let (shortest, longest) = (MIN_ARRIVAL_WINDOW.as_secs(), MAX_ARRIVAL_WINDOW.as_secs());
         if self
             .arrival_window_seconds
-            .is_some_and(|w| w != 0 && !(shortest..=24 * 3600).contains(&w))
+            .is_some_and(|w| w != 0 && !(shortest..=longest).contains(&w))
         {
             return Err(AppError::BadRequest(format!(
-                "arrivalWindowSeconds: 0 (off) or between {shortest} and 86400"
+                "arrivalWindowSeconds: 0 (off) or between {shortest} and {longest}"
             )));
         }
         if let Some(url) = self.checkout_health_url.as_deref()
@@ -337,8 +344,8 @@ impl ShowConfig {
         };
         Ok(Schedule {
             opens_at_ms,
-            beacon: text("drawBeacon", &self.draw_beacon, 200)?,
-            beacon_value: text("drawBeaconValue", &self.draw_beacon_value, 512)?,
+            beacon: text("drawBeacon", &self.draw_beacon, MAX_BEACON)?,
+            beacon_value: text("drawBeaconValue", &self.draw_beacon_value, MAX_BEACON_VALUE)?,
         })
     }
 

@@ -17,7 +17,7 @@ pub use self::draw::{
     AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, InvalidRecordId, RecordId,
     parse_ranges, ranges_text, to_ranges,
 };
-pub use self::order::{NewOrder, Order, OrderRequest, Redemption};
+pub use self::order::{MAX_AMOUNT, NewOrder, Order, OrderRequest, Redemption};
 pub use self::pace::{EndReason, Eta, Pace, Paused, Phase, RateChange, SOLD_OUT};
 
 /// A show id as the outside may name it: `[A-Za-z0-9._-]{1,64}`, except `.` and `..` (no

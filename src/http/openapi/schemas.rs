@@ -161,6 +161,7 @@ pub(super) fn schemas() -> Vec<(String, RefOr<Schema>)> {
     all.push(("ShowId".into(), show_id.into()));
     all.push(("UnknownTicket".into(), unknown_ticket.into()));
     all.push(("StatsSample".into(), sample.into()));
+    super::bounds::narrow(&mut all);
     all
 }
 
