@@ -12,6 +12,7 @@ use crate::support::sse::SseEvent;
 
 mod answers;
 mod coverage;
+mod fuzz;
 
 const WAIT: Duration = Duration::from_secs(5);
 
