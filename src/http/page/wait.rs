@@ -129,9 +129,13 @@ pub(crate) struct WaitQuery {
         ),
         (
             status = 503,
-            description = "The show's state was lost",
-            body = String,
-            content_type = "text/html",
+            description = "The show's state was lost, or the store is unavailable (a page); or \
+                 the instance has as many of the crowd's requests at work as it takes \
+                 (`MAX_STORE_CALLS`), answered at once before any page is made (a problem)",
+            content(
+                (String = "text/html"),
+                (crate::protocol::ErrorBody = "application/problem+json"),
+            ),
         ),
     ),
 )]
@@ -314,9 +318,13 @@ async fn render_wait(
         ),
         (
             status = 503,
-            description = "The show's state was lost",
-            body = String,
-            content_type = "text/html",
+            description = "The show's state was lost, or the store is unavailable (a page); or \
+                 the instance has as many of the crowd's requests at work as it takes \
+                 (`MAX_STORE_CALLS`), answered at once before any page is made (a problem)",
+            content(
+                (String = "text/html"),
+                (crate::protocol::ErrorBody = "application/problem+json"),
+            ),
         ),
     ),
 )]
