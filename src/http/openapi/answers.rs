@@ -23,7 +23,8 @@ use crate::shown::statuses_of;
 /// No show of that id (404).
 pub(in crate::http) const NO_SHOW: &str = "No show of that id";
 /// The show's state was lost, or the store cannot be reached (503).
-pub(in crate::http) const LOST: &str = "The show's state was lost, or the store is unavailable";
+pub(in crate::http) const LOST: &str = "The show's state was lost, the store is unavailable, or \
+    this instance is at its bound of the crowd's requests (`MAX_STORE_CALLS`)";
 /// A client past `MAX_STREAMS_PER_CLIENT` (429).
 pub(in crate::http) const TOO_MANY_STREAMS: &str = "Too many streams open from this client";
 /// The page, rendered (200).
