@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 use utoipa::openapi::extensions::Extensions;
-use utoipa::openapi::schema::{AllOf, OneOf};
+use utoipa::openapi::schema::{AllOf, ObjectBuilder, OneOf};
 use utoipa::openapi::{Content, RefOr, Response, Schema};
 use utoipa::{ToResponse, ToSchema};
 
@@ -136,12 +136,7 @@ answer! {
 
 /// One event of a stream, named `name`: its `id` (said by `id_about`) and its `data`, one line
 /// of JSON of the `data` schema.
-fn event(
-    name: &str,
-    about: &str,
-    id_about: &str,
-    data: RefOr<Schema>,
-) -> utoipa::openapi::schema::ObjectBuilder {
+fn event(name: &str, about: &str, id_about: &str, data: RefOr<Schema>) -> ObjectBuilder {
     let id = string(None)
         .pattern(Some("^[0-9]+$"))
         .description(Some(format!(

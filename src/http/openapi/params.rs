@@ -106,8 +106,8 @@ params! {
     AdmissionTicket => [parameter(
         ADMISSION_HEADER,
         ParameterIn::Header,
-        "The fan's signed pass (a JWT, see docs/passes.md), or at the order gate its admitted \
-         ticket id",
+        "The fan's signed pass (a JWT, or an older v1 pass; see docs/passes.md), or at the \
+         order gate its admitted ticket id",
         string(None),
         false,
     )];
@@ -132,9 +132,9 @@ params! {
             JOIN_PROOF_HEADER,
             ParameterIn::Header,
             "Proof of work when the show asks one: `<challenge>:<nonce>`, SHA-256 of which \
-             starts with the challenge's `bits` zero bits; the challenge is opaque (this \
-             server's shape, which one it did not mint fails as forged: 403), the nonce 1 to 64 \
-             visible characters",
+             starts with the challenge's `bits` zero bits: the challenge as its route gave it \
+             (one this server did not mint is refused, 403), the nonce 1 to 64 visible \
+             characters but `:`",
             string(None).pattern(Some(proof_pattern())),
             false,
         ),
