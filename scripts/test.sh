@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need when it is missing (redis-server for the
 # store, push and multi-instance tests; Chromium and chromedriver for the browser tests; nginx
-# for the edge tests of deploy/; Python and Node for the shop's origin and the CDN worker), then
-# runs every test of the workspace: the server and the clients (client/). Debian/Ubuntu; run as
-# root or with sudo available.
+# for the edge tests of deploy/; Python and Node for the shop's origin and the CDN worker;
+# Schemathesis, the API fuzzer the OpenAPI document is checked with), then runs every test of
+# the workspace: the server and the clients (client/). Debian/Ubuntu; run as root or with sudo
+# available.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,9 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 # The alert rules' unit tests run in Prometheus's promtool.
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# Schemathesis goes into a virtualenv of its own, which Debian's Python makes only with
+# python3-venv (ensurepip).
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   sudo=""
@@ -26,6 +30,19 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# tests/api/openapi/fuzz.rs runs Schemathesis against /openapi.json: a pinned version, from
+# PyPI into target/schemathesis (a virtualenv: nothing installed system-wide, nothing in the
+# way of the system's Python packages), installed again only when the version changes.
+SCHEMATHESIS_VERSION=4.32.5
+st=target/schemathesis/bin/st
+if ! "$st" --version 2>/dev/null | grep -qx "st, version $SCHEMATHESIS_VERSION"; then
+  echo "installing: schemathesis $SCHEMATHESIS_VERSION (target/schemathesis)"
+  rm -rf target/schemathesis
+  python3 -m venv target/schemathesis
+  target/schemathesis/bin/pip install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
 redis-server --version
+"$st" --version
 cargo --version
 cargo test --workspace "$@"

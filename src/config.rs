@@ -107,6 +107,12 @@ pub struct Config {
     #[arg(long, env = "JOIN_RATE_LIMIT", default_value_t = 5)]
     pub join_rate_limit: u32,
 
+    /// Wrong (or missing) operator tokens one client address may send a minute on this
+    /// instance; beyond them every operator call from it is 429 for the rest of the minute.
+    /// 0 turns it off (an API fuzzer sending tokens it was not given, say).
+    #[arg(long, env = "OPERATOR_TOKEN_GUESSES", default_value_t = crate::http::TokenGuesses::MAX)]
+    pub operator_token_guesses: u32,
+
     /// Reverse proxies in front of this server that append to `X-Forwarded-For` (nginx's
     /// `$proxy_add_x_forwarded_for`): the client is that many entries from the right. 0 trusts
     /// no header and uses the peer address.
@@ -277,6 +283,7 @@ impl Config {
             admin_token: Some("test-operator-token".into()),
             pass_keys: None,
             join_rate_limit: 0,
+            operator_token_guesses: crate::http::TokenGuesses::MAX,
             trusted_proxy_hops: 0,
             header_timeout: Duration::from_secs(10),
             max_connections: 18_000,

@@ -128,25 +128,39 @@ impl IntoResponse for AppError {
             tracing::error!(error = %e, "store call failed");
         }
         let mut response = problem(status, self.to_string());
-        match &self {
+        self.add_headers(&mut response);
+        response
+    }
+}
+
+impl AppError {
+    /// How long the client is asked to wait before it tries again: every 503 and 429 says
+    /// when to come back, whichever face (JSON or a page) answers it.
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
+        match self {
             AppError::TooManyRequests(wait)
             | AppError::TooManyGuesses(wait)
-            | AppError::Overloaded(wait) => set_retry_after(&mut response, *wait),
+            | AppError::Overloaded(wait) => Some(*wait),
             // A stream closes when its fan is admitted or leaves; no telling when.
-            AppError::TooManyStreams(_) => set_retry_after(&mut response, STREAM_RETRY),
+            AppError::TooManyStreams(_) => Some(STREAM_RETRY),
             // A store that is failing over, or a show an operator must re-open: soon, maybe.
-            AppError::Unavailable(_) | AppError::Store(_) => {
-                set_retry_after(&mut response, UNAVAILABLE_RETRY)
-            }
-            AppError::Unauthorized => {
-                response.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    HeaderValue::from_static("Bearer realm=\"waiting-room operator\""),
-                );
-            }
-            _ => {}
+            _ if self.status_code() == StatusCode::SERVICE_UNAVAILABLE => Some(UNAVAILABLE_RETRY),
+            _ => None,
         }
-        response
+    }
+
+    /// The headers this error's answer carries whatever its body: `Retry-After` when there
+    /// is a time to come back, the bearer challenge of a 401.
+    pub(crate) fn add_headers(&self, response: &mut Response) {
+        if let Some(wait) = self.retry_after() {
+            set_retry_after(response, wait);
+        }
+        if let AppError::Unauthorized = self {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"waiting-room operator\""),
+            );
+        }
     }
 }
 
@@ -213,6 +227,28 @@ mod tests {
             serde_json::from_value(json!({"status": 404, "error": "Not Found", "message": "x"}))
                 .unwrap();
         assert_eq!(old.kind, None);
+    }
+
+    #[test]
+    fn every_503_says_when_to_come_back() {
+        let errors = [
+            AppError::Unavailable("lost".into()),
+            AppError::Store(StoreError::Protocol("x".into())),
+            AppError::Overloaded(Duration::from_millis(2500)),
+            AppError::Rejected(StatusCode::SERVICE_UNAVAILABLE, "busy".into()),
+        ];
+        for error in errors {
+            let response = error.into_response();
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+            let wait: u64 = response.headers()[header::RETRY_AFTER]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!((1..=3).contains(&wait), "{wait}");
+        }
+        let conflict = AppError::Conflict("x".into()).into_response();
+        assert!(!conflict.headers().contains_key(header::RETRY_AFTER));
     }
 
     #[tokio::test]

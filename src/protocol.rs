@@ -181,6 +181,29 @@ impl EventName {
         EventName::Ended,
     ];
 
+    /// What the event says, as the OpenAPI document describes it.
+    pub fn about(self) -> &'static str {
+        match self {
+            EventName::Waiting => {
+                "In the queue or its pre-queue: a position and ETA, or the time until the \
+                 show opens"
+            }
+            EventName::Admitted => "Let through: the seconds left to order and the signed pass",
+            EventName::Expired => {
+                "The admission ran out (or was released or given back); the stream ends"
+            }
+            EventName::Unknown => {
+                "The store does not know the ticket (never joined, left, or its show deleted \
+                 or lost; `LOST` with a `message` when a Redis failover lost its place); the \
+                 stream ends"
+            }
+            EventName::Closed => {
+                "The waiting room stepped aside (the on-sale closed: no gate); the stream ends"
+            }
+            EventName::Ended => "The on-sale ended (`reason` says why); the stream ends",
+        }
+    }
+
     /// The name on the wire.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::serve::listener::{self, ConnectionLimits};
-use crate::http::{App, AppState, Gateway, Shed, StreamLimits};
+use crate::http::{App, AppState, Gateway, Shed, StreamLimits, TokenGuesses};
 use crate::hub::{Hub, HubParts};
 use crate::metrics::Metrics;
 use crate::pass::{CHALLENGE_TTL_SECONDS, Keyring, PassCache};
@@ -208,7 +208,7 @@ impl Application {
             shutdown,
             tasks,
             streams: StreamLimits::new(config.max_streams_per_client),
-            token_guesses: Default::default(),
+            token_guesses: TokenGuesses::new(config.operator_token_guesses),
             public_origin: config.public_url.clone(),
             passes,
             pass_cache,

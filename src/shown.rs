@@ -63,6 +63,19 @@ impl Shown {
     }
 }
 
+/// The statuses the ticket JSON of `event` may hold: every status [`event_of`] sends as it,
+/// and `UNKNOWN` for `expired` ([`Shown::expired`]). The document describes each event so.
+pub(crate) fn statuses_of(event: EventName) -> Vec<TicketStatus> {
+    let mut statuses: Vec<_> = TicketStatus::ALL
+        .into_iter()
+        .filter(|s| event_of(*s) == event)
+        .collect();
+    if event == EventName::Expired {
+        statuses.push(TicketStatus::Unknown);
+    }
+    statuses
+}
+
 /// The push event a ticket status goes out as (`expired` is a stream's own, see
 /// [`Shown::expired`]).
 fn event_of(status: TicketStatus) -> EventName {
@@ -94,6 +107,21 @@ mod tests {
 
     fn keys() -> Keyring {
         Keyring::generate()
+    }
+
+    #[test]
+    fn every_status_goes_out_as_one_event_and_each_event_names_its_statuses() {
+        for status in TicketStatus::ALL {
+            assert!(
+                statuses_of(event_of(status)).contains(&status),
+                "{status:?}"
+            );
+        }
+        assert_eq!(statuses_of(EventName::Expired), [TicketStatus::Unknown]);
+        assert_eq!(
+            statuses_of(EventName::Unknown),
+            [TicketStatus::Unknown, TicketStatus::Lost]
+        );
     }
 
     #[test]

@@ -21,11 +21,16 @@ pub(crate) const SLOW_CHECKOUT: Duration = Duration::from_millis(500);
 /// How long a health check may take in all.
 pub(crate) const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// A health URL an operator may name: `http://host[:port]/path`.
+/// The longest checkout health URL taken.
+pub(crate) const MAX_HEALTH_URL: usize = 512;
+
+/// A health URL an operator may name: `http://host[:port]/path`, at most [`MAX_HEALTH_URL`].
 pub(crate) fn health_uri(url: &str) -> std::result::Result<Uri, String> {
     let uri: Uri = url.parse().map_err(|e| format!("not a URL ({e})"))?;
-    if uri.scheme_str() != Some("http") || uri.host().is_none() || url.len() > 512 {
-        return Err("must be an http:// URL of at most 512 characters".into());
+    if uri.scheme_str() != Some("http") || uri.host().is_none() || url.len() > MAX_HEALTH_URL {
+        return Err(format!(
+            "must be an http:// URL of at most {MAX_HEALTH_URL} characters"
+        ));
     }
     Ok(uri)
 }

@@ -52,7 +52,7 @@ use crate::store::QueueStore;
 use crate::watchdog::Watchdog;
 
 pub(crate) use console::report_fans;
-pub(crate) use extract::{AppJson, AppPath, Operator, show_id, ticket_path};
+pub(crate) use extract::{AppJson, AppPath, Operator, OptionalJson, show_id, ticket_path};
 pub use gateway::{Gateway, GatewayError, GatewayOutcome, ProtectCase};
 pub use serve::{Origin, StreamGuard, StreamLimits, TokenGuesses};
 pub use shed::Shed;

@@ -9,6 +9,7 @@
 //! the component schemas ([`schemas`]), and writes the paths' parameters in camel case.
 
 mod answers;
+mod bounds;
 pub(super) mod params;
 mod schemas;
 
@@ -222,6 +223,11 @@ fn shared_answers(path: &str, op: &mut Operation) {
     if let Some(RefOr::T(RequestBody { required, .. })) = &op.request_body {
         let required = matches!(required, Some(Required::True));
         add(400, "Malformed JSON");
+        add(
+            408,
+            "The body did not arrive within `HEADER_TIMEOUT` of the request's head (the \
+             connection is closed)",
+        );
         add(413, "A body over 16 KiB");
         if required {
             add(415, "Not `Content-Type: application/json`");
@@ -233,13 +239,22 @@ fn shared_answers(path: &str, op: &mut Operation) {
     }
     if tag == OPERATOR {
         add(401, "Operator token missing or wrong");
+        add(
+            429,
+            "Too many wrong operator tokens from this client lately \
+             (`OPERATOR_TOKEN_GUESSES`): every operator call from it, the right token too",
+        );
         op.security = Some(vec![SecurityRequirement::new(
             OPERATOR_TOKEN,
             Vec::<String>::new(),
         )]);
     }
     if [OPERATOR, FAN, ORDERS].contains(&tag) {
-        add(503, "The store is unavailable");
+        add(
+            503,
+            "The store is unavailable, or this instance is at its bound of the crowd's \
+             requests (`MAX_STORE_CALLS`)",
+        );
     }
     let header = |schema: ObjectBuilder, about: &str| {
         Header::builder()
@@ -255,7 +270,10 @@ fn shared_answers(path: &str, op: &mut Operation) {
                 header(string(None), "The page, with `?ticket=`"),
             ),
             "401" => ("WWW-Authenticate", header(string(None), "`Bearer realm=…`")),
-            "429" => ("Retry-After", header(integer(1), "Seconds to wait")),
+            "429" | "503" => (
+                "Retry-After",
+                header(integer(1), "Seconds to wait before trying again"),
+            ),
             _ => continue,
         };
         answer.headers.entry(name.into()).or_insert(value.into());
@@ -342,11 +360,16 @@ mod tests {
         // `ShowConfig`: required, so the answers of a missing or mistyped body apply.
         assert_eq!(config["requestBody"]["required"], true);
         assert_eq!(schema(config), show_config);
-        for status in ["400", "413", "415", "422", "401", "503"] {
+        for status in ["400", "408", "413", "415", "422", "401", "429", "503"] {
             assert!(
                 config["responses"].get(status).is_some(),
                 "{status}: {config}"
             );
+        }
+        // When to come back, wherever a client is told to.
+        for status in ["429", "503"] {
+            let headers = &config["responses"][status]["headers"];
+            assert!(headers.get("Retry-After").is_some(), "{status}: {config}");
         }
     }
 

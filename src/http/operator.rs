@@ -9,12 +9,20 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::{AppJson, AppPath, AppState, Operator, show_id};
+use super::{AppJson, AppPath, AppState, Operator, OptionalJson, show_id};
 use crate::error::AppError;
 use crate::model::{EndReason, ShowId, ShowStats};
 
 /// The most seats a show may sell: far above any venue, low enough for Lua's numbers.
 pub(super) const MAX_STOCK: u64 = 100_000_000;
+/// The highest cap on admitted fans who have not bought yet: an hour at the highest rate.
+pub(super) const MAX_ACTIVE_BUYERS: u32 = MAX_RATE * 3600;
+/// The longest arrival window (`arrivalWindowSeconds`): a day.
+pub(super) const MAX_ARRIVAL_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// The longest beacon name (`drawBeacon`), in printable ASCII.
+pub(super) const MAX_BEACON: usize = 200;
+/// The longest beacon value (`drawBeaconValue`), in printable ASCII.
+pub(super) const MAX_BEACON_VALUE: usize = 512;
 use crate::pass::MAX_CHALLENGE_BITS;
 use crate::store::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSettings};
 
@@ -31,6 +39,11 @@ use crate::store::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSe
     params(crate::http::openapi::params::ShowPath),
     responses(
         (status = 204, description = "Open"),
+        (
+            status = 409,
+            description = "A scheduled show, which opens by itself at its `opensAt`",
+            body = crate::protocol::ErrorBody,
+        ),
     ),
 )]
 #[tracing::instrument(skip_all, fields(show = %show))]
@@ -156,14 +169,10 @@ pub(super) async fn end(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
-    body: axum::body::Bytes,
+    OptionalJson(request): OptionalJson<EndRequest>,
 ) -> Result<StatusCode, AppError> {
     let show = show_id(&show)?;
-    let request: EndRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        EndRequest::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|e| AppError::BadRequest(format!("end: {e}")))?
-    };
+    let request = request.unwrap_or_default();
     let reason = match request.reason {
         None => None,
         Some(text) => Some(EndReason::new(&text).ok_or_else(|| {
@@ -258,20 +267,19 @@ impl ShowConfig {
         }
         if self
             .max_active_buyers
-            .is_some_and(|cap| cap > MAX_RATE * 3600)
+            .is_some_and(|cap| cap > MAX_ACTIVE_BUYERS)
         {
             return Err(AppError::BadRequest(format!(
-                "maxActiveBuyers: must be at most {}",
-                MAX_RATE * 3600
+                "maxActiveBuyers: must be at most {MAX_ACTIVE_BUYERS}"
             )));
         }
-        let shortest = MIN_ARRIVAL_WINDOW.as_secs();
+        let (shortest, longest) = (MIN_ARRIVAL_WINDOW.as_secs(), MAX_ARRIVAL_WINDOW.as_secs());
         if self
             .arrival_window_seconds
-            .is_some_and(|w| w != 0 && !(shortest..=24 * 3600).contains(&w))
+            .is_some_and(|w| w != 0 && !(shortest..=longest).contains(&w))
         {
             return Err(AppError::BadRequest(format!(
-                "arrivalWindowSeconds: 0 (off) or between {shortest} and 86400"
+                "arrivalWindowSeconds: 0 (off) or between {shortest} and {longest}"
             )));
         }
         if let Some(url) = self.checkout_health_url.as_deref()
@@ -336,8 +344,8 @@ impl ShowConfig {
         };
         Ok(Schedule {
             opens_at_ms,
-            beacon: text("drawBeacon", &self.draw_beacon, 200)?,
-            beacon_value: text("drawBeaconValue", &self.draw_beacon_value, 512)?,
+            beacon: text("drawBeacon", &self.draw_beacon, MAX_BEACON)?,
+            beacon_value: text("drawBeaconValue", &self.draw_beacon_value, MAX_BEACON_VALUE)?,
         })
     }
 
@@ -409,6 +417,13 @@ fn future_time(field: &str, text: &str) -> Result<u64, AppError> {
             description = "A bad showId, or a setting out of range",
             body = crate::protocol::ErrorBody,
         ),
+        (
+            status = 409,
+            description = "A fair-start setting that does not fit the show now: `opensAt` once \
+                 it opened, fans joined or its pre-queue closed; `drawBeacon` without `opensAt` \
+                 or after the pre-queue closed; `drawBeaconValue` out of turn",
+            body = crate::protocol::ErrorBody,
+        ),
     ),
 )]
 #[tracing::instrument(skip_all, fields(show = %show))]
@@ -416,15 +431,10 @@ pub(super) async fn create(
     _: Operator,
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
-    body: axum::body::Bytes,
+    OptionalJson(config): OptionalJson<ShowConfig>,
 ) -> Result<Response, AppError> {
     let show = show_id(&show)?;
-    let config: ShowConfig = if body.iter().all(u8::is_ascii_whitespace) {
-        ShowConfig::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| AppError::BadRequest(format!("show settings: {e}")))?
-    };
+    let config = config.unwrap_or_default();
     let (created, stats) = configure(&state, &show, &config).await?;
     if created {
         let location = crate::protocol::routes::show(crate::protocol::routes::SHOW, show.as_str());
@@ -490,6 +500,13 @@ pub(super) async fn delete(
         (
             status = 400,
             description = "No setting sent, or one out of range",
+            body = crate::protocol::ErrorBody,
+        ),
+        (
+            status = 409,
+            description = "A fair-start setting that does not fit the show now: `opensAt` once \
+                 it opened, fans joined or its pre-queue closed; `drawBeacon` without `opensAt` \
+                 or after the pre-queue closed; `drawBeaconValue` out of turn",
             body = crate::protocol::ErrorBody,
         ),
     ),

@@ -303,7 +303,7 @@ const SPENT: &str = "this admission no longer runs: it was spent (an order or a 
     tag = crate::http::openapi::ORDERS,
     summary = "A checkout outside spends the admission `X-Admission-Ticket` names (its pass or the \
          ticket id), once, on any instance: spent, it places no order and gets no pass again",
-    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::AdmissionTicket),
+    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::RedeemedAdmission),
     responses(
         (
             status = 200,

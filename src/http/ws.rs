@@ -1,13 +1,14 @@
 //! `GET …/tickets/{ticketId}/ws`: a ticket's state over a WebSocket.
 //!
 //! The socket loop is written against any `Sink`/`Stream` of messages, so it can be driven
-//! by channels in tests as well as by axum's socket.
+//! by channels in tests as well as by axum's socket. A fan's frame past [`MAX_FRAME`] is
+//! answered with a close frame saying so (1009, RFC 6455 §7.4.1), not a dropped connection.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::extract::{ConnectInfo, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -24,6 +25,11 @@ pub(super) const PING_EVERY: Duration = Duration::from_secs(10);
 
 /// The most a fan's frames may hold; a fan has nothing to say beyond a close.
 const MAX_FRAME: usize = 4 * 1024;
+
+/// How long a socket closed for a frame too big stays open after its close frame, so that the
+/// frame reaches the client before the connection ends (the rest of the big frame is never
+/// read: closing over unread bytes resets the connection, which may lose what was in flight).
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// What tungstenite reads into (and zero-fills) per connection: a pong or a close fits, and a
 /// larger frame (up to [`MAX_FRAME`]) grows it for as long as it is read.
@@ -117,12 +123,31 @@ pub(super) async fn serve<W, R, U>(
             }
             message = incoming.next() => match message {
                 // Fans have nothing to say; pongs and chatter are read and dropped.
-                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
+                Some(Ok(Message::Close(_))) | None => return,
+                Some(Err(e)) if too_big(&e) => {
+                    let close = CloseFrame {
+                        code: close_code::SIZE,
+                        reason: format!("a frame of at most {MAX_FRAME} bytes").into(),
+                    };
+                    if sink.send(Message::Close(Some(close))).await.is_ok() {
+                        // Nothing more is read: tungstenite would buffer the big frame whole.
+                        tokio::time::sleep(CLOSE_GRACE).await;
+                    }
+                    return;
+                }
+                Some(Err(_)) => return,
                 Some(Ok(_)) => {}
             },
         }
     }
     let _ = sink.send(Message::Close(None)).await;
+}
+
+/// Whether a read failed because the client sent a frame or message larger than allowed.
+fn too_big(e: &axum::Error) -> bool {
+    std::error::Error::source(e)
+        .and_then(|inner| inner.downcast_ref::<tungstenite::Error>())
+        .is_some_and(|e| matches!(e, tungstenite::Error::Capacity(_)))
 }
 
 /// One update as the text of its frame.
@@ -182,6 +207,43 @@ mod tests {
         assert!(matches!(sent.next().await, Some(Message::Ping(_))));
         client.unbounded_send(Ok(Message::Close(None))).unwrap();
         served.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_frame_too_big_is_answered_with_a_close_saying_so() {
+        let (sink, mut sent) = mpsc::unbounded::<Message>();
+        let (client, incoming) = mpsc::unbounded::<Result<Message, axum::Error>>();
+        let metrics = Metrics::default();
+        let too_big = tungstenite::error::CapacityError::MessageTooLong {
+            size: MAX_FRAME + 1,
+            max_size: MAX_FRAME,
+        };
+        client
+            .unbounded_send(Err(axum::Error::new(tungstenite::Error::Capacity(too_big))))
+            .unwrap();
+        serve(
+            sink,
+            incoming,
+            futures::stream::pending(),
+            &metrics,
+            Duration::from_secs(10),
+        )
+        .await;
+        let Some(Message::Close(Some(close))) = sent.next().await else {
+            panic!("a close frame")
+        };
+        assert_eq!(close.code, close_code::SIZE);
+        // Any other failure of the connection ends it without a word: nothing could carry it.
+        let (sink, mut sent) = mpsc::unbounded::<Message>();
+        let (client, incoming) = mpsc::unbounded::<Result<Message, axum::Error>>();
+        let broken = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        client
+            .unbounded_send(Err(axum::Error::new(tungstenite::Error::Io(broken))))
+            .unwrap();
+        drop(client);
+        let pending = futures::stream::pending();
+        serve(sink, incoming, pending, &metrics, Duration::from_secs(10)).await;
+        assert!(sent.next().await.is_none());
     }
 
     #[tokio::test]

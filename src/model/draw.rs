@@ -126,6 +126,64 @@ impl AuditRecord {
     }
 }
 
+/// An audit record's id, `<ms>-<n>` (a Redis stream id; the embedded store writes its ids the
+/// same way): where a page of the audit starts after. Parsed at the edge, so a store is never
+/// handed a cursor it cannot page from: digits only, each part within 64 bits, and an id some
+/// record could follow (the very last stream id has no successor for Redis to start from).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RecordId {
+    /// The milliseconds part.
+    pub ms: u64,
+    /// The sequence part.
+    pub seq: u64,
+}
+
+impl RecordId {
+    /// The least id after this one, if any: where a page after it starts.
+    pub fn next(self) -> Option<RecordId> {
+        match self.seq.checked_add(1) {
+            Some(seq) => Some(RecordId { ms: self.ms, seq }),
+            None => Some(RecordId {
+                ms: self.ms.checked_add(1)?,
+                seq: 0,
+            }),
+        }
+    }
+}
+
+/// Why an audit cursor was refused.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "a record id: `<ms>-<n>`, both parts digits within 64 bits, as a page's `next` gives it \
+     (and not the last id there can be: nothing follows it)"
+)]
+pub struct InvalidRecordId;
+
+impl std::str::FromStr for RecordId {
+    type Err = InvalidRecordId;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // `u64::from_str` alone would take a leading `+`.
+        let part = |p: &str| {
+            (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| p.parse::<u64>().ok())
+                .flatten()
+        };
+        let (ms, seq) = s.split_once('-').ok_or(InvalidRecordId)?;
+        let id = RecordId {
+            ms: part(ms).ok_or(InvalidRecordId)?,
+            seq: part(seq).ok_or(InvalidRecordId)?,
+        };
+        id.next().map(|_| id).ok_or(InvalidRecordId)
+    }
+}
+
+impl std::fmt::Display for RecordId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.ms, self.seq)
+    }
+}
+
 /// The kinds of audit record.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
@@ -206,5 +264,36 @@ mod tests {
         assert_eq!(parse_ranges(&text), Some(ranges));
         assert_eq!(parse_ranges(""), Some(vec![]));
         assert_eq!(parse_ranges("1-x"), None);
+    }
+
+    #[test]
+    fn record_ids_are_stream_ids_with_a_successor() {
+        for (text, next) in [
+            ("0-0", "0-1"),
+            ("1767225600000-3", "1767225600000-4"),
+            ("18446744073709551615-1", "18446744073709551615-2"),
+            ("5-18446744073709551615", "6-0"),
+            ("007-01", "7-2"),
+        ] {
+            let id: RecordId = text.parse().unwrap_or_else(|_| panic!("{text}"));
+            assert_eq!(id.next().unwrap().to_string(), next, "{text}");
+        }
+        for bad in [
+            "",
+            "-",
+            "1",
+            "1-",
+            "-1",
+            "a-1",
+            "1-2-3",
+            " 1-2",
+            "18446744073709551616-0",
+            "+1-0",
+            "1-+0",
+            // The last id there can be: no record follows it.
+            "18446744073709551615-18446744073709551615",
+        ] {
+            assert!(bad.parse::<RecordId>().is_err(), "{bad}");
+        }
     }
 }

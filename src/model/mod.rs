@@ -14,9 +14,10 @@ mod order;
 mod pace;
 
 pub use self::draw::{
-    AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, parse_ranges, ranges_text, to_ranges,
+    AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, InvalidRecordId, RecordId,
+    parse_ranges, ranges_text, to_ranges,
 };
-pub use self::order::{NewOrder, Order, OrderRequest, Redemption};
+pub use self::order::{MAX_AMOUNT, NewOrder, Order, OrderRequest, Redemption};
 pub use self::pace::{EndReason, Eta, Pace, Paused, Phase, RateChange, SOLD_OUT};
 
 /// A show id as the outside may name it: `[A-Za-z0-9._-]{1,64}`, except `.` and `..` (no
@@ -218,6 +219,18 @@ pub enum TicketStatus {
     /// last writes): join again (`message` says so). The poll answers it with 410, a push as
     /// the event `unknown`.
     Lost,
+}
+
+impl TicketStatus {
+    /// Every status, in the order the variants are declared.
+    pub const ALL: [TicketStatus; 6] = [
+        TicketStatus::Waiting,
+        TicketStatus::Admitted,
+        TicketStatus::Unknown,
+        TicketStatus::Closed,
+        TicketStatus::Ended,
+        TicketStatus::Lost,
+    ];
 }
 
 /// What a fan whose place a failover lost is told, with `LOST`.

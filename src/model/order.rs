@@ -21,6 +21,9 @@ pub struct OrderRequest {
     pub amount: Decimal,
 }
 
+/// The highest price an order may carry.
+pub const MAX_AMOUNT: u32 = 1_000_000;
+
 /// An order request that passed validation.
 #[derive(Clone, Debug)]
 pub struct NewOrder {
@@ -49,7 +52,7 @@ impl OrderRequest {
         if !plausible_email(email) {
             return Err("customerEmail: must be an email address like fan@example.com".into());
         }
-        if self.amount <= Decimal::ZERO || self.amount > Decimal::from(1_000_000) {
+        if self.amount <= Decimal::ZERO || self.amount > Decimal::from(MAX_AMOUNT) {
             return Err("amount: must be greater than 0 and at most 1000000".into());
         }
         if self.amount.scale() > 2 {

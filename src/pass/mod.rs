@@ -18,8 +18,8 @@ pub mod token;
 
 pub use self::cache::{PassCache, TokenHash};
 pub use self::challenge::{
-    CHALLENGE_TTL_SECONDS, MAX_CHALLENGE_BITS, PROOF_HEADER, Proof, ProofError, leading_zero_bits,
-    solve,
+    CHALLENGE_TTL_SECONDS, MAX_CHALLENGE_BITS, MAX_NONCE_LEN, PROOF_HEADER, Proof, ProofError,
+    leading_zero_bits, solve,
 };
 pub use self::keys::{Keyring, KeyringError, PassKey};
 pub use self::layer::RequireAdmission;

@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use super::{Result, StoreError};
 use crate::draw::Permutation;
 use crate::model::ShowId;
-pub use crate::model::{AuditKind, AuditRecord, parse_ranges, ranges_text, to_ranges};
+pub use crate::model::{AuditKind, AuditRecord, RecordId, parse_ranges, ranges_text, to_ranges};
 
 /// The fair start's calls.
 #[async_trait]
@@ -40,7 +40,7 @@ pub trait Draws: Send + Sync {
     async fn audit(
         &self,
         show: &ShowId,
-        after: Option<&str>,
+        after: Option<RecordId>,
         limit: usize,
     ) -> Result<Vec<AuditRecord>>;
 }

@@ -62,7 +62,7 @@ use crate::model::ShowId;
 
 pub use self::draws::{
     AUDIT_MAX_RECORDS, AuditKind, AuditRecord, Closing, DrawPhase, DrawState, Drawn, Draws,
-    Schedule, parse_ranges, ranges_text, to_ranges,
+    RecordId, Schedule, parse_ranges, ranges_text, to_ranges,
 };
 pub use self::feed::{EventKind, Feed, ShowEvent, ShowSnapshot, pace_of};
 pub use self::keys::{KeySchedule, SharedKeys};

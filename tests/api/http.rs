@@ -16,6 +16,7 @@ use crate::support::{TOKEN, ticket_id};
 both_stores!(
     the_seeds_try_it_sequence,
     bad_input_gets_a_clear_json_4xx,
+    a_body_is_a_json_object_or_nothing_at_all,
     the_gate_refuses_forged_expired_and_foreign_tickets,
     operator_calls_need_the_token,
     leave_and_rate_change_over_http,
@@ -226,6 +227,70 @@ async fn bad_input_gets_a_clear_json_4xx(backend: Backend) {
     body(r).await;
     // the server is still fine after all that
     assert_eq!(app.join("s").await.status(), StatusCode::ACCEPTED);
+    app.stop().await;
+}
+
+/// A body a route may go without is absent only when not a byte was sent; whitespace, JSON
+/// that is no object (a derived struct would take `[null]` as its fields) and anything else
+/// are 400, and change nothing. A required body that is a JSON array is the wrong shape.
+async fn a_body_is_a_json_object_or_nothing_at_all(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let show = routes::show(routes::SHOW, "bodies");
+    let send = |method: Method, path: &str, body: &str| {
+        app.as_operator(method, path).body(body.to_owned()).send()
+    };
+    for bad in ["\r", "\t", " ", "[null]", "[]", "null", "\"x\""] {
+        let r = send(Method::PUT, &show, bad).await.unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "PUT {bad:?}");
+        body(r).await;
+    }
+    let stats = routes::show(routes::STATS, "bodies");
+    let r = send(Method::GET, &stats, "").await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND, "no show was made");
+    // No body at all, whatever the content type: the defaults.
+    let r = send(Method::PUT, &show, "").await.unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let r = send(Method::PUT, &show, r#"{"admitPerSecond":7}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+
+    let end = routes::show(routes::END, "bodies");
+    for bad in ["\t", "[null]", "[\"sold out\"]", "\n\n"] {
+        let r = send(Method::POST, &end, bad).await.unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "end {bad:?}");
+        body(r).await;
+    }
+    let phase = async || app.stats("bodies").await["phase"].clone();
+    assert_ne!(phase().await, "ended", "a refused end ends nothing");
+
+    // A required body: an array of the fields is the wrong shape.
+    let twelve_nulls = format!("[{}]", ["null"; 12].join(","));
+    let config = routes::show(routes::CONFIG, "bodies");
+    let r = app
+        .as_operator(Method::PUT, &config)
+        .header("content-type", "application/json")
+        .body(twelve_nulls)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    body(r).await;
+    assert_eq!(app.stats("bodies").await["admitPerSecond"], 7);
+    let r = app
+        .client
+        .post(app.url(routes::ORDERS))
+        .header("content-type", "application/json")
+        .body(r#"["bodies","h","a@b.co",1]"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    body(r).await;
+
+    let r = send(Method::POST, &end, "").await.unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(phase().await, "ended");
     app.stop().await;
 }
 

@@ -47,6 +47,7 @@ mod edge;
 mod eta;
 mod failover;
 mod failover_lost;
+mod failover_retry;
 mod gate;
 mod http;
 mod hub;

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::ops::Deref;
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -15,6 +16,8 @@ use super::{TOKEN, free_port};
 pub struct ServerProcess {
     pub child: Child,
     api: Api,
+    /// Where its logs go, when a test reads them ([`ServerProcess::start_logged`]).
+    log: Option<PathBuf>,
 }
 
 impl Deref for ServerProcess {
@@ -29,6 +32,42 @@ impl ServerProcess {
     /// A server on `redis_url` (none when empty: `extra_env` says where the store is)
     /// admitting `rate` a second, with `extra_env` on top of ours.
     pub async fn start(redis_url: &str, rate: u32, extra_env: &[(&str, &str)]) -> ServerProcess {
+        Self::spawn(redis_url, rate, extra_env, None).await
+    }
+
+    /// As [`ServerProcess::start`], its warnings and errors kept as JSON lines for
+    /// [`ServerProcess::logs`].
+    pub async fn start_logged(
+        redis_url: &str,
+        rate: u32,
+        extra_env: &[(&str, &str)],
+    ) -> ServerProcess {
+        let log = std::env::temp_dir().join(format!("wr-log-{}.jsonl", uuid::Uuid::new_v4()));
+        Self::spawn(redis_url, rate, extra_env, Some(log)).await
+    }
+
+    /// What the process logged so far.
+    pub fn logs(&self) -> String {
+        let log = self.log.as_ref().expect("started with start_logged");
+        std::fs::read_to_string(log).unwrap_or_default()
+    }
+
+    /// The lines it logged at `level` (`ERROR`, `WARN`).
+    pub fn logged(&self, level: &str) -> Vec<String> {
+        let level = format!("\"level\":\"{level}\"");
+        self.logs()
+            .lines()
+            .filter(|l| l.contains(&level))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    async fn spawn(
+        redis_url: &str,
+        rate: u32,
+        extra_env: &[(&str, &str)],
+        log: Option<PathBuf>,
+    ) -> ServerProcess {
         for _ in 0..5 {
             let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
             // Set for the server package's tests; the client package's share this module
@@ -50,7 +89,13 @@ impl ServerProcess {
                     "RUST_LOG",
                     std::env::var("WR_TEST_LOG").unwrap_or_else(|_| "warn".into()),
                 );
-            if std::env::var_os("WR_TEST_LOG").is_none() {
+            if let Some(log) = &log {
+                let file = std::fs::File::create(log).expect("a log file");
+                cmd.env("LOG_FORMAT", "json")
+                    .env("RUST_LOG", "warn")
+                    .stdout(file.try_clone().unwrap())
+                    .stderr(file);
+            } else if std::env::var_os("WR_TEST_LOG").is_none() {
                 cmd.stdout(Stdio::null()).stderr(Stdio::null());
             }
             for (k, v) in extra_env {
@@ -60,6 +105,7 @@ impl ServerProcess {
             let mut process = ServerProcess {
                 child,
                 api: Api::new(addr, TOKEN),
+                log: log.clone(),
             };
             for _ in 0..200 {
                 let ready = process.client.get(process.url(routes::READYZ)).send().await;
@@ -94,5 +140,8 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(log) = &self.log {
+            let _ = std::fs::remove_file(log);
+        }
     }
 }

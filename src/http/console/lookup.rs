@@ -46,7 +46,7 @@ pub(in crate::http) struct TicketLookup {
     summary = "Where a ticket stands, and in which show, for support",
     params(
         ("ticketId" = Uuid, Path, description = "The ticket id the fan reads out"),
-        ("show" = Option<String>, Query, description = "Search this show only"),
+        crate::http::openapi::params::LookupShow,
     ),
     responses(
         (status = 200, description = "The ticket and its show", body = TicketLookup),

@@ -8,7 +8,8 @@ use utoipa::openapi::Required;
 use utoipa::openapi::path::{Parameter, ParameterIn};
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder};
 
-use super::schemas::{reference, string};
+use super::schemas::{any_case, at_most, integer, reference, show_id_chars, string};
+use crate::pass::{MAX_NONCE_LEN, PASS_PREFIX};
 use crate::protocol::{ADMISSION_HEADER, IDEMPOTENCY_KEY, JOIN_PROOF_HEADER};
 
 /// One parameter, optional unless `required`.
@@ -34,6 +35,32 @@ fn parameter(
 
 fn uuid() -> ObjectBuilder {
     string(Some(KnownFormat::Uuid))
+}
+
+/// A UUID as the server parses one (`uuid::Uuid::parse_str`): hyphenated, 32 hex digits,
+/// braced or as a URN, as a regular expression without anchors.
+fn uuid_forms() -> String {
+    let h = |n: usize| format!("[0-9A-Fa-f]{{{n}}}");
+    let hyphenated = format!("{}-{}-{}-{}-{}", h(8), h(4), h(4), h(4), h(12));
+    format!(
+        "{}|{hyphenated}|\\{{{hyphenated}\\}}|urn:uuid:{hyphenated}",
+        h(32)
+    )
+}
+
+/// What `X-Admission-Ticket` may carry where it is required (redemption): a pass (a JWT, or
+/// a v1 pass), or a ticket id.
+fn admission_pattern() -> String {
+    format!("^(?:(?:eyJ|{PASS_PREFIX})[!-~]*|{})$", uuid_forms())
+}
+
+/// An `X-Join-Proof`'s shape, as the server mints its challenges (a challenge of another shape
+/// is malformed, or forged: either way refused): `c1.<kid>.<showId>.<exp>.<rand>.<mac>:<nonce>`.
+fn proof_pattern() -> String {
+    const B64: &str = "[A-Za-z0-9_-]";
+    format!(
+        "^c1\\.{B64}*\\.[A-Za-z0-9._-]{{1,64}}\\.[0-9]{{1,19}}\\.{B64}{{1,32}}\\.{B64}*:[!-9;-~]{{1,{MAX_NONCE_LEN}}}$"
+    )
 }
 
 /// Declares unit types whose `into_params` is the listed parameters.
@@ -74,14 +101,23 @@ params! {
     OrderPath => [parameter("id", ParameterIn::Path, "The order", uuid(), true)];
     /// `{file}` under `/static`.
     FilePath => [parameter("file", ParameterIn::Path, "A file's name", string(None), true)];
-    /// The admission the gate, the pass check and redemption read.
+    /// The admission the gate and the pass checks read: anything that is not a valid pass
+    /// or a running admission is refused (403), or, at the gate of a closed show, not needed.
     AdmissionTicket => [parameter(
         ADMISSION_HEADER,
         ParameterIn::Header,
-        "The fan's admitted ticket id, or its signed pass \
-         (`v1:<kid>:<showId>:<ticketId>:<exp>:<mac>`, see docs/passes.md)",
+        "The fan's signed pass (a JWT, or an older v1 pass; see docs/passes.md), or at the \
+         order gate its admitted ticket id",
         string(None),
         false,
+    )];
+    /// The admission a redemption spends: required, a pass or a ticket id (400 otherwise).
+    RedeemedAdmission => [parameter(
+        ADMISSION_HEADER,
+        ParameterIn::Header,
+        "The admission to spend: its signed pass, or the ticket id",
+        string(None).pattern(Some(admission_pattern())),
+        true,
     )];
     /// A join's optional idempotency key and proof of work.
     JoinHeaders => [
@@ -89,15 +125,17 @@ params! {
             IDEMPOTENCY_KEY,
             ParameterIn::Header,
             "1 to 128 visible ASCII characters: the same key, the same ticket while it lives",
-            string(None),
+            string(None).pattern(Some("^[!-~]{1,128}$")),
             false,
         ),
         parameter(
             JOIN_PROOF_HEADER,
             ParameterIn::Header,
             "Proof of work when the show asks one: `<challenge>:<nonce>`, SHA-256 of which \
-             starts with the challenge's `bits` zero bits",
-            string(None),
+             starts with the challenge's `bits` zero bits: the challenge as its route gave it \
+             (one this server did not mint is refused, 403), the nonce 1 to 64 visible \
+             characters but `:`",
+            string(None).pattern(Some(proof_pattern())),
             false,
         ),
     ];
@@ -109,44 +147,98 @@ params! {
         string(None),
         false,
     )];
-    /// The handshake's `Upgrade: websocket`.
-    Upgrade => [parameter(
-        "Upgrade",
-        ParameterIn::Header,
-        "With the rest of an RFC 6455 handshake",
-        string(None).enum_values(Some(["websocket"])),
-        true,
-    )];
+    /// An RFC 6455 handshake (400 without one).
+    Upgrade => [
+        parameter(
+            "Upgrade",
+            ParameterIn::Header,
+            "`websocket`",
+            string(None).pattern(Some(format!("^{}$", any_case("websocket")))),
+            true,
+        ),
+        parameter(
+            "Connection",
+            ParameterIn::Header,
+            "Naming `upgrade`",
+            string(None).pattern(Some(any_case("upgrade"))),
+            true,
+        ),
+        parameter(
+            "Sec-WebSocket-Version",
+            ParameterIn::Header,
+            "13",
+            string(None).enum_values(Some(["13"])),
+            true,
+        ),
+        parameter(
+            "Sec-WebSocket-Key",
+            ParameterIn::Header,
+            "16 random bytes in base64",
+            string(None).pattern(Some("^[A-Za-z0-9+/]{22}==$")),
+            true,
+        ),
+    ];
     /// The console stream's shows besides the open ones.
     WatchedShows => [parameter(
         "shows",
         ParameterIn::Query,
-        "Comma-separated shows besides the open ones",
-        string(None),
+        "Comma-separated show ids besides the open ones, at most 100 (blanks between commas \
+         are skipped)",
+        {
+            let show = show_id_chars();
+            string(None).pattern(Some(format!(
+                "^\\s*(?:{show})?\\s*(?:,\\s*(?:{show})?\\s*)*$"
+            )))
+        },
         false,
     )];
-    /// The waiting page's `?ticket=`.
-    PageTicket => [parameter(
-        "ticket",
+    /// The support lookup's show.
+    LookupShow => [parameter(
+        "show",
         ParameterIn::Query,
-        "A ticket to show, else the cookie's",
-        uuid(),
+        "Search this show only (blank: every show made)",
+        string(None).pattern(Some(format!("^\\s*(?:{})?\\s*$", show_id_chars()))),
         false,
     )];
+    /// The waiting page's query: what it shows first, and where an admitted fan goes back to.
+    /// A browser following a link cut short still gets the page: nothing here refuses it.
+    PageQuery => [
+        parameter(
+            "ticket",
+            ParameterIn::Query,
+            "A ticket (its UUID) to show when the browser holds none of its own; a value that \
+             is no ticket id (empty, cut short) is as if none were given",
+            string(None),
+            false,
+        ),
+        parameter(
+            "return",
+            ParameterIn::Query,
+            "The path of this site an admitted fan is sent back to (where a gateway or an edge \
+             sent it to queue); anything but a path of this site is ignored",
+            string(None),
+            false,
+        ),
+    ];
     /// The audit's paging.
     AuditPaging => [
         parameter(
             "after",
             ParameterIn::Query,
-            "The id of the last record seen (`next` of the page before)",
-            string(None),
+            "The id of the last record seen (`next` of the page before): `<ms>-<n>`, each part \
+             at most 2^64 − 1, not both (nothing follows that id); anything else is 400",
+            {
+                let part = at_most(u64::MAX);
+                let last = format!("0*{}", u64::MAX);
+                string(None).pattern(Some(format!("^(?!{last}-{last}$){part}-{part}$")))
+            },
             false,
         ),
         parameter(
             "limit",
             ParameterIn::Query,
             "Records a page, 1 to 1000 (100)",
-            string(None),
+            integer(1).maximum(Some(1000)),
             false,
         ),
     ];

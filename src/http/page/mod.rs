@@ -162,14 +162,17 @@ fn error_page(error: AppError) -> Response {
         }
         other => other.to_string(),
     };
-    html(
+    let mut response = html(
         status,
         &ErrorPage {
             asset: asset_version(),
             status: status.as_u16(),
             message,
         },
-    )
+    );
+    // A page's 503 or 429 says when to come back, as the JSON answers do.
+    error.add_headers(&mut response);
+    response
 }
 
 /// One open on-sale on the front page.

@@ -112,7 +112,7 @@ pub(crate) struct WaitQuery {
     operation_id = "waitPage",
     tag = crate::http::openapi::PAGES,
     summary = "A show's waiting page, with the ticket's state at first paint",
-    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::PageTicket),
+    params(crate::http::openapi::params::ShowPath, crate::http::openapi::params::PageQuery),
     responses(
         (
             status = 200,
@@ -129,9 +129,13 @@ pub(crate) struct WaitQuery {
         ),
         (
             status = 503,
-            description = "The show's state was lost",
-            body = String,
-            content_type = "text/html",
+            description = "The show's state was lost, or the store is unavailable (a page); or \
+                 the instance has as many of the crowd's requests at work as it takes \
+                 (`MAX_STORE_CALLS`), answered at once before any page is made (a problem)",
+            content(
+                (String = "text/html"),
+                (crate::protocol::ErrorBody = "application/problem+json"),
+            ),
         ),
     ),
 )]
@@ -277,6 +281,12 @@ async fn render_wait(
             headers(("Set-Cookie" = String, description = "`wr_ticket`, for the show's page")),
         ),
         (
+            status = 400,
+            description = "A bad showId",
+            body = String,
+            content_type = "text/html",
+        ),
+        (
             status = 403,
             description = "A post another site made",
             body = String,
@@ -285,6 +295,12 @@ async fn render_wait(
         (
             status = 404,
             description = "No show of that id",
+            body = String,
+            content_type = "text/html",
+        ),
+        (
+            status = 410,
+            description = "The on-sale has ended",
             body = String,
             content_type = "text/html",
         ),
@@ -302,9 +318,13 @@ async fn render_wait(
         ),
         (
             status = 503,
-            description = "The show's state was lost",
-            body = String,
-            content_type = "text/html",
+            description = "The show's state was lost, or the store is unavailable (a page); or \
+                 the instance has as many of the crowd's requests at work as it takes \
+                 (`MAX_STORE_CALLS`), answered at once before any page is made (a problem)",
+            content(
+                (String = "text/html"),
+                (crate::protocol::ErrorBody = "application/problem+json"),
+            ),
         ),
     ),
 )]

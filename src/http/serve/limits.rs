@@ -165,30 +165,49 @@ mod tests {
     }
 }
 
-/// Wrong operator tokens per client address block: past [`TokenGuesses::MAX`] within
-/// [`TokenGuesses::WINDOW`] every operator call from that block is 429 until the window
-/// ends (the right token too, or the answer would tell a guesser when it hit). Counted on
-/// this instance; with several instances a guesser gets that many times the attempts, still
-/// nowhere near a 16-character token.
-#[derive(Clone, Default)]
+/// Wrong operator tokens per client address block: past `OPERATOR_TOKEN_GUESSES`
+/// ([`TokenGuesses::MAX`] unless set) within [`TokenGuesses::WINDOW`] every operator call
+/// from that block is 429 until the window ends (the right token too, or the answer would
+/// tell a guesser when it hit). Counted on this instance; with several instances a guesser
+/// gets that many times the attempts, still nowhere near a 16-character token.
+#[derive(Clone)]
 pub struct TokenGuesses {
     /// Block → (wrong tokens in the window, when the window started).
     seen: Arc<Mutex<HashMap<IpAddr, (u32, Instant)>>>,
+    /// Wrong tokens a block may send per window; 0: no bound.
+    max: u32,
+}
+
+impl Default for TokenGuesses {
+    fn default() -> Self {
+        Self::new(Self::MAX)
+    }
 }
 
 impl TokenGuesses {
-    /// Wrong tokens one address block may send per window.
+    /// Wrong tokens one address block may send per window, by default.
     pub const MAX: u32 = 20;
     /// How long a block's count runs from its first wrong token; then it starts from 0.
     pub const WINDOW: Duration = Duration::from_secs(60);
     /// Blocks remembered at most; past it, windows that ended are forgotten first.
     const MAX_BLOCKS: usize = 100_000;
 
+    /// At most `max` wrong tokens per block and window; 0: no bound.
+    pub fn new(max: u32) -> Self {
+        TokenGuesses {
+            seen: Arc::default(),
+            max,
+        }
+    }
+
     /// `Err` with how long to wait while `client`'s block has used up its wrong tokens.
     pub fn check(&self, client: IpAddr) -> Result<(), Duration> {
+        if self.max == 0 {
+            return Ok(());
+        }
         let seen = self.seen.lock().expect("token guesses are never poisoned");
         match seen.get(&client_prefix(client)) {
-            Some(&(n, since)) if n >= Self::MAX && since.elapsed() < Self::WINDOW => {
+            Some(&(n, since)) if n >= self.max && since.elapsed() < Self::WINDOW => {
                 Err(Self::WINDOW - since.elapsed())
             }
             _ => Ok(()),
@@ -197,6 +216,9 @@ impl TokenGuesses {
 
     /// `client` sent a wrong (or no) token.
     pub fn wrong(&self, client: IpAddr) {
+        if self.max == 0 {
+            return;
+        }
         let mut seen = self.seen.lock().expect("token guesses are never poisoned");
         if seen.len() >= Self::MAX_BLOCKS {
             seen.retain(|_, (_, since)| since.elapsed() < Self::WINDOW);

@@ -9,8 +9,8 @@ use crate::draw::{self, Permutation};
 use crate::model::ShowId;
 use crate::store::draws::Refused;
 use crate::store::{
-    AuditKind, AuditRecord, Closing, DrawState, Drawn, Draws, EventKind, Result, Schedule,
-    StoreError,
+    AuditKind, AuditRecord, Closing, DrawState, Drawn, Draws, EventKind, RecordId, Result,
+    Schedule, StoreError,
 };
 
 #[async_trait]
@@ -176,25 +176,20 @@ impl Draws for MemoryStore {
     async fn audit(
         &self,
         show: &ShowId,
-        after: Option<&str>,
+        after: Option<RecordId>,
         limit: usize,
     ) -> Result<Vec<AuditRecord>> {
         let mut inner = self.lock();
         let s = inner.show(show)?;
-        let after = after.and_then(stream_id);
+        // From the least id after `after`, as the Redis store asks XRANGE.
+        let from = after.and_then(RecordId::next);
         Ok(s.audit
             .iter()
-            .filter(|r| after.is_none_or(|a| stream_id(&r.id).is_some_and(|id| id > a)))
+            .filter(|r| from.is_none_or(|from| r.id.parse().is_ok_and(|id: RecordId| id >= from)))
             .take(limit)
             .cloned()
             .collect())
     }
-}
-
-/// A stream id `ms-n` as numbers, for ordering.
-fn stream_id(id: &str) -> Option<(u64, u64)> {
-    let (ms, n) = id.split_once('-')?;
-    Some((ms.parse().ok()?, n.parse().ok()?))
 }
 
 /// Whether `schedule` fits the show's state, as `schedule.lua` checks it.

@@ -13,8 +13,8 @@ use super::{RedisStore, SCHEDULED, ScriptArgs, ShowScript, show_script};
 use crate::draw;
 use crate::model::ShowId;
 use crate::store::{
-    AuditKind, AuditRecord, Closing, DrawState, Drawn, Draws, Result, Schedule, StoreError,
-    parse_ranges,
+    AuditKind, AuditRecord, Closing, DrawState, Drawn, Draws, RecordId, Result, Schedule,
+    StoreError, parse_ranges,
 };
 
 static SCHEDULE: LazyLock<ShowScript> = show_script!("schedule");
@@ -155,7 +155,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> 
     async fn audit(
         &self,
         show: &ShowId,
-        after: Option<&str>,
+        after: Option<RecordId>,
         limit: usize,
     ) -> Result<Vec<AuditRecord>> {
         let mut conn = self.conn.clone();
@@ -168,7 +168,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> 
         if meta.0.is_none() || meta.1.is_some() {
             return Err(StoreError::NoSuchShow(show.clone()));
         }
-        let start = after.map_or_else(|| "-".to_owned(), |a| format!("({a}"));
+        // From the least id after `after` (inclusive): XRANGE refuses an exclusive start at
+        // the last id there can be, and a cursor always has a successor.
+        let start = after
+            .and_then(RecordId::next)
+            .map_or_else(|| "-".to_owned(), |from| from.to_string());
         let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
             .arg(format!("wr:{{{show}}}:audit"))
             .arg(start)

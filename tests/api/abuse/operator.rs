@@ -52,6 +52,27 @@ async fn wrong_operator_tokens_from_one_address_are_throttled() {
     app.stop().await;
 }
 
+/// `OPERATOR_TOKEN_GUESSES=0` bounds nothing: a client that sends tokens it was not given
+/// (an API fuzzer) is told 401 each time, and the right token still works.
+#[tokio::test]
+async fn token_guesses_may_be_left_unbounded() {
+    let app = spawn(Config {
+        operator_token_guesses: 0,
+        ..Config::for_tests()
+    })
+    .await;
+    app.create("open-door").await;
+    let stats = app.url(&routes::show(routes::STATS, "open-door"));
+    for i in 0..TokenGuesses::MAX * 2 {
+        let r = app.client.get(&stats).bearer_auth(format!("guess-{i}"));
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "guess {i}");
+    }
+    let r = app.client.get(&stats).bearer_auth(TOKEN).send().await;
+    assert_eq!(r.unwrap().status(), StatusCode::OK);
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_short_operator_token_is_refused_at_start() {
     let config = Config {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use waiting_room::config::Config;
-use waiting_room::protocol::{IDEMPOTENCY_KEY, routes};
+use waiting_room::protocol::{IDEMPOTENCY_KEY, PROBLEM_JSON, routes};
 
 use crate::support::app::spawn_app_with;
 use crate::support::backend::Backend;
@@ -60,10 +60,11 @@ async fn past_max_store_calls_the_crowd_is_told_to_come_back_and_nothing_is_lost
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        // A third join and a poll: answered at once, without the store.
+        // A third join, a poll and the waiting page: answered at once, without the store.
         let answers = [
             app.join(&show).await,
             app.ticket(&show, &uuid::Uuid::new_v4().to_string()).await,
+            app.get(&routes::show(routes::WAIT_PAGE, &show)).await,
         ];
         if stuck.iter().any(|j| j.is_finished()) && attempts < 5 {
             redis.unpause().await;
@@ -81,11 +82,17 @@ async fn past_max_store_calls_the_crowd_is_told_to_come_back_and_nothing_is_lost
                 .parse()
                 .unwrap();
             assert!((1..=5).contains(&retry), "Retry-After {retry}");
+            // A problem, even for the page: as its document says.
+            assert_eq!(response.headers()["content-type"], PROBLEM_JSON);
             let body: serde_json::Value = response.json().await.unwrap();
             assert!(body["message"].as_str().unwrap().contains("busy"), "{body}");
         }
         break (stuck, show);
     };
+    // The page's document says so.
+    let doc: serde_json::Value = app.get(routes::OPENAPI).await.json().await.unwrap();
+    let page = &doc["paths"]["/wait/{showId}"]["get"]["responses"]["503"]["content"];
+    assert!(page.get(PROBLEM_JSON).is_some(), "{page}");
     // The people running the on-sale are never shed.
     assert_eq!(app.get(routes::HEALTHZ).await.status(), StatusCode::OK);
     let metrics = app.metrics().await;
@@ -95,8 +102,8 @@ async fn past_max_store_calls_the_crowd_is_told_to_come_back_and_nothing_is_lost
         .and_then(|v| v.trim().parse().ok())
         .expect("the counter is exported");
     assert!(
-        (2..=2 * attempts).contains(&shed),
-        "both counted: {metrics}"
+        (3..=3 * attempts).contains(&shed),
+        "all three counted: {metrics}"
     );
 
     // Redis goes on, and the bound is free again.

@@ -1,6 +1,7 @@
 //! The fair start through HTTP: a scheduled show's pre-queue, the draw at its opening, the
 //! audit of every tick, and `verify` over what the show published.
 
+mod cursors;
 mod handover;
 mod lua;
 mod opening;

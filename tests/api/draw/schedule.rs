@@ -31,7 +31,7 @@ async fn schedules_refuse_what_does_not_fit(backend: Backend) {
             json!({"opensAt": in_secs(60.0), "drawBeacon": "a\nb"}),
             "drawBeacon",
         ),
-        (json!({"opensAt": 17}), "settings"),
+        (json!({"opensAt": 17}), "JSON body"),
     ] {
         let (status, body) = make(&app, "bad", body).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");

@@ -5,10 +5,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use uuid::Uuid;
-use waiting_room::model::ShowId;
-use waiting_room::protocol::{ADMISSION_HEADER, routes};
+use waiting_room::model::{RecordId, ShowId};
+use waiting_room::protocol::{ADMISSION_HEADER, EventName, routes};
 
-use super::{WAIT, component, conforms, document, validator};
+use super::{WAIT, component, conforms, conforms_event, document, event_errors, validator};
 use crate::support::app::spawn_app;
 use crate::support::backend::Backend;
 use crate::support::sse::SseReader;
@@ -63,12 +63,24 @@ async fn the_server_answers_as_the_document_says() {
     assert_eq!(polled["paused"], "pending");
     let mut sse = app.events("oas", &ticket).await;
     let event = sse.next(WAIT).await.unwrap();
-    let stream = &doc["paths"][format!("{ticket_path}/events")]["get"]["responses"]["200"];
-    let stream = &stream["content"]["text/event-stream"]["x-event-stream"];
-    assert_eq!(stream["event"]["$ref"], "#/components/schemas/EventName");
-    conforms(&component(&doc, "EventName"), &json!(event.event));
-    assert_eq!(stream["data"]["$ref"], "#/components/schemas/TicketView");
-    conforms(&component(&doc, "TicketView"), &event.data);
+    let events = format!("{ticket_path}/events");
+    conforms_event(&doc, &events, &event);
+    // Each event name is described, with the statuses its JSON may hold.
+    let described = &doc["paths"][&events]["get"]["responses"]["200"]["content"];
+    let described = described["text/event-stream"]["schema"]["oneOf"]
+        .as_array()
+        .unwrap();
+    for (item, name) in described.iter().zip(EventName::ALL) {
+        assert_eq!(item["properties"]["event"]["enum"], json!([name]));
+    }
+    // An event whose JSON says something its name does not is not of the document.
+    let mut lying = event.clone();
+    lying.data["status"] = json!("ADMITTED");
+    let errors = event_errors(&doc, &events, &lying);
+    assert!(
+        !errors.is_empty(),
+        "a waiting event saying ADMITTED conforms"
+    );
     let ws = app.ws_url("oas", &ticket);
     let (mut socket, _) = tokio_tungstenite::connect_async(ws).await.unwrap();
     let frame = loop {
@@ -86,9 +98,9 @@ async fn the_server_answers_as_the_document_says() {
     let admin = "/admin/stats/events?shows=oas";
     let r = operator(Method::GET, admin).send().await.unwrap();
     let mut stats_feed = SseReader::from_response(r);
-    let sample = stats_feed.next(WAIT).await.expect("a stats event").data;
-    assert_eq!(sample["shows"][0]["showId"], "oas", "{sample}");
-    conforms(&component(&doc, "StatsSample"), &sample);
+    let sample = stats_feed.next(WAIT).await.expect("a stats event");
+    assert_eq!(sample.data["shows"][0]["showId"], "oas", "{sample:?}");
+    conforms_event(&doc, "/admin/stats/events", &sample);
 
     // Admitted: an order, and the order read back.
     let r = operator(Method::POST, &format!("{show}/open")).send().await;
@@ -136,12 +148,70 @@ async fn the_show_id_schema_is_the_alphabet_the_server_checks() {
     let long = "x".repeat(64);
     let too_long = "x".repeat(65);
     for id in [
-        "a", "show-42", "A.b_c-9", &long, "", "a b", "a:b", "{x}", "é", &too_long, "a/b",
+        "a",
+        "show-42",
+        "A.b_c-9",
+        &long,
+        "",
+        "a b",
+        "a:b",
+        "{x}",
+        "é",
+        &too_long,
+        "a/b",
+        ".",
+        "..",
+        "...",
+        ".a",
+        "admitter",
+        "ADMITTER",
+        "Admitter",
+        "admitter2",
+        "the-admitter",
     ] {
         assert_eq!(
             show_id.is_valid(&json!(id)),
             id.parse::<ShowId>().is_ok(),
             "the schema and the server disagree on {id:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_audit_cursor_schema_is_what_the_server_parses() {
+    let app = spawn_app(Backend::Memory).await;
+    let (_, doc) = document(&app).await;
+    app.stop().await;
+    let params = &doc["paths"]["/orders/waiting-room/{showId}/audit"]["get"]["parameters"];
+    let after = params
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "after")
+        .expect("the `after` parameter");
+    let schema = jsonschema::draft202012::new(&after["schema"]).unwrap();
+    let max = u64::MAX;
+    for cursor in [
+        "0-0".to_owned(),
+        "1767225600000-3".into(),
+        "007-01".into(),
+        format!("{max}-{}", max - 1),
+        format!("{}-{max}", max - 1),
+        format!("{max}-{max}"),
+        format!("0{max}-00{max}"),
+        format!("{}-0", u128::from(max) + 1),
+        format!("1-{}", u128::from(max) + 1),
+        "1-".into(),
+        "-1".into(),
+        "+1-0".into(),
+        "1-2-3".into(),
+        " 1-2".into(),
+        "".into(),
+    ] {
+        assert_eq!(
+            schema.is_valid(&json!(cursor)),
+            cursor.parse::<RecordId>().is_ok(),
+            "the schema and the server disagree on {cursor:?}"
         );
     }
 }

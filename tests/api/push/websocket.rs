@@ -83,3 +83,50 @@ async fn shutdown_ends_every_stream_cleanly() {
     .expect("the socket closes once the server stops");
     stopping.await.unwrap();
 }
+
+/// A fan's frame past the server's bound (4 KiB) is answered with a close frame saying so
+/// (1009, "message too big"), whole or fragmented, never a connection dropped mid-frame.
+#[tokio::test]
+async fn a_frame_too_big_is_closed_with_1009() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
+
+    let app = spawn_app_with(Backend::Memory, config(1, Duration::from_secs(60))).await;
+    app.create("big").await;
+    let t = ticket_id(&app.join_ok("big").await);
+    let fragment = |op: Data, fin: bool| {
+        Message::Frame(Frame::message(vec![b'x'; 3 * 1024], OpCode::Data(op), fin))
+    };
+    let whole = vec![Message::Binary(vec![0; 64 * 1024].into())];
+    // Two frames of 3 KiB each, one message of 6 KiB.
+    let fragmented = vec![fragment(Data::Text, false), fragment(Data::Continue, true)];
+    for sent in [whole, fragmented] {
+        let (mut ws, _) = tokio_tungstenite::connect_async(app.ws_url("big", &t))
+            .await
+            .unwrap();
+        let first = tokio::time::timeout(WAIT, ws.next()).await.unwrap();
+        assert!(matches!(first, Some(Ok(Message::Text(_)))), "{first:?}");
+        for message in sent {
+            // The server may close before it took the whole frame: the send's own answer
+            // is not what is tested.
+            let _ = ws.send(message).await;
+        }
+        let close: Option<CloseFrame> = tokio::time::timeout(WAIT, async {
+            loop {
+                match ws.next().await {
+                    Some(Ok(Message::Close(close))) => return close,
+                    Some(Ok(_)) => {}
+                    None => panic!("the socket ended without a close frame"),
+                    Some(Err(e)) => panic!("the socket broke instead of closing: {e}"),
+                }
+            }
+        })
+        .await
+        .expect("a close frame in time");
+        let close = close.expect("a close frame with a code");
+        assert_eq!(close.code, CloseCode::Size, "{close:?}");
+    }
+    app.stop().await;
+}
