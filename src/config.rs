@@ -209,6 +209,12 @@ pub struct Config {
     /// origin's with it, so a client that stops reading pins nothing.
     #[arg(long, env = "UPSTREAM_IDLE_TIMEOUT", default_value = "30s", value_parser = parse_ttl)]
     pub upstream_idle_timeout: Duration,
+
+    /// Threads of their own that serve the connections, each a single-threaded runtime (as
+    /// nginx's workers: a connection never waits for another thread); 0 serves them on the
+    /// server's runtime with everything else. At most 256.
+    #[arg(long, env = "SERVE_THREADS", default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=256))]
+    pub serve_threads: u16,
 }
 
 /// How logs are written.
@@ -302,6 +308,7 @@ impl Config {
             upstream_timeout: Duration::from_secs(30),
             protect_case: ProtectCase::Insensitive,
             upstream_idle_timeout: Duration::from_secs(30),
+            serve_threads: 0,
         }
     }
 }

@@ -218,6 +218,7 @@ impl Application {
         let limits = ConnectionLimits {
             header_timeout: config.header_timeout,
             write_idle: config.upstream_idle_timeout,
+            threads: usize::from(config.serve_threads),
             max_connections: config.max_connections as usize,
             reserve_connections: config.reserve_connections as usize,
             max_per_client: if config.trusted_proxy_hops > 0 {

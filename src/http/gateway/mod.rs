@@ -69,7 +69,19 @@ pub struct Gateway {
     fold_case: bool,
     /// How long the origin may take to answer a request's head.
     timeout: Duration,
-    client: Client<HttpConnector, Body>,
+    client: OriginClient,
+}
+
+/// A pool of connections to the origin.
+pub(crate) type OriginClient = Client<HttpConnector, Body>;
+
+/// A new pool of connections to the origin: a serving thread of its own has one, so that a
+/// request and the connection it goes out on are served by one thread.
+pub(crate) fn origin_client() -> OriginClient {
+    let mut connector = HttpConnector::new();
+    connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    connector.set_nodelay(true);
+    Client::builder(TokioExecutor::new()).build(connector)
 }
 
 /// One guarded prefix.
@@ -135,9 +147,6 @@ impl Gateway {
         let base_path = uri.path().trim_end_matches('/').to_owned();
         let fold_case = case == ProtectCase::Insensitive;
         let rules = rules(protect, fold_case)?;
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        connector.set_nodelay(true);
         Ok(Gateway {
             authority,
             host,
@@ -145,8 +154,14 @@ impl Gateway {
             rules,
             fold_case,
             timeout,
-            client: Client::builder(TokioExecutor::new()).build(connector),
+            client: origin_client(),
         })
+    }
+
+    /// The client requests reach the origin with when nothing else is given: one pool of
+    /// connections for every thread.
+    pub(crate) fn client(&self) -> &OriginClient {
+        &self.client
     }
 
     /// The shows whose admissions this gateway checks.

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use hyper_util::rt::TokioIo;
 
 use super::headers::{for_origin, strip_hop_by_hop, wants_upgrade};
-use super::{Decision, GatewayOutcome, pass_cookie, to_the_queue};
+use super::{Decision, GatewayOutcome, OriginClient, pass_cookie, to_the_queue};
 use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::http::AppState;
@@ -26,14 +26,21 @@ pub(crate) async fn proxy(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     req: Request,
 ) -> Response {
-    forward(&state, peer, req).await
+    forward(&state, peer, req, None).await
 }
 
-/// Sends `req` on to the origin if the guard lets it, and the origin's answer back.
-pub(crate) async fn forward(state: &AppState, peer: SocketAddr, mut req: Request) -> Response {
-    let Some(gateway) = state.gateway.clone() else {
+/// Sends `req` on to the origin if the guard lets it, and the origin's answer back: through
+/// `client`, or the gateway's own pool.
+pub(crate) async fn forward(
+    state: &AppState,
+    peer: SocketAddr,
+    mut req: Request,
+    client: Option<&OriginClient>,
+) -> Response {
+    let Some(gateway) = state.gateway.as_deref() else {
         return AppError::NotFound("no such resource".into()).into_response();
     };
+    let client = client.unwrap_or(gateway.client());
     let (path, rule) = match gateway.decide(req.uri().path()) {
         Decision::Forward { path, rule } => (path, rule),
         Decision::Ambiguous => {
@@ -118,7 +125,7 @@ pub(crate) async fn forward(state: &AppState, peer: SocketAddr, mut req: Request
         &gateway.host,
         vouched,
     );
-    let answered = tokio::time::timeout(gateway.timeout, gateway.client.request(req)).await;
+    let answered = tokio::time::timeout(gateway.timeout, client.request(req)).await;
     let mut res = match answered {
         Ok(Ok(res)) => res,
         Ok(Err(e)) => {

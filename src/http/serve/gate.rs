@@ -121,6 +121,7 @@ mod tests {
             reserve_connections: reserve,
             max_per_client: 0,
             write_idle: Duration::from_secs(30),
+            threads: 0,
         }
     }
 

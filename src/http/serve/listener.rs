@@ -67,16 +67,86 @@ pub(crate) struct ConnectionLimits {
     pub max_per_client: usize,
     /// How long a client may take nothing of what it is sent (`UPSTREAM_IDLE_TIMEOUT`).
     pub write_idle: Duration,
+    /// Threads of their own that serve connections (`SERVE_THREADS`); 0: the server's
+    /// runtime does.
+    pub threads: usize,
 }
 
-/// Serves `state`'s router on `listener` until `state.shutdown` is cancelled, then drains.
+/// Serves `state`'s router on `listener` until `state.shutdown` is cancelled, then drains:
+/// on the caller's runtime when `limits.threads` is 0, else on that many threads of their
+/// own, each a single-threaded runtime accepting from the same socket (as nginx's workers):
+/// a connection and everything it waits for (the origin's answer, in gateway mode) stay on
+/// one thread, where the work-stealing runtime hands them between threads at every step
+/// (measured: BENCHMARKS.md, "Gateway mode").
 pub(crate) async fn serve(listener: TcpListener, state: AppState, limits: ConnectionLimits) {
+    let gate = Arc::new(Gate::new(&limits));
+    if limits.threads == 0 {
+        return accept_loop(listener, gate, state, limits).await;
+    }
+    let std_listener = match listener.into_std() {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot hand the listening socket to the serving threads");
+            return;
+        }
+    };
+    let mut finished = Vec::new();
+    for i in 0..limits.threads {
+        let (done, finished_one) = tokio::sync::oneshot::channel::<()>();
+        finished.push(finished_one);
+        let listener = match std_listener.try_clone() {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot share the listening socket with a serving thread");
+                break;
+            }
+        };
+        let (gate, state, limits) = (gate.clone(), state.clone(), limits.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("serve-{i}"))
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        tracing::error!(error = %e, "a serving thread has no runtime");
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    match TcpListener::from_std(listener) {
+                        Ok(listener) => accept_loop(listener, gate, state, limits).await,
+                        Err(e) => tracing::error!(error = %e, "a serving thread cannot listen"),
+                    }
+                });
+                let _ = done.send(());
+            });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start a serving thread");
+        }
+    }
+    // Each ends once shutdown began and its connections drained (or it never started).
+    for finished_one in finished {
+        let _ = finished_one.await;
+    }
+}
+
+/// Accepts and serves connections on one runtime until shutdown, then drains them.
+async fn accept_loop(
+    listener: TcpListener,
+    gate: Arc<Gate>,
+    state: AppState,
+    limits: ConnectionLimits,
+) {
     let stop = state.shutdown.clone();
     let operator_token = state.admin_token.clone();
     let (app, own) = service(state.clone());
-    // Gateway mode: requests for the origin's paths skip the router.
-    let direct = own.map(|own| Arc::new(Direct { own, state }));
-    let gate = Gate::new(&limits);
+    // Gateway mode: requests for the origin's paths skip the router; on a thread of its
+    // own, through a pool of origin connections of that thread's.
+    let client = (limits.threads > 0).then(crate::http::gateway::origin_client);
+    let direct = own.map(|own| Arc::new(Direct { own, state, client }));
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
@@ -223,7 +293,13 @@ impl Serving {
             .as_ref()
             .filter(|d| !d.own.serves(req.uri().path()))
         {
-            return crate::http::gateway::forward(&direct.state, self.peer, req).await;
+            return crate::http::gateway::forward(
+                &direct.state,
+                self.peer,
+                req,
+                direct.client.as_ref(),
+            )
+            .await;
         }
         // What `into_make_service_with_connect_info` would have added.
         req.extensions_mut().insert(ConnectInfo(self.peer));
@@ -243,6 +319,8 @@ impl Serving {
 struct Direct {
     own: OwnPaths,
     state: AppState,
+    /// This thread's pool of origin connections, when it serves on a thread of its own.
+    client: Option<crate::http::gateway::OriginClient>,
 }
 
 /// Whether a reserve connection serves `req`: liveness, readiness, metrics, the operator's
