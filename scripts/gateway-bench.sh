@@ -8,7 +8,10 @@
 #                         waiting room's pass route (deploy/nginx-shop.conf's way), a pass sent;
 #   gateway-open          gateway mode, a path no show guards;
 #   gateway-guarded       gateway mode, a guarded path with a running admission's pass;
-# the waiting room once on the embedded store and once on Redis, both in each round.
+# the waiting room once on the embedded store and once on Redis, both in each round, serving on
+# SERVE_THREADS threads of its own (default: one per core, as nginx has a worker per core);
+# and gateway-open-shared, the embedded store's instance with SERVE_THREADS=0 (connections
+# served on the server's work-stealing runtime), for comparison.
 #
 #   scripts/gateway-bench.sh [SECONDS] [CONNECTIONS] [ROUNDS]
 #
@@ -61,10 +64,12 @@ NGINX_WORKERS=1 nginx_run origin "server {
 # The waiting room, on each store, in gateway mode before the origin.
 start_redis
 declare -A PORT SERVER
-for store in embedded redis; do
+THREADS=${SERVE_THREADS:-$(nproc)}
+for store in embedded redis shared; do
   PORT[$store]=$(free_port)
-  env_store=()
-  [ "$store" = redis ] && env_store=(REDIS_URL="$REDIS_URL")
+  env_store=(SERVE_THREADS="$THREADS")
+  [ "$store" = redis ] && env_store+=(REDIS_URL="$REDIS_URL")
+  [ "$store" = shared ] && env_store=(SERVE_THREADS=0)
   env "${env_store[@]}" BIND="127.0.0.1:${PORT[$store]}" ADMIN_TOKEN=$TOKEN ADMIT_PER_SECOND=100 \
     JOIN_RATE_LIMIT=0 MAX_CONNECTIONS_PER_CLIENT=0 RUST_LOG=warn \
     UPSTREAM_URL="http://127.0.0.1:$ORIGIN_PORT" PROTECT=/checkout=bench \
@@ -72,7 +77,7 @@ for store in embedded redis; do
   SERVER[$store]=$!
   PIDS+=("$!")
 done
-for store in embedded redis; do wait_up "http://127.0.0.1:${PORT[$store]}/readyz"; done
+for store in embedded redis shared; do wait_up "http://127.0.0.1:${PORT[$store]}/readyz"; done
 wait_up "http://127.0.0.1:$ORIGIN_PORT/"
 
 # nginx before the origin: plain proxy_pass, and auth_request against the embedded instance's
@@ -152,7 +157,7 @@ run() {
 }
 
 commit=$(git rev-parse --short HEAD)
-echo "gateway bench: commit $commit, $CONNS connections, ${SECONDS_EACH}s each, $ROUNDS rounds"
+echo "gateway bench: commit $commit, $CONNS connections, ${SECONDS_EACH}s each, $ROUNDS rounds, SERVE_THREADS=$THREADS"
 for round in $(seq "$ROUNDS"); do
   echo "round $round/$ROUNDS" >&2
   CPU_OF="" run origin "$round" "http://127.0.0.1:$ORIGIN_PORT/page"
@@ -164,16 +169,17 @@ for round in $(seq "$ROUNDS"); do
     CPU_OF=${SERVER[$store]} run "gateway-guarded-$store" "$round" \
       -H "Cookie: wr_pass=${PASS[$store]}" "http://127.0.0.1:${PORT[$store]}/checkout/page"
   done
+  CPU_OF=${SERVER[shared]} run gateway-open-shared "$round" "http://127.0.0.1:${PORT[shared]}/page"
 done
 
 # The median of the rounds, and each against nginx-proxy.
-jq -s --arg commit "$commit" --argjson conns "$CONNS" --argjson secs "$SECONDS_EACH" '
+jq -s --arg commit "$commit" --argjson conns "$CONNS" --argjson secs "$SECONDS_EACH" --argjson threads "$THREADS" '
   def median: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
   (group_by(.name) | map({key: .[0].name, value: {
       rps: (map(.rps) | median), p50_ms: (map(.p50_ms) | median), p99_ms: (map(.p99_ms) | median),
       cpu_us_per_request: (map(if .cpu_s > 0 then .cpu_s * 1e6 / (.rps * $secs) else null end) | map(select(. != null)) | if length > 0 then median else null end),
       rounds: map(.rps)}}) | from_entries) as $by
-  | {commit: $commit, connections: $conns, seconds: $secs, results: $by,
+  | {commit: $commit, connections: $conns, seconds: $secs, serve_threads: $threads, results: $by,
      against_nginx_proxy: ($by | with_entries(.value = (.value.rps / $by["nginx-proxy"].rps * 100 | round / 100)))}
 ' "$RESULTS" >"$OUT/gateway-bench.json"
 jq -r '.results | to_entries[] | [.key, (.value.rps | floor), .value.p50_ms, .value.p99_ms, (.value.cpu_us_per_request // "-")] | @tsv' "$OUT/gateway-bench.json" |
