@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::http::{Origin, ProtectCase};
+use crate::protocol::Origin;
 use crate::store::PubSub;
 use crate::words::parse_duration;
 
@@ -110,7 +110,7 @@ pub struct Config {
     /// Wrong (or missing) operator tokens one client address may send a minute on this
     /// instance; beyond them every operator call from it is 429 for the rest of the minute.
     /// 0 turns it off (an API fuzzer sending tokens it was not given, say).
-    #[arg(long, env = "OPERATOR_TOKEN_GUESSES", default_value_t = crate::http::TokenGuesses::MAX)]
+    #[arg(long, env = "OPERATOR_TOKEN_GUESSES", default_value_t = OPERATOR_TOKEN_GUESSES)]
     pub operator_token_guesses: u32,
 
     /// Reverse proxies in front of this server that append to `X-Forwarded-For` (nginx's
@@ -289,7 +289,7 @@ impl Config {
             admin_token: Some("test-operator-token".into()),
             pass_keys: None,
             join_rate_limit: 0,
-            operator_token_guesses: crate::http::TokenGuesses::MAX,
+            operator_token_guesses: OPERATOR_TOKEN_GUESSES,
             trusted_proxy_hops: 0,
             header_timeout: Duration::from_secs(10),
             max_connections: 18_000,
@@ -387,4 +387,18 @@ mod tests {
         assert!(parse_gather_window("1s").is_err());
         assert!(parse_gather_window("soon").is_err());
     }
+}
+
+/// Wrong operator tokens one address block may send a minute, by default (`OPERATOR_TOKEN_GUESSES`).
+pub const OPERATOR_TOKEN_GUESSES: u32 = 20;
+
+/// How `PROTECT`'s prefixes compare with a request's path (`PROTECT_CASE`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProtectCase {
+    /// `/Checkout` is `/checkout`: Express, ASP.NET, IIS and a case-insensitive file system
+    /// route it so, and a guard that told them apart would let it through unguarded.
+    #[default]
+    Insensitive,
+    /// Letter case matters, as it does to the origin (nginx, Tomcat, Spring by default).
+    Sensitive,
 }

@@ -9,8 +9,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::protocol::{ErrorBody, JOIN_PROOF_HEADER, PROBLEM_JSON};
-use crate::store::StoreError;
+use crate::protocol::{ErrorBody, PROBLEM_JSON};
 
 /// How long a client refused a stream is told to wait before asking again.
 const STREAM_RETRY: Duration = Duration::from_secs(5);
@@ -63,33 +62,7 @@ pub enum AppError {
     Rejected(StatusCode, String),
     /// 503: the store failed or did not answer; logged, never echoed to the client.
     #[error("store unavailable")]
-    Store(StoreError),
-}
-
-impl From<StoreError> for AppError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::NoSuchShow(_) => AppError::NotFound(e.to_string()),
-            StoreError::ShowLost(_) => AppError::Unavailable(e.to_string()),
-            StoreError::Conflict(m) => AppError::Conflict(m),
-            StoreError::Ended(_) => AppError::Gone(e.to_string()),
-            // The store knows proofs, not headers: the HTTP answer names the header.
-            StoreError::ProofRequired(bits) => AppError::Rejected(
-                StatusCode::PRECONDITION_REQUIRED,
-                format!(
-                    "this show asks a proof of work ({bits} bits): POST its challenge route, \
-                     solve it, and join with {JOIN_PROOF_HEADER}: <challenge>:<nonce>"
-                ),
-            ),
-            StoreError::ProofTooWeak(_) => AppError::Forbidden(format!("{JOIN_PROOF_HEADER}: {e}")),
-            StoreError::ProofSpent => AppError::Conflict(format!("{JOIN_PROOF_HEADER}: {e}")),
-            StoreError::NotReplicated { .. } => AppError::Unavailable(format!(
-                "the waiting room could not make this durable in time ({e}); try again: the \
-                 same Idempotency-Key keeps the same place"
-            )),
-            other => AppError::Store(other),
-        }
-    }
+    Store(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl AppError {
@@ -233,7 +206,7 @@ mod tests {
     fn every_503_says_when_to_come_back() {
         let errors = [
             AppError::Unavailable("lost".into()),
-            AppError::Store(StoreError::Protocol("x".into())),
+            AppError::Store("x".into()),
             AppError::Overloaded(Duration::from_millis(2500)),
             AppError::Rejected(StatusCode::SERVICE_UNAVAILABLE, "busy".into()),
         ];

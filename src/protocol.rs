@@ -304,3 +304,65 @@ mod tests {
         assert_eq!(routes::path(routes::ORDER, "", "42"), "/orders/42");
     }
 }
+
+/// A web origin as browsers compare them: scheme, host and port (`https://tickets.example`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    https: bool,
+    host: String,
+    port: u16,
+}
+
+impl Origin {
+    /// Whether browsers reach the site over TLS (so its cookies can be `Secure`).
+    pub fn is_https(&self) -> bool {
+        self.https
+    }
+
+    /// Its host, in lower case.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// Its port, the scheme's default when the URL named none.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The port a scheme has when none is named.
+    pub fn default_port(https: bool) -> u16 {
+        if https { 443 } else { 80 }
+    }
+}
+
+impl FromStr for Origin {
+    type Err = String;
+
+    /// An origin from a URL or an `Origin` header; a path after it is ignored.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let uri: axum::http::Uri = s.trim().parse().map_err(|e| format!("not a URL ({e})"))?;
+        let https = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err("must start with http:// or https://".into()),
+        };
+        let authority = uri.authority().ok_or("has no host")?;
+        let host = authority.host().to_ascii_lowercase();
+        if host.is_empty() {
+            return Err("has no host".into());
+        }
+        let port = authority.port_u16().unwrap_or(Origin::default_port(https));
+        Ok(Origin { https, host, port })
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = if self.https { "https" } else { "http" };
+        write!(f, "{scheme}://{}", self.host)?;
+        if self.port != Origin::default_port(self.https) {
+            write!(f, ":{}", self.port)?;
+        }
+        Ok(())
+    }
+}

@@ -13,8 +13,10 @@
 //!   limits, streams handed over out of hyper, where a request may come from).
 
 mod console;
+mod credentials;
 mod draw;
 mod extract;
+mod failures;
 mod fan;
 pub(crate) mod gateway;
 mod health;

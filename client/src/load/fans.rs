@@ -13,7 +13,7 @@ use waiting_room::protocol::{ADMISSION_HEADER, EventName, routes};
 use super::choices::Choice;
 use super::count::PageCount;
 use super::eta::FanRecord;
-use super::run::{Counters, Run, add};
+use super::run::{Counters, Outcome, Run, add};
 use super::staleness::{Knowledge, since_tick};
 use crate::backoff::Backoff;
 use crate::follow::{self, FollowError, Joined, Push, PushStream, Transport};
@@ -23,38 +23,6 @@ const ATTEMPTS: u32 = 3;
 
 /// What a buying fan pays: any valid amount will do.
 const AMOUNT: u32 = 50;
-
-/// How one fan's run ended.
-pub(super) enum Outcome {
-    JoinFailed,
-    /// The run stopped before it joined, while the server had told it when to come back (its
-    /// last join answered 429, or 503 with `Retry-After`).
-    Throttled,
-    /// The run stopped before it joined, its join queued for a slot or unanswered.
-    Joining,
-    JoinOnly,
-    /// Admitted, whatever it did next (bought, abandoned, stayed until it expired or the run
-    /// stopped).
-    Admitted,
-    Unknown,
-    Expired,
-    Lost,
-    /// Joined, and still waiting when the run stopped.
-    Unfinished,
-}
-
-impl Outcome {
-    /// Where a fan was when the run stopped it, by what its record says.
-    pub(super) fn stopped(record: &FanRecord) -> Outcome {
-        match record.ticket {
-            // Admitted and still following (it stays): admitted all the same.
-            Some(_) if record.admitted_at.is_some() => Outcome::Admitted,
-            Some(_) => Outcome::Unfinished,
-            None if record.throttled => Outcome::Throttled,
-            None => Outcome::Joining,
-        }
-    }
-}
 
 /// One open stream, counted while it lives (also when its task is cancelled).
 struct Held<'a>(&'a Counters);

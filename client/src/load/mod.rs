@@ -68,10 +68,10 @@ use waiting_room::words::thousands;
 use crate::plot::Sample;
 pub use args::{LoadArgs, SourceIps};
 pub use eta::{EtaReport, Which};
-use fans::{Outcome, fan};
+use fans::fan;
 pub use rate_change::{RateChange, RateChangeDone};
 pub use report::{LoadReport, Percentiles};
-use run::{Run, add};
+use run::{Outcome, Run, add};
 
 /// Where in each wall-clock second the admitter ticks (`admitter::run` wakes at `.050`).
 pub const TICK_PHASE_MS: u64 = 50;

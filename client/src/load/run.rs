@@ -13,10 +13,41 @@ use waiting_room::model::{ShowId, TicketView};
 use super::LoadArgs;
 use super::choices::Choices;
 use super::eta::{FanRecord, Told};
-use super::fans::Outcome;
 use super::sources::Sources;
 use crate::follow::Transport;
 use crate::plot::Sample;
+
+/// How one fan's run ended.
+pub(super) enum Outcome {
+    JoinFailed,
+    /// The run stopped before it joined, while the server had told it when to come back (its
+    /// last join answered 429, or 503 with `Retry-After`).
+    Throttled,
+    /// The run stopped before it joined, its join queued for a slot or unanswered.
+    Joining,
+    JoinOnly,
+    /// Admitted, whatever it did next (bought, abandoned, stayed until it expired or the run
+    /// stopped).
+    Admitted,
+    Unknown,
+    Expired,
+    Lost,
+    /// Joined, and still waiting when the run stopped.
+    Unfinished,
+}
+
+impl Outcome {
+    /// Where a fan was when the run stopped it, by what its record says.
+    pub(super) fn stopped(record: &FanRecord) -> Outcome {
+        match record.ticket {
+            // Admitted and still following (it stays): admitted all the same.
+            Some(_) if record.admitted_at.is_some() => Outcome::Admitted,
+            Some(_) => Outcome::Unfinished,
+            None if record.throttled => Outcome::Throttled,
+            None => Outcome::Joining,
+        }
+    }
+}
 
 /// The run's counts, added to by every fan task as things happen.
 #[derive(Default)]

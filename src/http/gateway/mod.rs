@@ -45,16 +45,7 @@ pub(crate) use self::proxy::{admitted, forward, proxy};
 /// How long the origin may take to connect.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How `PROTECT`'s prefixes compare with a request's path (`PROTECT_CASE`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProtectCase {
-    /// `/Checkout` is `/checkout`: Express, ASP.NET, IIS and a case-insensitive file system
-    /// route it so, and a guard that told them apart would let it through unguarded.
-    #[default]
-    Insensitive,
-    /// Letter case matters, as it does to the origin (nginx, Tomcat, Spring by default).
-    Sensitive,
-}
+pub use crate::config::ProtectCase;
 
 /// The origin, the paths it guards, and the client that reaches it.
 #[derive(Clone, Debug)]

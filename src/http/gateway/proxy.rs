@@ -206,7 +206,7 @@ fn presented_pass(headers: &HeaderMap) -> Option<String> {
         .filter(|v| looks_like_pass(v));
     header
         .or_else(|| {
-            crate::http::extract::cookies(headers, PASS_COOKIE).find(|v| looks_like_pass(v))
+            crate::http::credentials::cookies(headers, PASS_COOKIE).find(|v| looks_like_pass(v))
         })
         .map(str::to_owned)
 }

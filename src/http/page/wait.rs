@@ -447,7 +447,7 @@ pub(crate) fn set_ticket_cookie(state: &AppState, show: &ShowId, ticket: Option<
 /// The ticket in the `wr_ticket` cookie, if any is a UUID. The browser sends the cookie of
 /// the most specific path first, which is this show's.
 fn ticket_cookie(headers: &HeaderMap) -> Option<Uuid> {
-    crate::http::extract::cookies(headers, TICKET_COOKIE).find_map(|v| Uuid::parse_str(v).ok())
+    crate::http::credentials::cookies(headers, TICKET_COOKIE).find_map(|v| Uuid::parse_str(v).ok())
 }
 
 /// `m:ss`, as the admission countdown shows it.

@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::DRAIN_GRACE;
-use super::gate::Place;
+use super::places::Place;
 
 /// Marks a response whose body is served outside hyper (a ticket's SSE stream).
 #[derive(Clone, Copy, Debug)]

@@ -186,7 +186,7 @@ impl Default for TokenGuesses {
 
 impl TokenGuesses {
     /// Wrong tokens one address block may send per window, by default.
-    pub const MAX: u32 = 20;
+    pub const MAX: u32 = crate::config::OPERATOR_TOKEN_GUESSES;
     /// How long a block's count runs from its first wrong token; then it starts from 0.
     pub const WINDOW: Duration = Duration::from_secs(60);
     /// Blocks remembered at most; past it, windows that ended are forgotten first.

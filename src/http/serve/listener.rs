@@ -38,10 +38,11 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use super::DRAIN_GRACE;
-use super::gate::{Gate, Place};
 use super::handover::{Handoff, Placed};
+pub(crate) use super::places::ConnectionLimits;
+use super::places::{Place, Places};
 use crate::error::AppError;
-use crate::http::extract::presents_token;
+use crate::http::credentials::presents_token;
 use crate::http::{AppState, OwnPaths, service};
 
 /// What a client turned away is told to wait, in seconds.
@@ -54,24 +55,6 @@ const BUSY_MESSAGE: &str =
 /// How often turned-away connections are reported in the log, at most.
 const OVERLOAD_REPORT_EVERY: Duration = Duration::from_secs(60);
 
-/// The bounds on connections (see `Config`).
-#[derive(Clone, Debug)]
-pub(crate) struct ConnectionLimits {
-    /// For a request head to arrive, and for an idle kept-alive connection.
-    pub header_timeout: Duration,
-    /// Connections served in full.
-    pub max_connections: usize,
-    /// Connections beyond those that serve only the requests of [`reserve_serves`].
-    pub reserve_connections: usize,
-    /// Connections one client address block may hold (0: no bound beyond the pools).
-    pub max_per_client: usize,
-    /// How long a client may take nothing of what it is sent (`UPSTREAM_IDLE_TIMEOUT`).
-    pub write_idle: Duration,
-    /// Threads of their own that serve connections (`SERVE_THREADS`); 0: the server's
-    /// runtime does.
-    pub threads: usize,
-}
-
 /// Serves `state`'s router on `listener` until `state.shutdown` is cancelled, then drains:
 /// on the caller's runtime when `limits.threads` is 0, else on that many threads of their
 /// own, each a single-threaded runtime accepting from the same socket (as nginx's workers):
@@ -79,9 +62,9 @@ pub(crate) struct ConnectionLimits {
 /// one thread, where the work-stealing runtime hands them between threads at every step
 /// (measured: BENCHMARKS.md, "Gateway mode").
 pub(crate) async fn serve(listener: TcpListener, state: AppState, limits: ConnectionLimits) {
-    let gate = Arc::new(Gate::new(&limits));
+    let places = Arc::new(Places::new(&limits));
     if limits.threads == 0 {
-        return accept_loop(listener, gate, state, limits).await;
+        return accept_loop(listener, places, state, limits).await;
     }
     let std_listener = match listener.into_std() {
         Ok(l) => l,
@@ -101,7 +84,7 @@ pub(crate) async fn serve(listener: TcpListener, state: AppState, limits: Connec
                 break;
             }
         };
-        let (gate, state, limits) = (gate.clone(), state.clone(), limits.clone());
+        let (places, state, limits) = (places.clone(), state.clone(), limits.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("serve-{i}"))
             .spawn(move || {
@@ -117,7 +100,7 @@ pub(crate) async fn serve(listener: TcpListener, state: AppState, limits: Connec
                 };
                 runtime.block_on(async move {
                     match TcpListener::from_std(listener) {
-                        Ok(listener) => accept_loop(listener, gate, state, limits).await,
+                        Ok(listener) => accept_loop(listener, places, state, limits).await,
                         Err(e) => tracing::error!(error = %e, "a serving thread cannot listen"),
                     }
                 });
@@ -136,7 +119,7 @@ pub(crate) async fn serve(listener: TcpListener, state: AppState, limits: Connec
 /// Accepts and serves connections on one runtime until shutdown, then drains them.
 async fn accept_loop(
     listener: TcpListener,
-    gate: Arc<Gate>,
+    places: Arc<Places>,
     state: AppState,
     limits: ConnectionLimits,
 ) {
@@ -163,7 +146,7 @@ async fn accept_loop(
             },
             () = stop.cancelled() => break,
         };
-        let Some(place) = gate.admit(peer.ip()) else {
+        let Some(place) = places.admit(peer.ip()) else {
             overload.refused();
             turn_away(stream);
             continue;

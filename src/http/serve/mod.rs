@@ -1,17 +1,17 @@
 //! Serving, beneath the router: the accept loop and its bounds, as axum keeps `serve/`.
 //!
 //! - [`listener`]: accepts, times request heads and bodies, drains on shutdown;
-//! - [`gate`]: the connection places (main pool, reserve) and each client block's share;
+//! - [`places`]: the connection places (main pool, reserve) and each client block's share;
 //! - [`handover`]: a held SSE stream served outside hyper (a few KB a fan);
 //! - [`limits`]: streams per client block, operator-token guesses;
 //! - [`client`]: the client's address and its block; [`origin`]: where a form may come from.
 
 pub(crate) mod client;
-pub(crate) mod gate;
 pub(crate) mod handover;
 pub(crate) mod limits;
 pub(crate) mod listener;
 pub(crate) mod origin;
+pub(crate) mod places;
 
 use std::time::Duration;
 

@@ -8,68 +8,15 @@
 //! else `Origin` against the site's own origin, else nothing: a request that names no origin
 //! does not come from a modern browser, and only a browser can be tricked into a cross-site post.
 
-use std::fmt;
-use std::str::FromStr;
-
 use axum::http::uri::Authority;
-use axum::http::{HeaderMap, Uri, header};
+use axum::http::{HeaderMap, header};
 
 use crate::error::AppError;
+pub use crate::protocol::Origin;
 
 /// What a refused form post is told: it is read by a fan who followed another site's button.
 const REFUSED: &str = "This join form was sent from another website. Open the waiting page \
      of the on-sale yourself and press Join there.";
-
-/// A web origin as browsers compare them: scheme, host and port (`https://tickets.example`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Origin {
-    https: bool,
-    host: String,
-    port: u16,
-}
-
-impl Origin {
-    /// Whether browsers reach the site over TLS (so its cookies can be `Secure`).
-    pub fn is_https(&self) -> bool {
-        self.https
-    }
-
-    fn default_port(https: bool) -> u16 {
-        if https { 443 } else { 80 }
-    }
-}
-
-impl FromStr for Origin {
-    type Err = String;
-
-    /// An origin from a URL or an `Origin` header; a path after it is ignored.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let uri: Uri = s.trim().parse().map_err(|e| format!("not a URL ({e})"))?;
-        let https = match uri.scheme_str() {
-            Some("https") => true,
-            Some("http") => false,
-            _ => return Err("must start with http:// or https://".into()),
-        };
-        let authority = uri.authority().ok_or("has no host")?;
-        let host = authority.host().to_ascii_lowercase();
-        if host.is_empty() {
-            return Err("has no host".into());
-        }
-        let port = authority.port_u16().unwrap_or(Origin::default_port(https));
-        Ok(Origin { https, host, port })
-    }
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let scheme = if self.https { "https" } else { "http" };
-        write!(f, "{scheme}://{}", self.host)?;
-        if self.port != Origin::default_port(self.https) {
-            write!(f, ":{}", self.port)?;
-        }
-        Ok(())
-    }
-}
 
 /// `Ok` when a form post comes from this site or names no origin at all; 403 when the browser
 /// says it comes from elsewhere. `public` is `PUBLIC_URL`'s origin; without it the site is
@@ -138,8 +85,8 @@ fn host_matches(headers: &HeaderMap, origin: &Origin) -> bool {
     };
     let port = host
         .port_u16()
-        .unwrap_or(Origin::default_port(origin.https));
-    host.host().eq_ignore_ascii_case(&origin.host) && port == origin.port
+        .unwrap_or(Origin::default_port(origin.is_https()));
+    host.host().eq_ignore_ascii_case(origin.host()) && port == origin.port()
 }
 
 #[cfg(test)]

@@ -5,14 +5,32 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::client_prefix;
-use super::listener::ConnectionLimits;
+
+/// The bounds on connections (see `Config`).
+#[derive(Clone, Debug)]
+pub(crate) struct ConnectionLimits {
+    /// For a request head to arrive, and for an idle kept-alive connection.
+    pub header_timeout: Duration,
+    /// Connections served in full.
+    pub max_connections: usize,
+    /// Connections beyond those that serve only the requests of [`reserve_serves`](super::listener::reserve_serves).
+    pub reserve_connections: usize,
+    /// Connections one client address block may hold (0: no bound beyond the pools).
+    pub max_per_client: usize,
+    /// How long a client may take nothing of what it is sent (`UPSTREAM_IDLE_TIMEOUT`).
+    pub write_idle: Duration,
+    /// Threads of their own that serve connections (`SERVE_THREADS`); 0: the server's
+    /// runtime does.
+    pub threads: usize,
+}
 
 /// The two pools of places a connection may take, and each client's share of them.
-pub(super) struct Gate {
+pub(super) struct Places {
     main: Arc<Semaphore>,
     reserve: Arc<Semaphore>,
     per_client: Option<Arc<PerClient>>,
@@ -24,9 +42,9 @@ struct PerClient {
     held: Mutex<HashMap<IpAddr, usize>>,
 }
 
-impl Gate {
+impl Places {
     pub(super) fn new(limits: &ConnectionLimits) -> Self {
-        Gate {
+        Places {
             main: Arc::new(Semaphore::new(limits.max_connections)),
             reserve: Arc::new(Semaphore::new(limits.reserve_connections)),
             per_client: (limits.max_per_client > 0).then(|| {
@@ -127,7 +145,7 @@ mod tests {
 
     #[test]
     fn places_come_from_the_main_pool_then_the_reserve_then_none() {
-        let gate = Gate::new(&limits(2, 1));
+        let gate = Places::new(&limits(2, 1));
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
         let a = gate.admit(ip).unwrap();
         let b = gate.admit(ip).unwrap();
@@ -142,7 +160,7 @@ mod tests {
 
     #[test]
     fn one_client_block_holds_its_share_and_no_more() {
-        let gate = Gate::new(&ConnectionLimits {
+        let gate = Places::new(&ConnectionLimits {
             max_per_client: 2,
             ..limits(10, 1)
         });
