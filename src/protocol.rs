@@ -278,6 +278,15 @@ pub struct ErrorBody {
 /// The media type of an error's body ([`ErrorBody`]): an RFC 9457 problem.
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
+/// What `POST …/{showId}/end` takes: why, optionally.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndRequest {
+    /// Why the on-sale ended (`"sold out"`), told to every fan still queued: 1 to 64 bytes
+    /// of printable text.
+    pub reason: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,19 +21,7 @@ pub(crate) const SLOW_CHECKOUT: Duration = Duration::from_millis(500);
 /// How long a health check may take in all.
 pub(crate) const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The longest checkout health URL taken.
-pub(crate) const MAX_HEALTH_URL: usize = 512;
-
-/// A health URL an operator may name: `http://host[:port]/path`, at most [`MAX_HEALTH_URL`].
-pub(crate) fn health_uri(url: &str) -> std::result::Result<Uri, String> {
-    let uri: Uri = url.parse().map_err(|e| format!("not a URL ({e})"))?;
-    if uri.scheme_str() != Some("http") || uri.host().is_none() || url.len() > MAX_HEALTH_URL {
-        return Err(format!(
-            "must be an http:// URL of at most {MAX_HEALTH_URL} characters"
-        ));
-    }
-    Ok(uri)
-}
+pub(crate) use crate::model::health_uri;
 
 /// Whether the checkout at `url` answers 2xx within [`SLOW_CHECKOUT`].
 pub(crate) async fn healthy(url: &str) -> bool {

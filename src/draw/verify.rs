@@ -274,7 +274,7 @@ fn within_rate(r: &AuditRecord) -> Result<(), Violation> {
         count = count.saturating_add(n);
     }
     let rate = u64::from(r.rate.unwrap_or(0));
-    if rate > u64::from(crate::store::MAX_RATE) {
+    if rate > u64::from(crate::model::MAX_RATE) {
         return violation(format!(
             "record {}: a rate of {rate}, above the most any show has",
             r.id

@@ -10,6 +10,7 @@
 
 mod answers;
 mod bounds;
+mod build;
 pub(super) mod params;
 mod schemas;
 
@@ -32,7 +33,8 @@ use utoipa::openapi::{
 pub(super) use self::answers::{
     Frames, LOST, NO_SHOW, NoTicket, PAGE, StatsEvents, TOO_MANY_STREAMS, TicketEvents,
 };
-use self::schemas::{integer, reference, schemas, string};
+use self::build::{integer, reference, string};
+use self::schemas::schemas;
 use crate::error::AppError;
 use crate::protocol::{PROBLEM_JSON, routes};
 
@@ -352,12 +354,12 @@ mod tests {
         let config = &doc["paths"]["/orders/waiting-room/{showId}/config"]["put"];
         let schema =
             |op: &Value| op["requestBody"]["content"]["application/json"]["schema"].clone();
-        let show_config = serde_json::json!({"$ref": "#/components/schemas/ShowConfig"});
-        // `Option<ShowConfig>` in the attribute: no body is fine, JSON `null` is not offered.
+        let show_config = serde_json::json!({"$ref": "#/components/schemas/ShowSettings"});
+        // `Option<ShowSettings>` in the attribute: no body is fine, JSON `null` is not offered.
         assert_eq!(show["requestBody"]["required"], false);
         assert_eq!(schema(show), show_config);
         assert!(show["responses"].get("415").is_none(), "{show}");
-        // `ShowConfig`: required, so the answers of a missing or mistyped body apply.
+        // `ShowSettings`: required, so the answers of a missing or mistyped body apply.
         assert_eq!(config["requestBody"]["required"], true);
         assert_eq!(schema(config), show_config);
         for status in ["400", "408", "413", "415", "422", "401", "429", "503"] {

@@ -12,6 +12,7 @@ use uuid::Uuid;
 mod draw;
 mod order;
 mod pace;
+mod settings;
 
 pub use self::draw::{
     AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, InvalidRecordId, RecordId,
@@ -19,6 +20,11 @@ pub use self::draw::{
 };
 pub use self::order::{MAX_AMOUNT, NewOrder, Order, OrderRequest, Redemption};
 pub use self::pace::{EndReason, Eta, Pace, Paused, Phase, RateChange, SOLD_OUT};
+pub use self::settings::{
+    AnnouncedRate, MAX_ACTIVE_BUYERS, MAX_ARRIVAL_WINDOW, MAX_BEACON, MAX_BEACON_VALUE,
+    MAX_CHALLENGE_BITS, MAX_HEALTH_URL, MAX_RATE, MAX_STOCK, MIN_ARRIVAL_WINDOW, Schedule,
+    SettingError, ShowSettings, health_uri,
+};
 
 /// A show id as the outside may name it: `[A-Za-z0-9._-]{1,64}`, except `.` and `..` (no
 /// browser can reach a page under them) and the names the server keeps for itself
@@ -348,6 +354,10 @@ pub struct ShowStats {
     /// Leading zero bits a join's proof of work must have (0: no proof asked).
     #[serde(default)]
     pub join_challenge_bits: u32,
+    /// What the operator set, whole: every setting sent and kept (the fields above are what
+    /// is in force).
+    #[serde(default)]
+    pub settings: ShowSettings,
 }
 
 #[cfg(test)]

@@ -20,8 +20,7 @@ pub use crate::protocol::JOIN_PROOF_HEADER as PROOF_HEADER;
 /// How long a challenge may be solved and spent.
 pub const CHALLENGE_TTL_SECONDS: u64 = 300;
 
-/// The hardest a show may ask: 2^32 hashes is hours even on a desktop.
-pub const MAX_CHALLENGE_BITS: u32 = 32;
+pub use crate::model::MAX_CHALLENGE_BITS;
 
 /// The longest nonce a proof may carry.
 pub const MAX_NONCE_LEN: usize = 64;

@@ -18,6 +18,7 @@ use async_trait::async_trait;
 
 use super::{Result, StoreError};
 use crate::draw::Permutation;
+use crate::model::Schedule;
 use crate::model::ShowId;
 pub use crate::model::{AuditKind, AuditRecord, RecordId, parse_ranges, ranges_text, to_ranges};
 
@@ -43,18 +44,6 @@ pub trait Draws: Send + Sync {
         after: Option<RecordId>,
         limit: usize,
     ) -> Result<Vec<AuditRecord>>;
-}
-
-/// What an operator sets about a show's opening; `None` leaves it as it is.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Schedule {
-    /// When the show opens by itself (ms since the epoch).
-    pub opens_at_ms: Option<u64>,
-    /// The public randomness the draw will take in, named in advance ("drand quicknet round
-    /// 1234567").
-    pub beacon: Option<String>,
-    /// Its value, given once the pre-queue has closed.
-    pub beacon_value: Option<String>,
 }
 
 /// What closing the pre-queue found.

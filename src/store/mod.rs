@@ -62,7 +62,7 @@ use crate::model::ShowId;
 
 pub use self::draws::{
     AUDIT_MAX_RECORDS, AuditKind, AuditRecord, Closing, DrawPhase, DrawState, Drawn, Draws,
-    RecordId, Schedule, parse_ranges, ranges_text, to_ranges,
+    RecordId, parse_ranges, ranges_text, to_ranges,
 };
 pub use self::feed::{EventKind, Feed, ShowEvent, ShowSnapshot, pace_of};
 pub use self::keys::{KeySchedule, SharedKeys};
@@ -77,10 +77,8 @@ pub use self::queue::{AdmitOutcome, Joined, Queue, Status, Touched};
 pub use self::redis::{
     Durability, GATHER_WINDOW, PubSub, RedisStore, SentinelConnection, SentinelSettings,
 };
-pub use self::shows::{
-    AnnouncedRate, Configured, Indexed, PaceControl, Pacing, ShowMeta, ShowSettings, Shows,
-    not_running,
-};
+pub use self::shows::{Configured, Indexed, PaceControl, Pacing, ShowMeta, Shows, not_running};
+pub use crate::model::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSettings};
 
 /// The whole store: every concern at once. Nothing to implement: any type with all the parts
 /// is one. Callers hold `Arc<dyn QueueStore>` and call any part's methods on it.
@@ -204,14 +202,6 @@ impl StoreError {
 
 /// Result alias for store calls.
 pub type Result<T> = std::result::Result<T, StoreError>;
-
-/// The most a show may admit in one tick (one second). One tick is one Lua script that
-/// blocks Redis while it runs: 10,000 admissions take about 15 ms there.
-pub const MAX_RATE: u32 = 10_000;
-
-/// The shortest arrival window (0 turns it off): a fan following live says it is there every
-/// few seconds, and a window must hold several of those.
-pub const MIN_ARRIVAL_WINDOW: Duration = Duration::from_secs(10);
 
 /// How long a deleted show's tombstone keeps other instances from taking its vanished state
 /// for a loss.

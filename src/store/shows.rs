@@ -1,12 +1,10 @@
 //! Shows: what operators make, open, close and delete, and what they see of them; and the
 //! pace, the rate in force while a show follows its checkout.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 
 use super::{Result, StoreError};
-use crate::model::{EndReason, Phase, ShowId, ShowStats};
+use crate::model::{EndReason, Phase, ShowId, ShowSettings, ShowStats};
 
 /// A show's life as operators and the watchdog see it.
 #[async_trait]
@@ -59,38 +57,6 @@ pub trait Pacing: Send + Sync {
     /// Puts `rate` in force (the checkout struggles, or recovered); published when it
     /// changed. True when it changed.
     async fn set_pace(&self, show: &ShowId, rate: u32) -> Result<bool>;
-}
-
-/// What an operator sets on a show; `None` keeps what it has (or the server's default).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ShowSettings {
-    /// Admissions a second (1 to [`super::MAX_RATE`]).
-    pub admit_per_second: Option<u32>,
-    /// Most fans admitted and not done buying at once (0: no cap).
-    pub max_active_buyers: Option<u32>,
-    /// With a cap: how long an admission may go untaken before its place goes on (0: off).
-    pub arrival_window: Option<Duration>,
-    /// Follow the checkout's health at this URL (`Some("")` stops following it).
-    pub checkout_health_url: Option<String>,
-    /// The lowest rate the pace may fall to while it follows the checkout.
-    pub min_admit_per_second: Option<u32>,
-    /// Announce a rate change: from `at_ms` (ms since the epoch) on, `rate` a second; every
-    /// ETA counts with it. `Some(None)` withdraws an announced change.
-    pub rate_change: Option<Option<AnnouncedRate>>,
-    /// Leading zero bits a join's proof of work must have (0: no proof asked).
-    pub join_challenge_bits: Option<u32>,
-    /// Seats for sale: never more admitted than seats neither sold nor held by a running
-    /// admission, and the last seat sold ends the on-sale (0 removes the stock).
-    pub stock: Option<u64>,
-}
-
-/// A rate change announced ahead.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AnnouncedRate {
-    /// When the new rate takes over (ms since the Unix epoch).
-    pub at_ms: u64,
-    /// The rate from then on, a second.
-    pub rate: u32,
 }
 
 /// What the admitter needs to let a show's pace follow its checkout.

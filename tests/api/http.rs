@@ -20,6 +20,7 @@ both_stores!(
     the_gate_refuses_forged_expired_and_foreign_tickets,
     operator_calls_need_the_token,
     leave_and_rate_change_over_http,
+    settings_are_kept_and_answered_whole,
 );
 
 /// A 4xx's JSON: the original's UNKNOWN ticket (`application/json`), or an RFC 9457 problem
@@ -379,7 +380,7 @@ async fn operator_calls_need_the_token(backend: Backend) {
     assert_eq!(stats.status(), StatusCode::OK);
     assert_eq!(
         stats.json::<Value>().await.unwrap(),
-        json!({"showId": "s", "open": false, "lost": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "effectiveAdmitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0, "outflowPerSecond": 20.0, "paused": "pending", "phase": "pending", "arrivalWindowSeconds": 60, "releasedUntaken": 0, "joinChallengeBits": 0})
+        json!({"showId": "s", "open": false, "lost": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "effectiveAdmitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0, "outflowPerSecond": 20.0, "paused": "pending", "phase": "pending", "arrivalWindowSeconds": 60, "releasedUntaken": 0, "joinChallengeBits": 0, "settings": {}})
     );
     app.stop().await;
 }
@@ -420,6 +421,41 @@ async fn leave_and_rate_change_over_http(backend: Backend) {
                 .contains("admitPerSecond")
         );
     }
+    app.stop().await;
+}
+
+/// What an operator sets is kept whole with the show, each `PUT …/config` laid over the
+/// last, and answered whole in its stats; the fair start's fields live with the draw.
+async fn settings_are_kept_and_answered_whole(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create("s").await;
+    assert_eq!(app.stats("s").await["settings"], json!({}));
+    app.configure("s", json!({"admitPerSecond": 50, "stock": 10}))
+        .await;
+    let opens_at = "2099-01-01T10:00:00Z";
+    let r = app
+        .put_config("s", &json!({"opensAt": opens_at, "joinChallengeBits": 4}))
+        .await;
+    // A year ahead at most: refused, and nothing of it kept.
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        body(r).await["message"]
+            .as_str()
+            .unwrap()
+            .contains("opensAt")
+    );
+    let after = app
+        .configure("s", json!({"stock": 0, "joinChallengeBits": 4}))
+        .await;
+    assert_eq!(
+        after["settings"],
+        json!({"admitPerSecond": 50, "stock": 0, "joinChallengeBits": 4})
+    );
+    assert_eq!(after["admitPerSecond"], 50);
+    assert_eq!(after["joinChallengeBits"], 4);
+    assert!(after.get("stock").is_none(), "0 removes the stock: {after}");
+    let stats = app.stats("s").await;
+    assert_eq!(stats["settings"], after["settings"]);
     app.stop().await;
 }
 

@@ -111,7 +111,7 @@ pub(super) async fn console() -> Response {
                 ticket: routes::ADMIN_TICKET,
                 // The inputs are bounded as the server bounds them (operator.rs).
                 max_rate: crate::store::MAX_RATE,
-                max_stock: super::operator::MAX_STOCK,
+                max_stock: crate::model::MAX_STOCK,
                 max_bits: crate::pass::MAX_CHALLENGE_BITS,
                 max_cap: crate::store::MAX_RATE * 3600,
             },

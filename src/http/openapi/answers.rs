@@ -16,7 +16,7 @@ use utoipa::openapi::schema::{AllOf, ObjectBuilder, OneOf};
 use utoipa::openapi::{Content, RefOr, Response, Schema};
 use utoipa::{ToResponse, ToSchema};
 
-use super::schemas::{integer, object, ref_path, reference, string};
+use super::build::{integer, object, ref_path, reference, string};
 use crate::protocol::{EventName, Frame, TicketView};
 use crate::shown::statuses_of;
 

@@ -7,15 +7,13 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{AnyOf, KnownFormat, ObjectBuilder, Type};
 use utoipa::openapi::{RefOr, Schema};
 
-use super::schemas::{any_case, integer, reference, string};
-use crate::http::operator::{
-    EndRequest, MAX_ACTIVE_BUYERS, MAX_ARRIVAL_WINDOW, MAX_BEACON, MAX_BEACON_VALUE, MAX_STOCK,
-    ShowConfig,
+use super::build::{any_case, integer, reference, string};
+use crate::model::{
+    MAX_ACTIVE_BUYERS, MAX_AMOUNT, MAX_ARRIVAL_WINDOW, MAX_BEACON, MAX_BEACON_VALUE,
+    MAX_CHALLENGE_BITS, MAX_HEALTH_URL, MAX_RATE, MAX_STOCK, MIN_ARRIVAL_WINDOW, OrderRequest,
+    ShowSettings,
 };
-use crate::model::{MAX_AMOUNT, OrderRequest};
-use crate::pass::MAX_CHALLENGE_BITS;
-use crate::store::{MAX_RATE, MIN_ARRIVAL_WINDOW};
-use crate::throttle::MAX_HEALTH_URL;
+use crate::protocol::EndRequest;
 
 /// Control characters, which an end's reason may not hold (ECMA-262 and Python alike read
 /// `\uXXXX`).
@@ -23,7 +21,7 @@ const CONTROL: &str = "\\u0000-\\u001F\\u007F-\\u009F";
 
 /// Narrows the body schemas among `all` to what the server accepts.
 pub(super) fn narrow(all: &mut [(String, RefOr<Schema>)]) {
-    let config = ShowConfig::name();
+    let config = ShowSettings::name();
     let rate = || integer(1).maximum(Some(MAX_RATE));
     let mut set = |schema: &str, name: &str, to: RefOr<Schema>| replace(all, schema, name, to);
     set(&config, "admitPerSecond", nullable(rate()));

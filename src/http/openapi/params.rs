@@ -8,7 +8,7 @@ use utoipa::openapi::Required;
 use utoipa::openapi::path::{Parameter, ParameterIn};
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder};
 
-use super::schemas::{any_case, at_most, integer, reference, show_id_chars, string};
+use super::build::{any_case, at_most, integer, reference, show_id_chars, string};
 use crate::pass::{MAX_NONCE_LEN, PASS_PREFIX};
 use crate::protocol::{ADMISSION_HEADER, IDEMPOTENCY_KEY, JOIN_PROOF_HEADER};
 

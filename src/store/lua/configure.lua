@@ -4,7 +4,10 @@
 -- A.change_at and A.change_rate (a rate change announced for that time, ms; A.change_at 0
 -- withdraws it), A.challenge_bits (the proof of work a join must bring, meta field), A.stock
 -- (seats for sale; 0 removes it). A new rate, an announced change or a new stock is
--- published: every waiting fan's ETA (or seats left) changes with it.
+-- published: every waiting fan's ETA (or seats left) changes with it. A.settings, the
+-- settings as the operator sent them (`ShowSettings` in model/settings.rs), is laid over those
+-- the show has and kept whole in META's `settings` (read by `settings()` in the prelude,
+-- answered by stats.lua).
 -- Answers {created, epoch}.
 local m = redis.call('HMGET', META, 'epoch', 'deleted')
 local created = false
@@ -14,6 +17,11 @@ if not epoch or m[2] then
   epoch = A.new_epoch
   create(epoch, now)
   created = true
+end
+if A.settings then
+  local all = cjson.decode(redis.call('HGET', META, 'settings') or '{}')
+  for name, value in pairs(A.settings) do all[name] = value end
+  redis.call('HSET', META, 'settings', cjson.encode(all))
 end
 if A.cap then redis.call('SET', CAP, A.cap) end
 if A.window_ms then redis.call('HSET', META, 'window', A.window_ms) end

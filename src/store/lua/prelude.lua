@@ -64,6 +64,9 @@ local function cap() return tonumber(redis.call('GET', CAP) or DEFAULT_CAP) end
 local function active(now) return redis.call('ZCOUNT', ADMISSIONS, '(' .. now, '+inf') end
 local function head() return tonumber(redis.call('GET', HEAD) or '0') end
 local function is_open() return redis.call('HGET', META, 'open') == '1' end
+-- The show's settings as its operator set them (`ShowSettings` in model/settings.rs, by its
+-- JSON names, kept whole by configure.lua): a rule reads its setting here, nil when never set.
+local function settings() return cjson.decode(redis.call('HGET', META, 'settings') or '{}') end
 -- Where the on-sale stands (`Phase` in model/pace.rs, by code): 0 pending (made, not opened
 -- yet, or scheduled), 1 open, 2 paused, 3 closed (no gate), 4 ended. Meta `open` says whether
 -- the admitter serves it; meta `phase` names paused, closed and ended.

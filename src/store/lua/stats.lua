@@ -1,7 +1,8 @@
 -- An operator's view (`StatsReply` in redis/reply.rs): the queue's length, active buyers, the
 -- rate in force and the configured one, tickets ever joined, the buyer cap, open, lost, the
 -- arrival window (ms; absent: the default), admissions released untaken, the join challenge's
--- bits, the stock (0: none), and the pace.
+-- bits, the stock (0: none), the pace, and the settings as the operator set them (JSON text,
+-- absent when none were).
 local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted', 'window', 'released')
 if m[4] or not m[1] then return {refused = 'no_such_show'} end
 local now = now_ms()
@@ -19,4 +20,5 @@ return {
   challenge_bits = tonumber(redis.call('HGET', META, 'challenge_bits') or '0'),
   stock = stock(),
   pace = pace_reply(),
+  settings = redis.call('HGET', META, 'settings') or nil,
 }

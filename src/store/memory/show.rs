@@ -27,6 +27,8 @@ pub(super) struct Show {
     /// The highest sequence ever admitted.
     pub(super) head: u64,
     pub(super) version: u64,
+    /// The settings as the operator sent them, laid over each other (`configure.lua`'s).
+    pub(super) settings: crate::model::ShowSettings,
     /// The operator's rate and buyer cap, when the show has its own.
     pub(super) rate: Option<u32>,
     pub(super) cap: Option<u32>,
@@ -101,6 +103,7 @@ impl Show {
             epoch: new_epoch(),
             phase: Phase::Pending,
             end_reason: None,
+            settings: Default::default(),
             stock: None,
             seq: 0,
             head: 0,

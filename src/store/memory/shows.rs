@@ -54,10 +54,11 @@ impl Shows for MemoryStore {
             created = true;
             Show::new()
         });
+        s.settings = s.settings.merged(&settings.without_schedule());
         if let Some(cap) = settings.max_active_buyers {
             s.cap = Some(cap);
         }
-        if let Some(window) = settings.arrival_window {
+        if let Some(window) = settings.arrival_window() {
             s.window = Some(window);
         }
         match settings.checkout_health_url.as_deref() {
@@ -71,7 +72,7 @@ impl Shows for MemoryStore {
         if let Some(floor) = settings.min_admit_per_second {
             s.floor = floor;
         }
-        if let Some(change) = settings.rate_change {
+        if let Some(change) = settings.rate_change() {
             s.change = change;
         }
         if let Some(bits) = settings.join_challenge_bits {
@@ -89,7 +90,7 @@ impl Shows for MemoryStore {
         }
         let mut event = None;
         if settings.admit_per_second.is_some()
-            || settings.rate_change.is_some()
+            || settings.rate_change().is_some()
             || settings.stock.is_some()
         {
             s.version += 1;
@@ -211,6 +212,7 @@ impl Shows for MemoryStore {
             max_active_buyers: s.cap(&self.settings),
             joined: s.seq,
             join_challenge_bits: s.challenge_bits,
+            settings: s.settings.clone(),
         })
     }
 

@@ -205,6 +205,10 @@ struct ScriptArgs {
     /// Seats for sale (`configure.lua`; 0 removes the stock).
     #[serde(skip_serializing_if = "Option::is_none")]
     stock: Option<u64>,
+    /// The show's settings as an operator sent them, laid whole over those it has
+    /// (`configure.lua`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    settings: Option<crate::model::ShowSettings>,
 }
 
 impl ScriptArgs {

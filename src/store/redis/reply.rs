@@ -529,6 +529,8 @@ pub(super) struct StatsReply {
     /// Seats for sale (0: no stock).
     pub(super) stock: u64,
     pub(super) pace: PaceReply,
+    /// The operator's settings as `configure.lua` keeps them (JSON text).
+    pub(super) settings: Option<String>,
 }
 
 /// `snapshot.lua`: epoch 0 (and only the pace) when the show does not exist or was lost.

@@ -37,14 +37,15 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             new_epoch: Some(new_epoch().to_string()),
             rate: settings.admit_per_second,
             cap: settings.max_active_buyers,
-            window_ms: settings.arrival_window.map(|w| w.as_millis() as u64),
-            health_url: settings.checkout_health_url,
+            window_ms: settings.arrival_window().map(|w| w.as_millis() as u64),
+            health_url: settings.checkout_health_url.clone(),
             floor: settings.min_admit_per_second,
             // 0 withdraws an announced change.
-            change_at: settings.rate_change.map(|c| c.map_or(0, |c| c.at_ms)),
-            change_rate: settings.rate_change.flatten().map(|c| c.rate),
+            change_at: settings.rate_change().map(|c| c.map_or(0, |c| c.at_ms)),
+            change_rate: settings.rate_change().flatten().map(|c| c.rate),
             challenge_bits: settings.join_challenge_bits,
             stock: settings.stock,
+            settings: Some(settings.without_schedule()),
             ..Default::default()
         };
         let r: ConfigureReply = self.run(&CONFIGURE, show, args).await?;
@@ -187,6 +188,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             max_active_buyers: r.cap,
             joined: r.joined,
             join_challenge_bits: r.challenge_bits,
+            settings: ShowSettings::read(r.settings.as_deref()),
         })
     }
 

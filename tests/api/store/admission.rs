@@ -210,7 +210,7 @@ async fn before_any_hold_ends_the_pace_assumes_untaken_admissions_go_after_the_w
             let sh = show(&format!("prior-{window}"));
             let settings = ShowSettings {
                 max_active_buyers: Some(10),
-                arrival_window: Some(Duration::from_secs(window)),
+                arrival_window_seconds: Some(window),
                 ..Default::default()
             };
             s.configure(&sh, settings).await.unwrap();

@@ -1,0 +1,454 @@
+//! A show's settings, in one shape: what an operator sends (`PUT …/{showId}` and
+//! `PUT …/{showId}/config`), what is checked, what the store keeps whole with the show and
+//! hands whole to its scripts (`settings()` in `prelude.lua`), what `GET …/stats` answers
+//! (`"settings"`), and what the console's form is built from (this type's schema in
+//! `/openapi.json`).
+//!
+//! A setting lives here once: its field (its doc comment is its documentation, in the
+//! schema and the console), its bounds and its check in [`ShowSettings::check`]; every field
+//! is optional, and one left out keeps what the show has (or the server's default). The rule
+//! that reads it reads it from the stored settings.
+
+use std::time::Duration;
+
+use axum::http::Uri;
+use serde::{Deserialize, Serialize};
+
+/// The most admissions a second a show may be set to.
+pub const MAX_RATE: u32 = 10_000;
+/// The highest cap on admitted fans who have not bought yet: an hour at the highest rate.
+pub const MAX_ACTIVE_BUYERS: u32 = MAX_RATE * 3600;
+/// The shortest arrival window (0 turns it off): a fan following live says it is there every
+/// few seconds, and a window must hold several of those.
+pub const MIN_ARRIVAL_WINDOW: Duration = Duration::from_secs(10);
+/// The longest arrival window (`arrivalWindowSeconds`): a day.
+pub const MAX_ARRIVAL_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// The most seats a show may sell: far above any venue, low enough for Lua's numbers.
+pub const MAX_STOCK: u64 = 100_000_000;
+/// The most leading zero bits a join's proof of work may be asked for.
+pub const MAX_CHALLENGE_BITS: u32 = 32;
+/// The longest checkout health URL.
+pub const MAX_HEALTH_URL: usize = 512;
+/// The longest beacon name (`drawBeacon`), in printable ASCII.
+pub const MAX_BEACON: usize = 200;
+/// The longest beacon value (`drawBeaconValue`), in printable ASCII.
+pub const MAX_BEACON_VALUE: usize = 512;
+/// The furthest ahead a time may be set (`opensAt`, `rateChangeAt`).
+const MOST_AHEAD: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// A show's settings; each field is optional, and one left out keeps what the show has.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ShowSettings {
+    /// Admissions a second (1 to 10,000; default: the server's `ADMIT_PER_SECOND`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admit_per_second: Option<u32>,
+    /// Cap on admitted fans who have not bought yet; 0 removes the cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_active_buyers: Option<u32>,
+    /// With a cap: seconds an admission may go untaken (no poll, no live stream, no order)
+    /// before its place goes to the next fan; 0 keeps every admission its full lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_window_seconds: Option<u64>,
+    /// Let the pace follow the checkout: the admitter asks this `http://` URL every tick
+    /// and halves the rate in force while it answers slowly or with an error, raising it
+    /// again slowly once it is healthy. `""` stops following it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkout_health_url: Option<String>,
+    /// The lowest rate the pace may fall to while it follows the checkout (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_admit_per_second: Option<u32>,
+    /// A fair start (RFC 3339, in the future): fans who join before it wait in a pre-queue,
+    /// drawn into a random order when the show opens by itself at this time. Set it before
+    /// anyone joins; it may move until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opens_at: Option<String>,
+    /// Public randomness the draw will take in, named before the pre-queue closes (for
+    /// example "drand quicknet round 12345678", a round published after `opensAt`): not even
+    /// the operator can then steer the draw. The draw waits for its value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draw_beacon: Option<String>,
+    /// The named beacon's value, once published (after the pre-queue closed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draw_beacon_value: Option<String>,
+    /// Announce a rate change (RFC 3339, in the future; `""` withdraws it): from then on the
+    /// rate is `rateChangeTo`, and until then every ETA counts with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_change_at: Option<String>,
+    /// The rate from `rateChangeAt` on (1 to 10,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_change_to: Option<u32>,
+    /// Proof of work before joining: leading zero bits SHA-256 of `challenge:nonce` must
+    /// have (0 to 32; 0, the default, asks none). Takes effect at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join_challenge_bits: Option<u32>,
+    /// Seats for sale (0 removes the stock): the admitter never lets in more fans than
+    /// seats neither sold nor held by a running admission, waiting fans are told the seats
+    /// left (`stockLeft`), and the last seat sold ends the on-sale (`sold out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stock: Option<u64>,
+}
+
+/// A setting out of range: which, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {why}")]
+pub struct SettingError {
+    /// The field, as the operator spells it (`admitPerSecond`).
+    pub field: &'static str,
+    /// What it must be.
+    pub why: String,
+}
+
+fn refuse(field: &'static str, why: impl Into<String>) -> SettingError {
+    SettingError {
+        field,
+        why: why.into(),
+    }
+}
+
+impl ShowSettings {
+    /// Whether no setting at all was sent.
+    pub fn is_empty(&self) -> bool {
+        *self == ShowSettings::default()
+    }
+
+    /// Checks every field sent against its bounds, at `now_ms` (ms since the epoch: the
+    /// times set must lie ahead of it).
+    pub fn check(&self, now_ms: u64) -> Result<(), SettingError> {
+        let rate = |field, value: Option<u32>| match value {
+            Some(r) if !(1..=MAX_RATE).contains(&r) => {
+                Err(refuse(field, format!("must be between 1 and {MAX_RATE}")))
+            }
+            _ => Ok(()),
+        };
+        rate("admitPerSecond", self.admit_per_second)?;
+        rate("minAdmitPerSecond", self.min_admit_per_second)?;
+        rate("rateChangeTo", self.rate_change_to)?;
+        if self
+            .max_active_buyers
+            .is_some_and(|cap| cap > MAX_ACTIVE_BUYERS)
+        {
+            return Err(refuse(
+                "maxActiveBuyers",
+                format!("must be at most {MAX_ACTIVE_BUYERS}"),
+            ));
+        }
+        let (shortest, longest) = (MIN_ARRIVAL_WINDOW.as_secs(), MAX_ARRIVAL_WINDOW.as_secs());
+        if self
+            .arrival_window_seconds
+            .is_some_and(|w| w != 0 && !(shortest..=longest).contains(&w))
+        {
+            return Err(refuse(
+                "arrivalWindowSeconds",
+                format!("0 (off) or between {shortest} and {longest}"),
+            ));
+        }
+        if let Some(url) = self.checkout_health_url.as_deref()
+            && !url.is_empty()
+        {
+            health_uri(url).map_err(|why| refuse("checkoutHealthUrl", why))?;
+        }
+        if let Some(at) = self.opens_at.as_deref() {
+            future_ms("opensAt", at, now_ms)?;
+        }
+        printable("drawBeacon", &self.draw_beacon, MAX_BEACON)?;
+        printable("drawBeaconValue", &self.draw_beacon_value, MAX_BEACON_VALUE)?;
+        match (self.rate_change_at.as_deref(), self.rate_change_to) {
+            (None, None) | (Some(""), None) => {}
+            (Some(at), Some(_)) if !at.is_empty() => {
+                future_ms("rateChangeAt", at, now_ms)?;
+            }
+            _ => {
+                return Err(refuse(
+                    "rateChangeAt",
+                    "rateChangeAt and rateChangeTo go together (rateChangeAt \"\" alone \
+                     withdraws the change)",
+                ));
+            }
+        }
+        if self
+            .join_challenge_bits
+            .is_some_and(|bits| bits > MAX_CHALLENGE_BITS)
+        {
+            return Err(refuse(
+                "joinChallengeBits",
+                format!("must be between 0 (off) and {MAX_CHALLENGE_BITS}"),
+            ));
+        }
+        if self.stock.is_some_and(|stock| stock > MAX_STOCK) {
+            return Err(refuse(
+                "stock",
+                format!("must be between 0 (none) and {MAX_STOCK}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The arrival window sent, if any (zero: off).
+    pub fn arrival_window(&self) -> Option<Duration> {
+        self.arrival_window_seconds.map(Duration::from_secs)
+    }
+
+    /// The rate change sent: `Some(None)` withdraws the one announced. Read from checked
+    /// settings (a time that does not parse reads as none sent).
+    pub fn rate_change(&self) -> Option<Option<AnnouncedRate>> {
+        match (self.rate_change_at.as_deref(), self.rate_change_to) {
+            (Some(""), _) => Some(None),
+            (Some(at), Some(rate)) => Some(Some(AnnouncedRate {
+                at_ms: parse_ms(at)?,
+                rate,
+            })),
+            _ => None,
+        }
+    }
+
+    /// Whether any fair-start field was sent.
+    pub fn schedules(&self) -> bool {
+        self.opens_at.is_some() || self.draw_beacon.is_some() || self.draw_beacon_value.is_some()
+    }
+
+    /// The fair start sent, from checked settings.
+    pub fn schedule(&self) -> Schedule {
+        Schedule {
+            opens_at_ms: self.opens_at.as_deref().and_then(parse_ms),
+            beacon: self.draw_beacon.clone(),
+            beacon_value: self.draw_beacon_value.clone(),
+        }
+    }
+
+    /// Settings as a store kept them (JSON text; `None`: none set). Fields this build does
+    /// not know (kept by a newer one, in a rolling deploy) are passed over with a warning
+    /// rather than failing the read.
+    pub fn read(kept: Option<&str>) -> ShowSettings {
+        let Some(text) = kept else {
+            return ShowSettings::default();
+        };
+        serde_json::from_str(text).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "stored settings this build cannot read whole");
+            // Field by field: each one this build reads is kept.
+            let fields: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(text).unwrap_or_default();
+            let mut read = ShowSettings::default();
+            for (name, value) in fields {
+                let one = serde_json::Value::Object([(name, value)].into_iter().collect());
+                if let Ok(field) = serde_json::from_value::<ShowSettings>(one) {
+                    read = read.merged(&field);
+                }
+            }
+            read
+        })
+    }
+
+    /// These settings without the fair start's, which the show's draw keeps (`GET …/draw`).
+    pub fn without_schedule(&self) -> ShowSettings {
+        ShowSettings {
+            opens_at: None,
+            draw_beacon: None,
+            draw_beacon_value: None,
+            ..self.clone()
+        }
+    }
+
+    /// These settings with `patch`'s fields laid over them: what a show has after a
+    /// `PUT …/config`.
+    pub fn merged(&self, patch: &ShowSettings) -> ShowSettings {
+        let (mut all, patch) = (
+            serde_json::to_value(self).unwrap_or_default(),
+            serde_json::to_value(patch).unwrap_or_default(),
+        );
+        if let (Some(all), Some(patch)) = (all.as_object_mut(), patch.as_object()) {
+            all.extend(patch.clone());
+        }
+        serde_json::from_value(all).unwrap_or_default()
+    }
+}
+
+/// A rate change announced ahead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnnouncedRate {
+    /// When the new rate takes over (ms since the Unix epoch).
+    pub at_ms: u64,
+    /// The rate from then on, a second.
+    pub rate: u32,
+}
+
+/// What an operator sets about a show's opening; `None` leaves it as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Schedule {
+    /// When the show opens by itself (ms since the epoch).
+    pub opens_at_ms: Option<u64>,
+    /// The public randomness the draw will take in, named in advance ("drand quicknet round
+    /// 1234567").
+    pub beacon: Option<String>,
+    /// Its value, given once the pre-queue has closed.
+    pub beacon_value: Option<String>,
+}
+
+/// A health URL an operator may name: `http://host[:port]/path`, at most [`MAX_HEALTH_URL`].
+pub fn health_uri(url: &str) -> Result<Uri, String> {
+    let uri: Uri = url.parse().map_err(|e| format!("not a URL ({e})"))?;
+    if uri.scheme_str() != Some("http") || uri.host().is_none() || url.len() > MAX_HEALTH_URL {
+        return Err(format!(
+            "must be an http:// URL of at most {MAX_HEALTH_URL} characters"
+        ));
+    }
+    Ok(uri)
+}
+
+fn parse_ms(text: &str) -> Option<u64> {
+    let at: jiff::Timestamp = text.parse().ok()?;
+    u64::try_from(at.as_millisecond()).ok()
+}
+
+/// A time the operator sets (`field`) as ms since the epoch: RFC 3339, after `now_ms`,
+/// within a year.
+fn future_ms(field: &'static str, text: &str, now_ms: u64) -> Result<u64, SettingError> {
+    let ms = parse_ms(text)
+        .ok_or_else(|| refuse(field, "an RFC 3339 time, such as 2026-12-01T10:00:00Z"))?;
+    if ms <= now_ms {
+        return Err(refuse(field, "must be in the future"));
+    }
+    if ms > now_ms + MOST_AHEAD.as_millis() as u64 {
+        return Err(refuse(field, "at most a year ahead"));
+    }
+    Ok(ms)
+}
+
+/// `value`, if sent, is 1 to `most` printable ASCII characters.
+fn printable(field: &'static str, value: &Option<String>, most: usize) -> Result<(), SettingError> {
+    match value {
+        Some(v)
+            if v.is_empty() || v.len() > most || !v.bytes().all(|b| (b' '..=b'~').contains(&b)) =>
+        {
+            Err(refuse(
+                field,
+                format!("1 to {most} printable ASCII characters"),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: u64 = 1_800_000_000_000;
+
+    fn field_of(settings: &ShowSettings) -> Option<&'static str> {
+        settings.check(NOW).err().map(|e| e.field)
+    }
+
+    #[test]
+    fn each_field_is_checked_against_its_bounds() {
+        let bad = [
+            (json_settings(r#"{"admitPerSecond":0}"#), "admitPerSecond"),
+            (
+                json_settings(r#"{"admitPerSecond":10001}"#),
+                "admitPerSecond",
+            ),
+            (
+                json_settings(r#"{"maxActiveBuyers":36000001}"#),
+                "maxActiveBuyers",
+            ),
+            (
+                json_settings(r#"{"arrivalWindowSeconds":5}"#),
+                "arrivalWindowSeconds",
+            ),
+            (
+                json_settings(r#"{"checkoutHealthUrl":"ftp://x"}"#),
+                "checkoutHealthUrl",
+            ),
+            (
+                json_settings(r#"{"minAdmitPerSecond":0}"#),
+                "minAdmitPerSecond",
+            ),
+            (
+                json_settings(r#"{"opensAt":"2020-01-01T00:00:00Z"}"#),
+                "opensAt",
+            ),
+            (json_settings(r#"{"drawBeacon":""}"#), "drawBeacon"),
+            (json_settings(r#"{"rateChangeTo":5}"#), "rateChangeAt"),
+            (
+                json_settings(r#"{"joinChallengeBits":33}"#),
+                "joinChallengeBits",
+            ),
+            (json_settings(r#"{"stock":100000001}"#), "stock"),
+        ];
+        for (settings, field) in bad {
+            assert_eq!(field_of(&settings), Some(field), "{settings:?}");
+        }
+        let good = json_settings(
+            r#"{"admitPerSecond":50,"maxActiveBuyers":0,"arrivalWindowSeconds":0,
+                "checkoutHealthUrl":"","stock":0,"rateChangeAt":""}"#,
+        );
+        assert_eq!(good.check(NOW), Ok(()));
+    }
+
+    #[test]
+    fn an_unknown_field_is_refused_by_name() {
+        let e = serde_json::from_str::<ShowSettings>(r#"{"admitPerSec":5}"#).unwrap_err();
+        assert!(e.to_string().contains("admitPerSec"), "{e}");
+    }
+
+    #[test]
+    fn a_patch_lays_its_fields_over_what_a_show_has() {
+        let had = json_settings(r#"{"admitPerSecond":50,"stock":100}"#);
+        let patch = json_settings(r#"{"stock":0,"joinChallengeBits":8}"#);
+        assert_eq!(
+            had.merged(&patch),
+            json_settings(r#"{"admitPerSecond":50,"stock":0,"joinChallengeBits":8}"#)
+        );
+        // Stored whole, answered whole: fields left out stay out.
+        assert_eq!(
+            serde_json::to_string(&had).unwrap(),
+            r#"{"admitPerSecond":50,"stock":100}"#
+        );
+    }
+
+    #[test]
+    fn settings_kept_by_a_newer_build_are_read_as_far_as_known() {
+        let kept = r#"{"admitPerSecond":50,"aSettingFromLater":true,"stock":7}"#;
+        assert_eq!(
+            ShowSettings::read(Some(kept)),
+            json_settings(r#"{"admitPerSecond":50,"stock":7}"#)
+        );
+        assert_eq!(ShowSettings::read(None), ShowSettings::default());
+    }
+
+    #[test]
+    fn a_rate_change_reads_as_sent_or_withdrawn() {
+        let change = json_settings(r#"{"rateChangeAt":"2027-01-15T10:00:00Z","rateChangeTo":9}"#);
+        let at = change.rate_change().unwrap().unwrap();
+        assert_eq!((at.at_ms, at.rate), (1_800_007_200_000, 9));
+        assert_eq!(
+            json_settings(r#"{"rateChangeAt":""}"#).rate_change(),
+            Some(None)
+        );
+        assert_eq!(ShowSettings::default().rate_change(), None);
+    }
+
+    #[test]
+    fn the_settings_table_names_every_setting_and_no_other() {
+        let schema =
+            serde_json::to_value(<ShowSettings as utoipa::PartialSchema>::schema()).unwrap();
+        let mut fields: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let table = include_str!("../../docs/settings.md");
+        let mut rows: Vec<&str> = table
+            .lines()
+            .filter_map(|line| line.strip_prefix("| `")?.split('`').next())
+            .collect();
+        fields.sort_unstable();
+        rows.sort_unstable();
+        assert_eq!(rows, fields, "docs/settings.md against ShowSettings");
+    }
+
+    fn json_settings(text: &str) -> ShowSettings {
+        serde_json::from_str(text).unwrap()
+    }
+}
