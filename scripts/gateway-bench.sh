@@ -16,7 +16,7 @@
 #   scripts/gateway-bench.sh [SECONDS] [CONNECTIONS] [ROUNDS]
 #
 # Prints requests/s, p50 and p99 of each, and each against nginx-proxy (the median of the
-# rounds); writes $OUT/gateway-bench.json. Loopback only, bounded in time; ends only what it
+# rounds); writes $OUT/gateway-bench.json and its plot, $OUT/gateway-bench.svg. Loopback only, bounded in time; ends only what it
 # started, by PID. Needs a release build, wrk (installed when missing, Debian), nginx, curl,
 # jq, redis-server.
 set -euo pipefail
@@ -187,3 +187,5 @@ jq -r '.results | to_entries[] | [.key, (.value.rps | floor), .value.p50_ms, .va
     {printf "%-26s %10s %9.2f %9.2f %12s\n", $1, $2, $3, $4, ($5 == "-" ? "-" : sprintf("%.1f", $5))}'
 echo "against nginx-proxy (requests/s):"
 jq -r '.against_nginx_proxy | to_entries[] | "  \(.key): \(.value)x"' "$OUT/gateway-bench.json"
+python3 scripts/gateway-plot.py "$OUT/gateway-bench.json" "$OUT/gateway-bench.svg"
+echo "plot: $OUT/gateway-bench.svg"
