@@ -2,8 +2,9 @@
 # The test command: installs what the tests need when it is missing (redis-server for the
 # store, push and multi-instance tests; Chromium and chromedriver for the browser tests; nginx
 # for the edge tests of deploy/; Python and Node for the shop's origin and the CDN worker;
-# Schemathesis, the API fuzzer the OpenAPI document is checked with), then runs every test of
-# the workspace: the server and the clients (client/). Debian/Ubuntu; run as root or with sudo
+# Schemathesis, the API fuzzer the OpenAPI document is checked with), checks the formatting
+# (`cargo fmt --check`) and the lints (`cargo clippy -D warnings`), then runs every test of the
+# workspace: the server and the clients (client/). Debian/Ubuntu; run as root or with sudo
 # available.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,4 +46,10 @@ fi
 redis-server --version
 "$st" --version
 cargo --version
+# The house's habits, before any test: formatted code, and no lint (the workspace's `[lints]`
+# and clippy's) left standing.
+cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace "$@"

@@ -14,7 +14,7 @@ use waiting_room::words::thousands;
 
 /// The run's counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// Seconds since the run started.
     pub seconds: f64,
     /// Streams open at that moment.
@@ -36,7 +36,7 @@ fn rate(now: &Sample, before: &Sample, pick: fn(&Sample) -> u64) -> f64 {
 }
 
 /// Writes one row per sample, with the rates since the previous sample.
-pub fn write_csv(path: &Path, samples: &[Sample]) -> anyhow::Result<()> {
+pub(crate) fn write_csv(path: &Path, samples: &[Sample]) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(
         std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?,
     );
@@ -78,7 +78,7 @@ type Line = (&'static str, RGBColor, fn(&Row) -> f64);
 
 /// Two panels over the same time axis: connections held (and fans admitted so far) above,
 /// joins and pushed messages per second below.
-pub fn draw_svg(path: &Path, title: &str, samples: &[Sample]) -> anyhow::Result<()> {
+pub(crate) fn draw_svg(path: &Path, title: &str, samples: &[Sample]) -> anyhow::Result<()> {
     let rows: Vec<Row> = samples
         .iter()
         .scan(Sample::default(), |before, s| {
@@ -168,7 +168,7 @@ fn panel<DB: DrawingBackend>(
 
 /// One fan on the ETA plot.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct EtaPoint {
+pub(crate) struct EtaPoint {
     /// The first ETA it was told, in seconds.
     pub eta: f64,
     /// How long it really waited from then.
@@ -181,7 +181,7 @@ pub struct EtaPoint {
 /// the ETA was exact; below it the fan was admitted early, above it late; the two grey lines
 /// are ±10 %. A range told with the ETA is a horizontal bar through the dot. Fans whose wait
 /// is at most `min_wait` (not counted in the error) are grey.
-pub fn draw_eta_svg(
+pub(crate) fn draw_eta_svg(
     path: &Path,
     title: &str,
     points: &[EtaPoint],

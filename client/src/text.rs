@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 /// A length of time for a status line: `4 min 58 s`, `12 s`, `350 ms`.
-pub fn span(d: Duration) -> String {
+pub(crate) fn span(d: Duration) -> String {
     let s = d.as_secs();
     match s {
         0 => format!("{} ms", d.as_millis()),
@@ -16,7 +16,7 @@ pub fn span(d: Duration) -> String {
 }
 
 /// The local wall-clock time of `at` as `HH:MM:SS`, the time column of `fan`'s output.
-pub fn clock(at: SystemTime) -> String {
+pub(crate) fn clock(at: SystemTime) -> String {
     match jiff::ZonedDateTime::try_from(at) {
         Ok(t) => t.strftime("%H:%M:%S").to_string(),
         // Only a clock before 1970 or past 9999 gets here; the line is still worth printing.

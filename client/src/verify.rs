@@ -40,6 +40,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The process's exit code: 0 verified, 1 refuted, 2 unreadable.
     pub fn exit_code(&self) -> i32 {
         match self {
             Outcome::Fair => 0,

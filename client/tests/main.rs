@@ -1,6 +1,9 @@
 //! The clients (`waiting-room-client fan` and `load`) against real servers, and the split
 //! itself: the server links none of the clients' crates.
 
+// Test support is shared by several test crates, each using part of it.
+#![allow(unreachable_pub)]
+
 // The server package's test support: the app in-process, a redis-server of the test's own.
 #[path = "../../tests/support/mod.rs"]
 mod support;

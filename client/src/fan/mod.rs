@@ -74,6 +74,7 @@ impl FanArgs {
 /// How following ended well: the ticket was admitted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Admission {
+    /// The ticket admitted.
     pub ticket: Uuid,
     /// How long the admission lasts, as the server said when it was pushed.
     pub expires_in: Option<Duration>,
@@ -86,23 +87,41 @@ pub struct Admission {
 /// How following ended badly.
 #[derive(Debug, thiserror::Error)]
 pub enum FanError {
+    /// The show's queue does not know the ticket.
     #[error(
         "ticket {ticket} is not in show {show}'s queue: it never joined, it left, or it was admitted and the admission ran out"
     )]
-    Unknown { show: ShowId, ticket: Uuid },
+    Unknown {
+        /// The show asked about.
+        show: ShowId,
+        /// The ticket it does not know.
+        ticket: Uuid,
+    },
+    /// The admission of this ticket ran out unused.
     #[error("the admission of ticket {0} ran out before it was used; join again")]
     Expired(Uuid),
+    /// No server could be reached for too long.
     #[error("gave up after {} without reaching a server; last error: {last}", span(*.after))]
-    GaveUp { after: Duration, last: String },
+    GaveUp {
+        /// How long it tried.
+        after: Duration,
+        /// The last error seen.
+        last: String,
+    },
+    /// The server refused the request, as it said.
     #[error("{0}")]
     Refused(String),
     #[error(
         "the waiting room of show {0} stepped aside (its on-sale closed): order without an admission"
     )]
+    /// The show's waiting room stepped aside.
     Closed(ShowId),
+    /// The on-sale ended.
     #[error("the on-sale of show {show} has ended{}", .reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
     Ended {
+        /// The show.
         show: ShowId,
+        /// Why, when the operator said.
         reason: Option<String>,
     },
 }

@@ -32,7 +32,7 @@ pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
 const MAX_BODY: usize = 64 * 1024;
 
 /// One fan polling one ticket on one connection.
-pub struct Poller {
+pub(super) struct Poller {
     sender: SendRequest<Empty<Bytes>>,
     connection: JoinHandle<()>,
     path: String,
@@ -53,7 +53,7 @@ impl Drop for Poller {
 impl Poller {
     /// Connects to `base` (from `local` if given) to poll `ticket` every `interval`; the
     /// first poll goes out at once.
-    pub async fn connect(
+    pub(super) async fn connect(
         base: &Url,
         show: &ShowId,
         ticket: Uuid,
@@ -93,7 +93,7 @@ impl Poller {
     }
 
     /// The next answer, at the next poll; `None` once the ticket is gone.
-    pub async fn next(&mut self) -> Option<Result<Push, FollowError>> {
+    pub(super) async fn next(&mut self) -> Option<Result<Push, FollowError>> {
         if self.done {
             return None;
         }

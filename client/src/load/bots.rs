@@ -28,29 +28,42 @@ use crate::follow::{self, challenge};
 /// What the crowd and the honest fans got.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct BotReport {
+    /// The bots' addresses (each a crowd of joins).
     pub bots: u32,
+    /// Whether the bots solved the join challenge.
     pub solve: bool,
+    /// Whether each bot sent one `Idempotency-Key` throughout.
     pub idempotency_key: bool,
+    /// The show's `joinChallengeBits` during the run.
     pub join_challenge_bits: Option<u32>,
+    /// How long the crowd ran.
     pub seconds: f64,
     /// Joins the bots sent, and what came back, by HTTP status.
     pub bot_joins: u64,
+    /// By HTTP status.
     pub bot_answers: BTreeMap<u16, u64>,
     /// New places (202) the bots got, in all and per bot address per minute.
     pub bot_places: u64,
+    /// New places per bot address per minute.
     pub places_per_bot_per_minute: f64,
     /// Mean time a bot spent solving one challenge (ms), when it solved.
     pub bot_solve_ms: f64,
     /// Honest fans: joined, refused, and their time to join (challenge + solve + join, ms).
     pub fans: u64,
+    /// Honest fans that joined.
     pub fans_joined: u64,
+    /// Honest fans refused.
     pub fans_refused: u64,
+    /// Their time to join, median (ms).
     pub fan_join_ms_p50: f64,
+    /// 90th percentile (ms).
     pub fan_join_ms_p90: f64,
+    /// The slowest (ms).
     pub fan_join_ms_max: f64,
     /// The honest fans' solving alone: mean ms per challenge, and hashes a second over all
     /// of them (total hashes over total time: the luck of one challenge does not skew it).
     pub fan_solve_ms_mean: f64,
+    /// Hashes a second over all of them.
     pub fan_hashes_per_second: f64,
 }
 

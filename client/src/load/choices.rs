@@ -32,7 +32,7 @@ impl Choice {
 /// are spread along the queue instead of all at its head. The same run makes the same
 /// choices.
 #[derive(Clone, Copy, Debug)]
-pub struct Choices {
+pub(super) struct Choices {
     buy: f64,
     abandon: f64,
     fans: u64,
@@ -42,7 +42,11 @@ pub struct Choices {
 impl Choices {
     /// Without either share every fan abandons (it stops following once admitted, as before
     /// these flags); with one, the other is 0.
-    pub fn new(buy: Option<f64>, abandon: Option<f64>, fans: u64) -> Result<Choices, String> {
+    pub(super) fn new(
+        buy: Option<f64>,
+        abandon: Option<f64>,
+        fans: u64,
+    ) -> Result<Choices, String> {
         let (buy, abandon) = match (buy, abandon) {
             (None, None) => (0.0, 1.0),
             (buy, abandon) => (buy.unwrap_or(0.0), abandon.unwrap_or(0.0)),
@@ -70,7 +74,7 @@ impl Choices {
     }
 
     /// What fan `i` does once admitted.
-    pub fn of(&self, i: u64) -> Choice {
+    pub(super) fn of(&self, i: u64) -> Choice {
         let spread =
             (u128::from(i % self.fans) * u128::from(self.stride) % u128::from(self.fans)) as f64;
         let u = (spread + 0.5) / self.fans as f64;

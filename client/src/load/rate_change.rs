@@ -23,7 +23,9 @@ const MAX_RATE: u32 = 10_000;
 /// One change asked for: at `after` into the run, set the rate to `rate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RateChange {
+    /// How far into the run.
     pub after: Duration,
+    /// The rate from then on, a second.
     pub rate: u32,
 }
 
@@ -50,6 +52,7 @@ impl FromStr for RateChange {
 pub struct RateChangeDone {
     /// As asked: seconds into the run, and the new rate.
     pub after_seconds: f64,
+    /// The new rate, a second.
     pub rate: u32,
     /// Seconds into the run when the server answered; `null` when the run ended first or no
     /// answer came.
@@ -88,7 +91,7 @@ impl fmt::Display for RateChangeDone {
 /// `announce`, announces it at once for that time), until `stop`; returns what became of
 /// each, in the order asked. The first change made is marked on the run's counters at its
 /// time (the ETAs told after it are measured on their own).
-pub async fn run(
+pub(super) async fn run(
     run: Arc<Run>,
     token: String,
     changes: Vec<RateChange>,

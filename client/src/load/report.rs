@@ -17,10 +17,15 @@ use waiting_room::words::thousands;
 /// Latency percentiles, in milliseconds.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Percentiles {
+    /// Samples.
     pub count: u64,
+    /// Median.
     pub p50: f64,
+    /// 90th percentile.
     pub p90: f64,
+    /// 99th percentile.
     pub p99: f64,
+    /// The slowest.
     pub max: f64,
 }
 
@@ -59,15 +64,21 @@ impl fmt::Display for Percentiles {
 /// throttled + joining + join_only + admitted + unknown + expired + lost + unfinished`.
 #[derive(Clone, Debug, Serialize)]
 pub struct LoadReport {
+    /// Fans the run started (or meant to).
     pub fans: u64,
+    /// SSE, WebSocket or polling.
     pub transport: Transport,
+    /// Servers the fans were spread over.
     pub servers: usize,
+    /// Source addresses the fans were spread over.
     pub source_ips: usize,
+    /// From the start to the last fan's end.
     pub elapsed_seconds: f64,
     /// Joins answered 202.
     pub joined: u64,
     /// Joins per second achieved, from the first join sent to the last one answered.
     pub joins_per_second: f64,
+    /// From sending a join to its answer.
     pub join_latency: Percentiles,
     /// Joins answered 429 (each retried after its `Retry-After`).
     pub join_throttled: u64,
@@ -76,6 +87,7 @@ pub struct LoadReport {
     pub join_shed: u64,
     /// Streams opened, reconnections included.
     pub streams_opened: u64,
+    /// The most connections open at once.
     pub peak_connections: u64,
     /// Pushes received, first events included.
     pub messages: u64,
@@ -103,6 +115,7 @@ pub struct LoadReport {
     /// With `--transport poll`: the interval each fan polled at, in seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub poll_interval_seconds: Option<f64>,
+    /// Streams that failed (each fan reconnected).
     pub stream_errors: u64,
     /// Stream openings answered 503 with `Retry-After` (the server shed them; each fan came
     /// back when told): not errors.
@@ -122,7 +135,9 @@ pub struct LoadReport {
     /// Fans told `admitted`, whatever they did next:
     /// `admitted = buyers + abandoners + stayers`.
     pub admitted: u64,
+    /// Fans whose ticket the server no longer knew.
     pub unknown: u64,
+    /// Fans whose admission ran out.
     pub expired: u64,
     /// Fans whose stream failed `ATTEMPTS` times in a row.
     pub lost: u64,

@@ -246,7 +246,7 @@ impl Run {
         h.saturating_record(d.as_micros() as u64);
     }
 
-    pub fn sample(&self) -> Sample {
+    pub(super) fn sample(&self) -> Sample {
         let c = &self.counters;
         Sample {
             seconds: self.start.elapsed().as_secs_f64(),

@@ -20,7 +20,11 @@ fn paused_name(paused: Paused) -> &'static str {
 }
 
 /// One row per fan that joined, in fan order; empty cells for what did not happen.
-pub fn write_csv(path: &Path, records: &[FanRecord], min_wait: Duration) -> anyhow::Result<()> {
+pub(crate) fn write_csv(
+    path: &Path,
+    records: &[FanRecord],
+    min_wait: Duration,
+) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(
         std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?,
     );
@@ -65,7 +69,7 @@ pub fn write_csv(path: &Path, records: &[FanRecord], min_wait: Duration) -> anyh
 }
 
 /// What the plot draws: every fan told the ETA `which` and admitted.
-pub fn points(records: &[FanRecord], which: Which) -> Vec<EtaPoint> {
+pub(crate) fn points(records: &[FanRecord], which: Which) -> Vec<EtaPoint> {
     records
         .iter()
         .filter_map(|r| r.measured(which))

@@ -21,7 +21,7 @@ use waiting_room::model::{Paused, TicketView};
 use waiting_room::words::thousands;
 
 use super::choices::Choice;
-pub use csv::{points, write_csv};
+pub(super) use csv::{points, write_csv};
 
 /// The first ETA a fan was told, and when. Kept small: a run may record a million fans.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -136,18 +136,22 @@ pub struct EtaReport {
     pub min_wait_seconds: f64,
     /// Of those fans, |real wait − first ETA| / real wait: 0.05 is 5 %. `null` with no fans.
     pub p50_abs_error: Option<f64>,
+    /// The same, 90th percentile.
     pub p90_abs_error: Option<f64>,
     /// Shares of those fans admitted earlier (real wait under the ETA) and later than told.
     pub early: Option<f64>,
+    /// Share admitted later than told.
     pub late: Option<f64>,
     /// Of those fans, the ones told a range (`etaMinSeconds`–`etaMaxSeconds`) first, and the
     /// share of them whose real wait fell inside it.
     pub ranged: u64,
+    /// Share of the ranged whose wait fell inside the range.
     pub in_range: Option<f64>,
     /// Every fan told an ETA and admitted, whatever its wait.
     pub measured: u64,
     /// Of those, |real wait − first ETA| in seconds.
     pub p50_abs_error_seconds: Option<f64>,
+    /// The same, 90th percentile.
     pub p90_abs_error_seconds: Option<f64>,
 }
 
