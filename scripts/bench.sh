@@ -5,7 +5,7 @@
 #   scripts/bench.sh hold TOTAL PROCS [sse|ws]   connections held, memory per connection,
 #                                                then tick→push latency as the show opens
 #   scripts/bench.sh joins embedded|redis N      join throughput (join only, no streams); on
-#                                                Redis also issue 21's floor, measured on the
+#                                                Redis also the floor (INCR + ZADD), measured on the
 #                                                same Redis after the joins, and the ratio;
 #                                                JOIN_RATE a fixed rate offered
 #   scripts/bench.sh burst N [SHOWS]             the 10:00 burst: N joins into one show (or
@@ -227,7 +227,7 @@ hold)
           push_latency_max: map(.push_latency.max)}' "$OUT"/report-*.json | tee -a "$OUT/hold-summary.txt"
   ;;
 joins)
-  # On Redis, also issue 21's floor in the same run: after the joins, on the same Redis, N
+  # On Redis, also the floor in the same run: after the joins, on the same Redis, N
   # joins' worth of `INCR` + `ZADD` (a ticket-sized member each) pipelined by `redis-cli
   # --pipe`; Redis's main-thread CPU and µs inside commands (`INFO`) per join for both, the
   # join's `FCALL`s (joins a call), and the ratio (`redis_against_floor`); with KEYED=1 also

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A chaos run anyone can repeat (issue 18, item 5; BENCHMARKS.md, "Chaos"): a Redis primary
+# A chaos run anyone can repeat (BENCHMARKS.md, "Chaos"): a Redis primary
 # with two replicas behind three Sentinels, three server instances on it with
 # REDIS_WAIT_REPLICAS=1 (WAIT_REPLICAS=0: none), and the load generator joining, following (SSE) and buying, while for
 # CHAOS_SECONDS random faults hit: SIGKILL of the Redis primary (it comes back as a replica of

@@ -1,4 +1,4 @@
-//! Noticing a failover that lost writes, and mending what it left (issue 18, item 3).
+//! Noticing a failover that lost writes, and mending what it left.
 //!
 //! A replica promoted after its primary died may lack the last writes (replication is
 //! asynchronous; `REDIS_WAIT_REPLICAS` closes that gap, at a cost). The store then comes back

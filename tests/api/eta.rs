@@ -1,4 +1,4 @@
-//! Honest ETA (issue "Honest ETA…"): the pace every ETA uses is the outflow really happening,
+//! Honest ETA: the pace every ETA uses is the outflow really happening,
 //! every tick is published (one that admits nobody too), and with a cap an admission nobody
 //! takes up goes to the next fan, through HTTP on the embedded store and on real Redis.
 

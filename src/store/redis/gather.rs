@@ -1,4 +1,4 @@
-//! Group commit (issue 21): the calls of one kind for one show that arrive while the
+//! Group commit: the calls of one kind for one show that arrive while the
 //! instance's previous such call for that show is out are gathered into the next call, one
 //! script call for all of them, and each caller is answered from its own part of the reply.
 //! Joins gather this way (`join.lua`: one `INCRBY` for their sequence numbers, one `ZADD`, the
@@ -37,8 +37,8 @@ use crate::store::{Result, StoreError};
 pub(super) const MOST: usize = 256;
 
 /// The least time between the starts of two calls of a busy show (of one kind) unless set
-/// otherwise, so each carries what arrived in that time: issue 21's "the joins that arrive
-/// within a millisecond or two". Measured in BENCHMARKS.md ("Join throughput").
+/// otherwise, so each carries what arrived in that time: the joins that arrive within a
+/// millisecond or two. Measured in BENCHMARKS.md ("Join throughput").
 pub const WINDOW: Duration = Duration::from_millis(2);
 
 /// One call for a show's gathered items: each one's answer, in their order (the call's error

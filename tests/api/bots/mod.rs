@@ -1,4 +1,4 @@
-//! Bots slowed down, and passes any edge can check (issue 10): proof of work before a join,
+//! Bots slowed down, and passes any edge can check: proof of work before a join,
 //! signed admission passes at the gate and at the edge route, across stores and processes.
 
 use base64::Engine;

@@ -1,4 +1,4 @@
-//! The gate holds (issue "The gate holds…"): every hole an attacker found through HTTP, shut,
+//! The gate holds: every hole an attacker found through HTTP, shut,
 //! on the embedded store and on real Redis. Redis restarts here are real restarts of a real
 //! `redis-server`.
 

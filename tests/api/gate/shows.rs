@@ -199,7 +199,7 @@ async fn the_ticket_cookie_is_the_servers_alone(backend: Backend) {
     app.stop().await;
 }
 
-/// One place per client (issue "One place per fan…", item 1): the same `Idempotency-Key`
+/// One place per client: the same `Idempotency-Key`
 /// gets the same ticket back while it lives, said so; another key, another place; once the
 /// ticket is gone, the key joins anew.
 async fn one_key_holds_one_place(backend: Backend) {

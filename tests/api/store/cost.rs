@@ -1,4 +1,4 @@
-//! The regression benchmark of issue 21: what Redis spends on a join through the store,
+//! The regression benchmark of Redis's cost: what Redis spends on a join through the store,
 //! against the floor of a join (`INCR` + `ZADD`, pipelined) on the same server in the same run,
 //! so the machine's speed cancels out. Joins one at a time (a call each) and joins made at once
 //! (3,000 tasks: the store gathers them into one call per show while its previous call is out),
@@ -22,7 +22,7 @@ const JOINS: usize = 3000;
 /// The most Redis may spend on a join through the store, one at a time, in floors, by the
 /// process CPU of Redis's main thread (the test's own redis-server, so nothing else counts).
 /// A ratio, so it holds on any machine, with a bound loose enough for a busy one: some twice
-/// to three times what it measures. Issue 21 asked for 2.5 with every feature kept; one at a
+/// to three times what it measures. The target is 2.5 with every feature kept; one at a
 /// time a join is a whole call of its own and measured 28 to 53 floors (BENCHMARKS.md, "Redis
 /// CPU per join against the floor": the floor is about a microsecond, so it swings). What
 /// reaches the floor is many joins at once, gathered into one call: [`MOST_FLOORS_AT_ONCE`].
@@ -254,7 +254,7 @@ const MOST_READ_FLOORS_AT_ONCE: f64 = 6.0;
 /// read grows several times dearer).
 const MOST_READ_FLOORS: f64 = 100.0;
 
-/// Issue 21's item 4, the second burst: every fan's page reads its ticket once when it opens
+/// The second burst: every fan's page reads its ticket once when it opens
 /// its stream. What Redis spends on a status read through the store, one at a time and made
 /// at once (the store gathers the reads of one show into one call), against the floor of a
 /// read on the same queue in the same run.

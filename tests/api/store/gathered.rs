@@ -1,4 +1,4 @@
-//! Joins and status reads gathered into one call (issue 21's group commit,
+//! Joins and status reads gathered into one call (group commit,
 //! `src/store/redis/gather.rs`): the joins (or reads) of one show that arrive while the
 //! instance's call of that kind for it is out go together in the next call. Every join still
 //! gets its own answer: a dense sequence number handed out once, its position as rank + 1, one
