@@ -13,7 +13,9 @@ use tokio_util::task::TaskTracker;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::serve::listener::{self, ConnectionLimits};
-use crate::http::{App, AppState, Gateway, Shed, StreamLimits, TokenGuesses};
+use crate::http::{
+    App, AppState, Gateway, Life, Limits, Passes, Shed, Site, StreamLimits, TokenGuesses,
+};
 use crate::hub::{Hub, HubParts};
 use crate::metrics::Metrics;
 use crate::pass::{CHALLENGE_TTL_SECONDS, Keyring, PassCache};
@@ -56,107 +58,9 @@ impl Application {
             arrival_window: config.arrival_window,
         };
         let metrics = Arc::new(Metrics::default());
-        let durability = Durability {
-            replicas: config.redis_wait_replicas,
-            timeout: config.redis_wait_timeout,
-        };
-        if durability.replicas > 0
-            && (config.redis_cluster
-                || config.redis_url.is_none() && config.redis_sentinels.is_none())
-        {
-            anyhow::bail!(
-                "REDIS_WAIT_REPLICAS needs one Redis with replicas (REDIS_URL or REDIS_SENTINELS), not a cluster or the embedded store"
-            );
-        }
-        let store: Arc<dyn QueueStore> = match &config.redis_url {
-            None if config.redis_sentinels.is_some() => {
-                let sentinel = sentinel_settings(&config)?;
-                let failovers = metrics.clone();
-                Arc::new(
-                    RedisStore::connect_sentinel(&sentinel, settings, move |_| {
-                        failovers.redis_failover()
-                    })
-                    .await
-                    .with_context(|| {
-                        format!(
-                            "cannot reach the primary {} through the Sentinels {:?}",
-                            sentinel.master, sentinel.sentinels
-                        )
-                    })?
-                    .with_durability(durability)
-                    .with_gather_window(config.redis_gather_window),
-                )
-            }
-            Some(urls) if config.redis_cluster => {
-                let nodes: Vec<String> = urls.split(',').map(|u| u.trim().to_owned()).collect();
-                Arc::new(
-                    RedisStore::connect_cluster_with(&nodes, settings, config.redis_pubsub)
-                        .await
-                        .with_context(|| format!("cannot reach the Redis Cluster at {urls}"))?
-                        .with_gather_window(config.redis_gather_window),
-                )
-            }
-            Some(url) => Arc::new(
-                RedisStore::connect(url, settings)
-                    .await
-                    .with_context(|| format!("cannot reach Redis at {}", redacted(url)))?
-                    .with_durability(durability)
-                    .with_gather_window(config.redis_gather_window),
-            ),
-            None => {
-                tracing::info!(
-                    "no REDIS_URL: embedded store (one instance, forgets everything on restart)"
-                );
-                Arc::new(MemoryStore::new(settings))
-            }
-        };
-        let admin_token: Arc<str> = match &config.admin_token {
-            Some(t) if !t.trim().is_empty() && t.trim().len() < MIN_ADMIN_TOKEN_LEN => {
-                anyhow::bail!(
-                    "ADMIN_TOKEN must be at least {MIN_ADMIN_TOKEN_LEN} characters: it guards every \
-                 operator call (leave it unset and the server makes a random one)"
-                )
-            }
-            Some(t) if !t.trim().is_empty() => t.trim().into(),
-            _ => {
-                let token = uuid::Uuid::new_v4().simple().to_string();
-                // Printed once, on purpose outside the log filter: the operator needs it.
-                println!("ADMIN_TOKEN not set; operator token for this run: {token}");
-                token.into()
-            }
-        };
-        let mut shared_key = None;
-        let passes = Arc::new(match configured_keys {
-            Some(keys) => keys,
-            None => {
-                // Ours is kept only if the store keeps none yet; every instance signs with the
-                // one kept.
-                let schedule = key_schedule(&config);
-                let (ours, fresh) = (Keyring::new_shared_key(), Keyring::new_shared_key());
-                match store.pass_keys(&ours, &fresh, schedule).await? {
-                    // Whichever instance came first made the key every other one reads.
-                    Some(kept) => {
-                        let keys: Keyring = kept.parse().map_err(|e| {
-                            anyhow::anyhow!("the pass key kept in the store is not one: {e}")
-                        })?;
-                        tracing::info!(
-                            "PASS_KEYS not set: passes and join challenges are signed with the \
-                             key every instance on this store shares"
-                        );
-                        shared_key = Some((kept, schedule));
-                        keys
-                    }
-                    None => {
-                        tracing::warn!(
-                            "PASS_KEYS not set: admission passes and join challenges are signed \
-                             with a random key of this instance only (the embedded store shares \
-                             nothing); edges checking passes need PASS_KEYS"
-                        );
-                        Keyring::generate()
-                    }
-                }
-            }
-        });
+        let store = connect_store(&config, settings, &metrics).await?;
+        let admin_token = admin_token(&config)?;
+        let (passes, shared_key) = pass_keys(&config, configured_keys, store.as_ref()).await?;
         tracing::info!(kids = ?passes.kids(), "admission pass keys (the first signs)");
         // Every task of the server is tracked here and ends with this token.
         let tasks = TaskTracker::new();
@@ -177,58 +81,32 @@ impl Application {
         let listener = TcpListener::bind(config.bind)
             .await
             .with_context(|| format!("cannot listen on {}", config.bind))?;
-        let gateway = match &config.upstream_url {
-            Some(url) => {
-                let g = Gateway::new(
-                    url,
-                    config.protect.as_deref().unwrap_or(""),
-                    config.protect_case,
-                    config.upstream_timeout,
-                )?;
-                tracing::info!(upstream = %url, "gateway mode: other requests go on to the origin");
-                // The hub hears every admission of a guarded show that ends, so that its
-                // passes are refused here at once (on a sharded cluster, only shows listened
-                // to are heard).
-                for show in g.shows() {
-                    store.listen(show).await?;
-                }
-                Some(Arc::new(g))
-            }
-            None => None,
-        };
+        let gateway = gateway(&config, store.as_ref()).await?;
         let shed = Shed::new(config.max_store_calls, metrics.clone());
         let state = AppState::new(App {
             watchdog: Watchdog::new(store.clone(), hub.clone(), metrics.clone()),
             hub,
             store,
             metrics,
-            admin_token,
-            join_rate_limit: config.join_rate_limit,
-            trusted_proxy_hops: config.trusted_proxy_hops,
-            shutdown,
-            tasks,
-            streams: StreamLimits::new(config.max_streams_per_client),
-            token_guesses: TokenGuesses::new(config.operator_token_guesses),
-            public_origin: config.public_url.clone(),
-            passes,
-            pass_cache,
-            gateway,
-            shed,
-        });
-        let limits = ConnectionLimits {
-            header_timeout: config.header_timeout,
-            write_idle: config.upstream_idle_timeout,
-            threads: usize::from(config.serve_threads),
-            max_connections: config.max_connections as usize,
-            reserve_connections: config.reserve_connections as usize,
-            max_per_client: if config.trusted_proxy_hops > 0 {
-                0
-            } else {
-                config
-                    .max_connections_per_client
-                    .unwrap_or(config.max_connections / 2) as usize
+            passes: Passes {
+                keys: passes,
+                cache: pass_cache,
             },
-        };
+            limits: Limits {
+                join_rate: config.join_rate_limit,
+                streams: StreamLimits::new(config.max_streams_per_client),
+                token_guesses: TokenGuesses::new(config.operator_token_guesses),
+                shed,
+            },
+            site: Site {
+                admin_token,
+                public_origin: config.public_url.clone(),
+                trusted_proxy_hops: config.trusted_proxy_hops,
+                gateway,
+            },
+            life: Life { shutdown, tasks },
+        });
+        let limits = connection_limits(&config);
         let instance = format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple());
         Ok(Application {
             listener,
@@ -249,15 +127,15 @@ impl Application {
 
     /// The operator token in force.
     pub fn admin_token(&self) -> &str {
-        &self.state.admin_token
+        &self.state.site.admin_token
     }
 
     /// Serves until `shutdown` is cancelled, then stops the admitter (handing its lease
     /// over), ends every stream and waits for the tasks.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let state = self.state;
-        let tasks = state.tasks.clone();
-        let stop = state.shutdown.clone();
+        let tasks = state.life.tasks.clone();
+        let stop = state.life.shutdown.clone();
         tasks.spawn(state.hub.clone().run());
         // Learn the shows before serving, so a store that already forgot one is noticed.
         if let Err(e) = state.watchdog.check().await {
@@ -282,7 +160,7 @@ impl Application {
         if let Some((keys, schedule)) = self.shared_key {
             tasks.spawn(follow_pass_keys(
                 state.store.clone(),
-                state.passes.clone(),
+                state.passes.keys.clone(),
                 keys,
                 schedule,
                 stop.clone(),
@@ -474,5 +352,171 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = terminate => {},
+    }
+}
+
+/// The store `config` names: Redis through Sentinel, a Redis Cluster, one Redis, or the
+/// embedded store.
+async fn connect_store(
+    config: &Config,
+    settings: StoreSettings,
+    metrics: &Arc<Metrics>,
+) -> anyhow::Result<Arc<dyn QueueStore>> {
+    let durability = Durability {
+        replicas: config.redis_wait_replicas,
+        timeout: config.redis_wait_timeout,
+    };
+    if durability.replicas > 0
+        && (config.redis_cluster || config.redis_url.is_none() && config.redis_sentinels.is_none())
+    {
+        anyhow::bail!(
+            "REDIS_WAIT_REPLICAS needs one Redis with replicas (REDIS_URL or REDIS_SENTINELS), not a cluster or the embedded store"
+        );
+    }
+    let store: Arc<dyn QueueStore> = match &config.redis_url {
+        None if config.redis_sentinels.is_some() => {
+            let sentinel = sentinel_settings(config)?;
+            let failovers = metrics.clone();
+            Arc::new(
+                RedisStore::connect_sentinel(&sentinel, settings, move |_| {
+                    failovers.redis_failover()
+                })
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot reach the primary {} through the Sentinels {:?}",
+                        sentinel.master, sentinel.sentinels
+                    )
+                })?
+                .with_durability(durability)
+                .with_gather_window(config.redis_gather_window),
+            )
+        }
+        Some(urls) if config.redis_cluster => {
+            let nodes: Vec<String> = urls.split(',').map(|u| u.trim().to_owned()).collect();
+            Arc::new(
+                RedisStore::connect_cluster_with(&nodes, settings, config.redis_pubsub)
+                    .await
+                    .with_context(|| format!("cannot reach the Redis Cluster at {urls}"))?
+                    .with_gather_window(config.redis_gather_window),
+            )
+        }
+        Some(url) => Arc::new(
+            RedisStore::connect(url, settings)
+                .await
+                .with_context(|| format!("cannot reach Redis at {}", redacted(url)))?
+                .with_durability(durability)
+                .with_gather_window(config.redis_gather_window),
+        ),
+        None => {
+            tracing::info!(
+                "no REDIS_URL: embedded store (one instance, forgets everything on restart)"
+            );
+            Arc::new(MemoryStore::new(settings))
+        }
+    };
+    Ok(store)
+}
+
+/// The operator token: `ADMIN_TOKEN`, refused when short, or a random one printed once.
+fn admin_token(config: &Config) -> anyhow::Result<Arc<str>> {
+    let token: Arc<str> = match &config.admin_token {
+        Some(t) if !t.trim().is_empty() && t.trim().len() < MIN_ADMIN_TOKEN_LEN => {
+            anyhow::bail!(
+                "ADMIN_TOKEN must be at least {MIN_ADMIN_TOKEN_LEN} characters: it guards every \
+             operator call (leave it unset and the server makes a random one)"
+            )
+        }
+        Some(t) if !t.trim().is_empty() => t.trim().into(),
+        _ => {
+            let token = uuid::Uuid::new_v4().simple().to_string();
+            // Printed once, on purpose outside the log filter: the operator needs it.
+            println!("ADMIN_TOKEN not set; operator token for this run: {token}");
+            token.into()
+        }
+    };
+    Ok(token)
+}
+
+/// The pass keys: `PASS_KEYS`, else the key every instance on the store shares (and how it
+/// rotates), else one of this instance's own.
+async fn pass_keys(
+    config: &Config,
+    configured: Option<Keyring>,
+    store: &dyn QueueStore,
+) -> anyhow::Result<(Arc<Keyring>, Option<(String, KeySchedule)>)> {
+    let mut shared_key = None;
+    let passes = Arc::new(match configured {
+        Some(keys) => keys,
+        None => {
+            // Ours is kept only if the store keeps none yet; every instance signs with the
+            // one kept.
+            let schedule = key_schedule(config);
+            let (ours, fresh) = (Keyring::new_shared_key(), Keyring::new_shared_key());
+            match store.pass_keys(&ours, &fresh, schedule).await? {
+                // Whichever instance came first made the key every other one reads.
+                Some(kept) => {
+                    let keys: Keyring = kept.parse().map_err(|e| {
+                        anyhow::anyhow!("the pass key kept in the store is not one: {e}")
+                    })?;
+                    tracing::info!(
+                        "PASS_KEYS not set: passes and join challenges are signed with the \
+                         key every instance on this store shares"
+                    );
+                    shared_key = Some((kept, schedule));
+                    keys
+                }
+                None => {
+                    tracing::warn!(
+                        "PASS_KEYS not set: admission passes and join challenges are signed \
+                         with a random key of this instance only (the embedded store shares \
+                         nothing); edges checking passes need PASS_KEYS"
+                    );
+                    Keyring::generate()
+                }
+            }
+        }
+    });
+    Ok((passes, shared_key))
+}
+
+/// Gateway mode, when `UPSTREAM_URL` is set; the shows it guards are listened to.
+async fn gateway(config: &Config, store: &dyn QueueStore) -> anyhow::Result<Option<Arc<Gateway>>> {
+    Ok(match &config.upstream_url {
+        Some(url) => {
+            let g = Gateway::new(
+                url,
+                config.protect.as_deref().unwrap_or(""),
+                config.protect_case,
+                config.upstream_timeout,
+            )?;
+            tracing::info!(upstream = %url, "gateway mode: other requests go on to the origin");
+            // The hub hears every admission of a guarded show that ends, so that its
+            // passes are refused here at once (on a sharded cluster, only shows listened
+            // to are heard).
+            for show in g.shows() {
+                store.listen(show).await?;
+            }
+            Some(Arc::new(g))
+        }
+        None => None,
+    })
+}
+
+/// The bounds on connections `config` sets.
+fn connection_limits(config: &Config) -> ConnectionLimits {
+    ConnectionLimits {
+        header_timeout: config.header_timeout,
+        write_idle: config.upstream_idle_timeout,
+        threads: usize::from(config.serve_threads),
+        max_connections: config.max_connections as usize,
+        reserve_connections: config.reserve_connections as usize,
+        max_per_client: if config.trusted_proxy_hops > 0 {
+            0
+        } else {
+            config
+                .max_connections_per_client
+                .unwrap_or(config.max_connections / 2) as usize
+        },
     }
 }

@@ -161,15 +161,16 @@ impl FromRequestParts<AppState> for Operator {
         let client = peer.map(|p| state.client_ip(p, &parts.headers));
         if let Some(client) = client {
             state
+                .limits
                 .token_guesses
                 .check(client)
                 .map_err(AppError::TooManyGuesses)?;
         }
-        if presents_token(&parts.headers, &state.admin_token) {
+        if presents_token(&parts.headers, &state.site.admin_token) {
             Ok(Operator)
         } else {
             if let Some(client) = client {
-                state.token_guesses.wrong(client);
+                state.limits.token_guesses.wrong(client);
             }
             Err(AppError::Unauthorized)
         }

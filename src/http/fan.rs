@@ -7,6 +7,7 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use super::join::JoinRequest;
 use super::page::set_ticket_cookie;
 use super::serve::origin::check_join_post;
 use super::{AppPath, AppState, show_id, ticket_path};
@@ -83,10 +84,12 @@ pub(super) async fn join(
     AppPath(show): AppPath<String>,
 ) -> Result<impl IntoResponse, AppError> {
     let show = show_id(&show)?;
-    check_join_post(&headers, state.public_origin.as_ref())?;
-    let (joined, replayed) = state.join(client.ip(), &headers, &show).await?;
+    check_join_post(&headers, state.site.public_origin.as_ref())?;
+    let client = state.client_ip(client.ip(), &headers);
+    let request = JoinRequest::read(&headers, client)?;
+    let (joined, replayed) = super::join::join(&state, &show, request).await?;
     // A replayed key may answer a ticket admitted since: shown with its pass.
-    let view = Shown::of(&state.passes, &show, joined.ticket, &joined.status).view;
+    let view = Shown::of(&state.passes.keys, &show, joined.ticket, &joined.status).view;
     // The waiting page's first paint shows this ticket's place after a reload.
     let cookie = set_ticket_cookie(&state, &show, Some(joined.ticket));
     // The same Idempotency-Key again: the same ticket, said so (200, not a new 202).
@@ -114,7 +117,7 @@ pub(super) async fn join(
 }
 
 /// `GET …/tickets/{ticketId}`: 200 while waiting or admitted, 410 `LOST` for a ticket whose
-/// place a Redis failover lost (`crate::lineage`; the store's status read says so), 404
+/// place a Redis failover lost (`crate::loss_witness`; the store's status read says so), 404
 /// UNKNOWN otherwise.
 #[utoipa::path(
     get,
@@ -139,7 +142,7 @@ pub(super) async fn status(
 ) -> Result<Response, AppError> {
     let (show, id) = ticket_path(&show, &ticket)?;
     let status = state.store.status(&show, id).await?;
-    let view = Shown::of(&state.passes, &show, id, &status).view;
+    let view = Shown::of(&state.passes.keys, &show, id, &status).view;
     // One read says it all: a place a failover lost is `LOST` in the status itself.
     let code = match view.status {
         TicketStatus::Unknown => StatusCode::NOT_FOUND,
@@ -174,7 +177,10 @@ pub(super) async fn leave(
     let (show, id) = ticket_path(&show, &ticket)?;
     if state.store.leave(&show, id).await? {
         // An admission given back lets its pass through here no more, at once.
-        state.pass_cache.ended([id], crate::clock::wall_ms() / 1000);
+        state
+            .passes
+            .cache
+            .ended([id], crate::clock::wall_ms() / 1000);
         let forget = set_ticket_cookie(&state, &show, None);
         Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, forget)]).into_response())
     } else {
@@ -209,7 +215,7 @@ pub(super) async fn challenge(
     let show = show_id(&show)?;
     let bits = state.store.challenge_bits(&show).await?;
     Ok(Json(Challenge {
-        challenge: state.passes.mint_challenge(&show, wall_ms() / 1000),
+        challenge: state.passes.keys.mint_challenge(&show, wall_ms() / 1000),
         bits,
         expires_in_seconds: CHALLENGE_TTL_SECONDS,
     }))

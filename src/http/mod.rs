@@ -1,5 +1,5 @@
-//! The HTTP faces of the server, one file each, on one shared [`AppState`]: this file holds
-//! the state and the router (the map of every route to its handler).
+//! The HTTP faces of the server, one file each, on one shared [`AppState`] (`state.rs`): this
+//! file holds the router (the map of every route to its handler).
 //!
 //! - the faces: [`fan`] (join, poll, leave), [`sse`], [`ws`], [`orders`] (the gate, the pass
 //!   check, redemption, the JWKS), [`operator`], [`draw`] (the fair start's public record),
@@ -28,16 +28,14 @@ mod page;
 pub(crate) mod serve;
 mod shed;
 mod sse;
+mod state;
 mod ws;
 
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::{Extension, Router};
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi as _;
@@ -45,13 +43,9 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 
 use crate::error::AppError;
-use crate::hub::Hub;
 use crate::metrics::Metrics;
-use crate::model::ShowStats;
-use crate::pass::{Keyring, PassCache, RequireAdmission};
+use crate::pass::{Keyring, RequireAdmission};
 use crate::protocol::routes;
-use crate::store::QueueStore;
-use crate::watchdog::Watchdog;
 
 pub(crate) use console::report_fans;
 pub(crate) use extract::{AppJson, AppPath, Operator, OptionalJson, show_id, ticket_path};
@@ -59,90 +53,10 @@ pub use gateway::{Gateway, GatewayError, GatewayOutcome, ProtectCase};
 pub use serve::{Origin, StreamGuard, StreamLimits, TokenGuesses};
 pub use shed::Shed;
 pub use sse::RETRY_MS as SSE_RETRY_MS;
+pub use state::{App, AppState, Life, Limits, Passes, Site};
 
 /// Request bodies larger than this get 413: an order is a few hundred bytes.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
-
-/// Everything a handler may need: one reference-counted [`App`], so the clone axum makes for
-/// each request's handler and middleware is one counter's increment, not one per part (the
-/// parts cloned one by one were some 4 % of the server's CPU on the join path, measured by
-/// `perf` during `scripts/bench.sh joins embedded`).
-#[derive(Clone)]
-pub struct AppState(Arc<App>);
-
-impl AppState {
-    /// The state every handler shares, made of `app`.
-    pub fn new(app: App) -> Self {
-        AppState(Arc::new(app))
-    }
-}
-
-impl std::ops::Deref for AppState {
-    type Target = App;
-
-    fn deref(&self) -> &App {
-        &self.0
-    }
-}
-
-/// The parts of [`AppState`].
-pub struct App {
-    /// The queue's state (Redis or embedded), shared by every instance on it.
-    pub store: Arc<dyn QueueStore>,
-    /// This instance's fan-out: the streams (SSE, WebSocket) follow tickets through it.
-    pub hub: Hub,
-    /// This instance's Prometheus registry, served at `GET /metrics`.
-    pub metrics: Arc<Metrics>,
-    /// The operator's bearer token: `ADMIN_TOKEN`, or the one drawn at start.
-    pub admin_token: Arc<str>,
-    /// Joins a second per client address, shared across instances by the store; 0: no limit.
-    pub join_rate_limit: u32,
-    /// How many `X-Forwarded-For` entries from the right our own proxies wrote.
-    pub trusted_proxy_hops: usize,
-    /// Cancelled on shutdown: every stream ends cleanly.
-    pub shutdown: CancellationToken,
-    /// Where every background task of the server runs: shutdown waits for them all.
-    pub tasks: TaskTracker,
-    /// The shows this instance knows, and which of them the store lost.
-    pub watchdog: Watchdog,
-    /// Streams open per client address block on this instance (`MAX_STREAMS_PER_CLIENT`).
-    pub streams: StreamLimits,
-    /// `PUBLIC_URL`'s origin: the only one join forms may come from; https makes cookies
-    /// `Secure`.
-    pub public_origin: Option<Origin>,
-    /// Signs and checks admission passes and join challenges (`PASS_KEYS`).
-    pub passes: Arc<Keyring>,
-    /// Passes the store confirmed lately, kept honest by the hub: a guarded request costs
-    /// no signature check and no store read each time.
-    pub pass_cache: Arc<PassCache>,
-    /// Wrong operator tokens per client address block: guessing is slowed to a crawl.
-    pub token_guesses: TokenGuesses,
-    /// Gateway mode (`UPSTREAM_URL`): the origin every other request goes on to.
-    pub gateway: Option<Arc<Gateway>>,
-    /// The bound on the crowd's requests at work at once (`MAX_STORE_CALLS`).
-    pub shed: Shed,
-}
-
-impl AppState {
-    /// Whether fans reach this server over https (`PUBLIC_URL`): cookies are `Secure`.
-    pub(crate) fn public_https(&self) -> bool {
-        self.public_origin.as_ref().is_some_and(Origin::is_https)
-    }
-
-    /// The client's address: the peer, or what our trusted proxies say it was.
-    pub(crate) fn client_ip(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
-        serve::client_ip(peer, headers, self.trusted_proxy_hops)
-    }
-
-    /// The operator's figures of every open show, in show order (one store call per show).
-    pub(crate) async fn open_show_stats(&self) -> Result<Vec<ShowStats>, AppError> {
-        let mut stats = Vec::new();
-        for show in self.store.open_shows().await? {
-            stats.push(self.store.stats(&show).await?);
-        }
-        Ok(stats)
-    }
-}
 
 /// The whole API.
 pub fn router(state: AppState) -> Router {
@@ -154,10 +68,10 @@ pub fn router(state: AppState) -> Router {
 pub(crate) fn service(state: AppState) -> (Router, Option<OwnPaths>) {
     // The gate's signature check runs before the handler; a plain ticket id (or none) goes
     // on to the store's check, as the original's clients send it.
-    let gate = RequireAdmission::new(state.passes.clone());
-    let gateway = state.gateway.is_some();
+    let gate = RequireAdmission::new(state.passes.keys.clone());
+    let gateway = state.site.gateway.is_some();
     let served = openapi::Served::default();
-    let (router, api) = described(&gate, &state.shed, gateway, &served).split_for_parts();
+    let (router, api) = described(&gate, &state.limits.shed, gateway, &served).split_for_parts();
     let own = gateway.then(|| OwnPaths::new(api.paths.paths.keys().map(String::as_str)));
     served.set(api);
     let router = if gateway {

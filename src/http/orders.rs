@@ -98,7 +98,7 @@ pub(super) async fn place(
             if let Some(spent) = spends {
                 // Its pass lets nobody through here any more, at once (elsewhere once the
                 // feed tells).
-                state.pass_cache.ended([spent], wall_ms() / 1000);
+                state.passes.cache.ended([spent], wall_ms() / 1000);
             }
             let location = routes::path(routes::ORDER, "", &order.id.to_string());
             tracing::info!(order = %order.id, show = %order.show_id, "order placed");
@@ -233,22 +233,22 @@ pub(crate) enum Checked {
 pub(crate) async fn check_token(state: &AppState, token: &str) -> Checked {
     let key = PassCache::key(token);
     let now_s = wall_ms() / 1000;
-    if let Some(admission) = state.pass_cache.get(&key, now_s) {
+    if let Some(admission) = state.passes.cache.get(&key, now_s) {
         state.metrics.pass_check(PassCheck::Cached);
         return Checked::Running(admission);
     }
-    let admission = match state.passes.verify_pass(token, now_s) {
+    let admission = match state.passes.keys.verify_pass(token, now_s) {
         Ok(admission) => admission,
         Err(e) => {
             state.metrics.pass_check(PassCheck::Refused);
             return Checked::Refused(e.to_string());
         }
     };
-    let generation = state.pass_cache.generation();
+    let generation = state.passes.cache.generation();
     match still_runs(state, &admission).await {
         PassCheck::Valid | PassCheck::Cached => {
             if let Some(generation) = generation {
-                state.pass_cache.keep(key, admission.clone(), generation);
+                state.passes.cache.keep(key, admission.clone(), generation);
             }
             Checked::Running(admission)
         }
@@ -348,6 +348,7 @@ pub(super) async fn redeem(
     let ticket = if looks_like_pass(value) {
         let admission = state
             .passes
+            .keys
             .verify_pass(value, wall_ms() / 1000)
             .map_err(|e| AppError::Forbidden(e.to_string()))?;
         if admission.show != show {
@@ -365,7 +366,7 @@ pub(super) async fn redeem(
     };
     match state.store.redeem(&show, ticket).await? {
         Redeemed::Now { arrival, .. } => {
-            state.pass_cache.ended([ticket], wall_ms() / 1000);
+            state.passes.cache.ended([ticket], wall_ms() / 1000);
             state.metrics.redeemed(&show);
             tracing::info!(%ticket, arrival, "admission redeemed");
             Ok(Json(Redemption {
@@ -407,7 +408,7 @@ pub(super) async fn jwks(State(state): State<AppState>) -> Response {
             header::CACHE_CONTROL,
             format!("public, max-age={JWKS_MAX_AGE_SECONDS}"),
         )],
-        Json(state.passes.jwks()),
+        Json(state.passes.keys.jwks()),
     )
         .into_response()
 }

@@ -63,7 +63,10 @@ pub(super) async fn events(
     if let Some(from) = resumed_from {
         tracing::debug!(from, "EventSource resuming");
     }
-    let updates = state.hub.follow(&show, id, state.shutdown.clone()).await?;
+    let updates = state
+        .hub
+        .follow(&show, id, state.life.shutdown.clone())
+        .await?;
     let retry = Duration::from_millis(rand::random_range(RETRY_MS.0..=RETRY_MS.1));
     let connected = state.metrics.connected(Transport::Sse);
     let metrics = state.metrics.clone();

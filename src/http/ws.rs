@@ -72,7 +72,12 @@ pub(super) async fn upgrade(
     let slot = state.open_stream(peer.ip(), &headers)?;
     // Boxed: the socket's task would otherwise hold the follower's state twice, once in the
     // closure it is handed and once in the future that closure makes (BENCHMARKS.md §1).
-    let updates = Box::pin(state.hub.follow(&show, id, state.shutdown.clone()).await?);
+    let updates = Box::pin(
+        state
+            .hub
+            .follow(&show, id, state.life.shutdown.clone())
+            .await?,
+    );
     let metrics = state.metrics.clone();
     Ok(ws
         // Fans send nothing but pongs and a close: tungstenite's default 128 KiB read buffer

@@ -23,7 +23,7 @@ pub(crate) async fn report_fans(state: AppState, instance: String) {
     loop {
         tokio::select! {
             _ = every.tick() => {}
-            _ = state.shutdown.cancelled() => break,
+            _ = state.life.shutdown.cancelled() => break,
         }
         let fans = state.hub.fans_by_show();
         match state.store.report_fans(&instance, &fans, REPORT_TTL).await {

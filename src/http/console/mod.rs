@@ -233,7 +233,7 @@ pub(super) async fn stats_events(
     let Query(query) = query.map_err(|r| AppError::Rejected(r.status(), r.body_text()))?;
     let watched = watched(query.shows.as_deref())?;
     let (tx, rx) = mpsc::channel(BUFFERED_SAMPLES);
-    state.tasks.spawn(feed(state.clone(), watched, tx));
+    state.life.tasks.spawn(feed(state.clone(), watched, tx));
     let stream = ReceiverStream::new(rx).map(Ok::<_, Infallible>);
     let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(super::sse::KEEP_ALIVE))
@@ -328,7 +328,7 @@ async fn feed(state: AppState, watched: BTreeSet<ShowId>, tx: mpsc::Sender<Event
                 }
             },
             _ = tx.closed() => return,
-            _ = state.shutdown.cancelled() => return,
+            _ = state.life.shutdown.cancelled() => return,
         }
     }
 }

@@ -37,7 +37,7 @@ pub(crate) async fn forward(
     mut req: Request,
     client: Option<&OriginClient>,
 ) -> Response {
-    let Some(gateway) = state.gateway.as_deref() else {
+    let Some(gateway) = state.site.gateway.as_deref() else {
         return AppError::NotFound("no such resource".into()).into_response();
     };
     let client = client.unwrap_or(gateway.client());
@@ -81,7 +81,7 @@ pub(crate) async fn forward(
             };
             match state.store.redeem(show, signed.ticket).await {
                 Ok(Redeemed::Now { arrival, .. }) => {
-                    state.pass_cache.ended([signed.ticket], wall_ms() / 1000);
+                    state.passes.cache.ended([signed.ticket], wall_ms() / 1000);
                     state.metrics.gateway(GatewayOutcome::Spent);
                     state.metrics.redeemed(show);
                     tracing::info!(%show, ticket = %signed.ticket, arrival, "a purchase path spent its admission");
@@ -155,8 +155,8 @@ pub(crate) async fn forward(
     {
         // Both sides switch once this answer is out: then bytes flow as they come, both ways.
         let origin_side = hyper::upgrade::on(&mut res);
-        let stop = state.shutdown.clone();
-        state.tasks.spawn(async move {
+        let stop = state.life.shutdown.clone();
+        state.life.tasks.spawn(async move {
             match tokio::try_join!(client_side, origin_side) {
                 Ok((fan, origin)) => {
                     let (mut fan, mut origin) = (TokioIo::new(fan), TokioIo::new(origin));
@@ -225,16 +225,20 @@ pub(crate) async fn admitted(state: &AppState, pass: &str) -> Option<Admission> 
 fn signed(state: &AppState, pass: &str) -> Option<Admission> {
     let now_s = wall_ms() / 1000;
     state
-        .pass_cache
+        .passes
+        .cache
         .get(&crate::pass::PassCache::key(pass), now_s)
-        .or_else(|| state.passes.verify_pass(pass, now_s).ok())
+        .or_else(|| state.passes.keys.verify_pass(pass, now_s).ok())
 }
 
 /// Ends `admission` at the origin's word: spent, as a redemption.
 async fn spend(state: &AppState, admission: &Admission) {
     match state.store.redeem(&admission.show, admission.ticket).await {
         Ok(_) => {
-            state.pass_cache.ended([admission.ticket], wall_ms() / 1000);
+            state
+                .passes
+                .cache
+                .ended([admission.ticket], wall_ms() / 1000);
             tracing::info!(show = %admission.show, ticket = %admission.ticket, "the origin revoked a pass")
         }
         Err(e) => {

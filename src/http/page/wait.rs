@@ -16,6 +16,7 @@ use super::{
 };
 use crate::error::AppError;
 use crate::http::AppState;
+use crate::http::join::JoinRequest;
 use crate::http::serve::origin::check_form_post;
 use crate::model::{Paused, ShowId, TicketState, TicketStatus};
 use crate::protocol::{ADMISSION_HEADER, EventName, routes};
@@ -217,7 +218,7 @@ async fn render_wait(
     let status = state.store.status(show, ticket).await?;
     // What the fan is shown, as poll and push answer it: a queue that closed or ended
     // waits for nothing.
-    let view = Shown::of(&state.passes, show, ticket, &status).view;
+    let view = Shown::of(&state.passes.keys, show, ticket, &status).view;
     match view.status {
         TicketStatus::Closed => {
             page.state = "closed";
@@ -335,9 +336,11 @@ pub(crate) async fn join(
     show: Result<Path<String>, PathRejection>,
 ) -> Response {
     let joined = async {
-        check_form_post(&headers, state.public_origin.as_ref())?;
+        check_form_post(&headers, state.site.public_origin.as_ref())?;
         let show = page_show(show)?;
-        let (joined, _) = state.join(client.ip(), &headers, &show).await?;
+        let client = state.client_ip(client.ip(), &headers);
+        let request = JoinRequest::read(&headers, client)?;
+        let (joined, _) = crate::http::join::join(&state, &show, request).await?;
         Ok::<_, AppError>((show, joined.ticket))
     };
     match joined.await {
@@ -431,7 +434,7 @@ const NEEDS_SCRIPT: &str = "To slow bots down, this on-sale asks every browser t
 /// script keeps the ticket in localStorage), and a browser would not let a script overwrite
 /// an `HttpOnly` cookie anyway. It goes only to the show's page; over https, only over https.
 pub(crate) fn set_ticket_cookie(state: &AppState, show: &ShowId, ticket: Option<Uuid>) -> String {
-    let secure = match &state.public_origin {
+    let secure = match &state.site.public_origin {
         Some(origin) if origin.is_https() => "; Secure",
         _ => "",
     };

@@ -8,11 +8,8 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::http::HeaderMap;
-
 use super::client_prefix;
 use crate::error::AppError;
-use crate::http::AppState;
 
 /// The open streams of every client address block, bounded per block.
 #[derive(Clone)]
@@ -92,17 +89,6 @@ impl Drop for StreamGuard {
                 open.remove(&key);
             }
         }
-    }
-}
-
-impl AppState {
-    /// A stream slot for the client behind `peer` (the same address joins are limited by).
-    pub(crate) fn open_stream(
-        &self,
-        peer: IpAddr,
-        headers: &HeaderMap,
-    ) -> Result<StreamGuard, AppError> {
-        self.streams.open(self.client_ip(peer, headers))
     }
 }
 

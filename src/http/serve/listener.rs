@@ -55,7 +55,7 @@ const BUSY_MESSAGE: &str =
 /// How often turned-away connections are reported in the log, at most.
 const OVERLOAD_REPORT_EVERY: Duration = Duration::from_secs(60);
 
-/// Serves `state`'s router on `listener` until `state.shutdown` is cancelled, then drains:
+/// Serves `state`'s router on `listener` until `state.life.shutdown` is cancelled, then drains:
 /// on the caller's runtime when `limits.threads` is 0, else on that many threads of their
 /// own, each a single-threaded runtime accepting from the same socket (as nginx's workers):
 /// a connection and everything it waits for (the origin's answer, in gateway mode) stay on
@@ -123,8 +123,8 @@ async fn accept_loop(
     state: AppState,
     limits: ConnectionLimits,
 ) {
-    let stop = state.shutdown.clone();
-    let operator_token = state.admin_token.clone();
+    let stop = state.life.shutdown.clone();
+    let operator_token = state.site.admin_token.clone();
     let (app, own) = service(state.clone());
     // Gateway mode: requests for the origin's paths skip the router; on a thread of its
     // own, through a pool of origin connections of that thread's.
