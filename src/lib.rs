@@ -46,7 +46,7 @@ pub mod draw;
 pub mod error;
 pub mod http;
 pub mod hub;
-mod lineage;
+mod loss_witness;
 pub mod metrics;
 pub mod model;
 pub mod pass;

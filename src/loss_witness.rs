@@ -1,4 +1,4 @@
-//! Noticing a failover that lost writes, and mending what it left.
+//! The loss witness: noticing a failover that lost writes, and mending what it left.
 //!
 //! A replica promoted after its primary died may lack the last writes (replication is
 //! asynchronous; `REDIS_WAIT_REPLICAS` closes that gap, at a cost). The store then comes back
@@ -9,7 +9,7 @@
 //!
 //! So every instance remembers, per show and epoch, the highest arrival number it saw and the
 //! tickets it handed out lately (the only ones a failover can lose: replication lags by
-//! seconds, not minutes). Once a second the watchdog compares ([`Lineage::check`]); when the
+//! seconds, not minutes). Once a second the watchdog compares ([`LossWitness::check`]); when the
 //! store's counter is lower, or when the counter is at least as high but another instance has
 //! mended this show since (its audit's `lost` record, seen as a raise of the counter past
 //! ours), the store is mended ([`crate::store::Lineage::mend`]): the counter raised past every
@@ -97,7 +97,7 @@ impl Seen {
 
 /// Per show, what this instance saw. Cheap to clone.
 #[derive(Clone)]
-pub(crate) struct Lineage {
+pub(crate) struct LossWitness {
     store: Arc<dyn Store>,
     metrics: Arc<Metrics>,
     seen: Arc<Mutex<BTreeMap<ShowId, Seen>>>,
@@ -105,9 +105,9 @@ pub(crate) struct Lineage {
     woken: Arc<tokio::sync::Notify>,
 }
 
-impl Lineage {
+impl LossWitness {
     pub(crate) fn new(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> Self {
-        Lineage {
+        LossWitness {
             store,
             metrics,
             seen: Arc::default(),
@@ -320,20 +320,20 @@ mod tests {
     #[tokio::test]
     async fn a_counter_gone_back_is_raised_past_every_number_seen_and_our_lost_tickets_named() {
         let fake = Arc::new(Fake::default());
-        let lineage = Lineage::new(fake.clone(), Arc::new(Metrics::default()));
+        let witness = LossWitness::new(fake.clone(), Arc::new(Metrics::default()));
         let show: ShowId = "s".parse().unwrap();
-        lineage.check(&show).await.unwrap();
+        witness.check(&show).await.unwrap();
         let tickets: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
         let now = Instant::now();
         for (i, t) in tickets.iter().enumerate() {
-            lineage.joined(&show, 7, i as u64 + 1, *t, now);
+            witness.joined(&show, 7, i as u64 + 1, *t, now);
         }
         *fake.counter.lock().unwrap() = 5;
-        lineage.check(&show).await.unwrap();
+        witness.check(&show).await.unwrap();
         assert!(fake.mends.lock().unwrap().is_empty(), "nothing lost");
         // A failover: the store says 3 where we handed out 5.
         *fake.counter.lock().unwrap() = 3;
-        let lost = lineage.check(&show).await.unwrap();
+        let lost = witness.check(&show).await.unwrap();
         assert_eq!(
             lost,
             tickets[3..].to_vec(),
@@ -345,38 +345,38 @@ mod tests {
             "raised to 5, tickets 4 and 5 named"
         );
         // Mended: the next check finds nothing more.
-        assert!(lineage.check(&show).await.unwrap().is_empty());
+        assert!(witness.check(&show).await.unwrap().is_empty());
         assert_eq!(fake.mends.lock().unwrap().len(), 1);
     }
 
     #[tokio::test]
     async fn a_number_handed_out_again_is_a_counter_gone_back_even_once_joins_overtook_it() {
         let fake = Arc::new(Fake::default());
-        let lineage = Lineage::new(fake.clone(), Arc::new(Metrics::default()));
+        let witness = LossWitness::new(fake.clone(), Arc::new(Metrics::default()));
         let show: ShowId = "s".parse().unwrap();
-        lineage.check(&show).await.unwrap();
+        witness.check(&show).await.unwrap();
         let old: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
         let t0 = Instant::now();
         for (i, t) in old.iter().enumerate() {
-            lineage.joined(&show, 7, i as u64 + 1, *t, t0);
+            witness.joined(&show, 7, i as u64 + 1, *t, t0);
         }
         // Handlers answering out of order, within milliseconds: no proof of anything.
-        lineage.joined(&show, 7, 4, Uuid::new_v4(), t0 + Duration::from_millis(3));
+        witness.joined(&show, 7, 4, Uuid::new_v4(), t0 + Duration::from_millis(3));
         *fake.counter.lock().unwrap() = 5;
-        lineage.check(&show).await.unwrap();
+        witness.check(&show).await.unwrap();
         assert!(fake.mends.lock().unwrap().is_empty(), "nothing lost");
         // A failover left the counter at 3; two seconds on, joins here are handed 4, 5 and 6
         // again, so the counter is past what we saw by the time the check looks.
         let later = t0 + REORDER * 4;
         let new: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
         for (i, t) in new.iter().enumerate() {
-            lineage.joined(&show, 7, i as u64 + 4, *t, later);
+            witness.joined(&show, 7, i as u64 + 4, *t, later);
         }
         *fake.counter.lock().unwrap() = 6;
-        tokio::time::timeout(Duration::from_secs(1), lineage.woken())
+        tokio::time::timeout(Duration::from_secs(1), witness.woken())
             .await
             .expect("the check is woken at once");
-        let lost = lineage.check(&show).await.unwrap();
+        let lost = witness.check(&show).await.unwrap();
         // Every ticket of ours from 4 on is named (the store marks those it no longer holds:
         // the old 4 and 5, not the new ones waiting), and the counter stays past 6.
         let mends = fake.mends.lock().unwrap().clone();
@@ -392,22 +392,22 @@ mod tests {
     async fn after_a_failover_it_followed_the_tickets_handed_out_just_before_are_checked() {
         let fake = Arc::new(Fake::default());
         let metrics = Arc::new(Metrics::default());
-        let lineage = Lineage::new(fake.clone(), metrics.clone());
+        let witness = LossWitness::new(fake.clone(), metrics.clone());
         let show: ShowId = "s".parse().unwrap();
-        lineage.check(&show).await.unwrap();
+        witness.check(&show).await.unwrap();
         let now = Instant::now();
         let long_ago = now.checked_sub(SUSPECT_FOR * 2).unwrap();
         let (old, recent) = (Uuid::new_v4(), Uuid::new_v4());
-        lineage.joined(&show, 7, 1, old, long_ago);
-        lineage.joined(&show, 7, 2, recent, now);
+        witness.joined(&show, 7, 1, old, long_ago);
+        witness.joined(&show, 7, 2, recent, now);
         *fake.counter.lock().unwrap() = 2;
-        lineage.check(&show).await.unwrap();
+        witness.check(&show).await.unwrap();
         assert!(fake.mends.lock().unwrap().is_empty(), "nothing lost");
         // The counter says nothing is missing, but this instance followed the primary to
         // another node: what it handed out just before is checked, once.
         metrics.redis_failover();
-        lineage.check(&show).await.unwrap();
-        lineage.check(&show).await.unwrap();
+        witness.check(&show).await.unwrap();
+        witness.check(&show).await.unwrap();
         let mends = fake.mends.lock().unwrap().clone();
         assert_eq!(mends, vec![(2, vec![recent])]);
     }
@@ -415,19 +415,19 @@ mod tests {
     #[tokio::test]
     async fn numbers_starting_over_in_a_new_incarnation_prove_nothing() {
         let fake = Arc::new(Fake::default());
-        let lineage = Lineage::new(fake.clone(), Arc::new(Metrics::default()));
+        let witness = LossWitness::new(fake.clone(), Arc::new(Metrics::default()));
         let show: ShowId = "s".parse().unwrap();
         // Joins before any check, under an epoch the store then forgot (flushed, re-opened).
         let t0 = Instant::now();
         for seq in 1..=5 {
-            lineage.joined(&show, 3, seq, Uuid::new_v4(), t0);
+            witness.joined(&show, 3, seq, Uuid::new_v4(), t0);
         }
         // The re-opened show (epoch 7, the fake's) hands out 1 and 2 again, much later.
         let fresh = Uuid::new_v4();
-        lineage.joined(&show, 7, 1, fresh, t0 + REORDER * 4);
-        lineage.joined(&show, 7, 2, Uuid::new_v4(), t0 + REORDER * 4);
+        witness.joined(&show, 7, 1, fresh, t0 + REORDER * 4);
+        witness.joined(&show, 7, 2, Uuid::new_v4(), t0 + REORDER * 4);
         *fake.counter.lock().unwrap() = 2;
-        assert!(lineage.check(&show).await.unwrap().is_empty());
+        assert!(witness.check(&show).await.unwrap().is_empty());
         assert!(fake.mends.lock().unwrap().is_empty(), "nothing mended");
     }
 }

@@ -10,7 +10,7 @@
 //! shows it until an operator re-opens the show deliberately.
 //!
 //! The same pass asks whether a failover lost the show's last writes (a counter gone back:
-//! `crate::lineage`), and mends the store when it did, telling the hub which of its fans'
+//! `crate::loss_witness`), and mends the store when it did, telling the hub which of its fans'
 //! places were lost.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::Hub;
-use crate::lineage::Lineage;
+use crate::loss_witness::LossWitness;
 use crate::metrics::{Metrics, StoreCaller};
 use crate::model::ShowId;
 use crate::store::{Indexed, QueueStore, ShowMeta, Shows};
@@ -41,14 +41,14 @@ struct Inner {
     /// Show → the epoch last seen, and whether it was lost.
     known: Mutex<BTreeMap<ShowId, (u64, bool)>>,
     /// What this instance saw of each show's arrivals, to notice writes a failover lost.
-    lineage: Lineage,
+    witness: LossWitness,
 }
 
 impl Watchdog {
     pub fn new(store: Arc<dyn QueueStore>, hub: Hub, metrics: Arc<Metrics>) -> Self {
         Watchdog {
             inner: Arc::new(Inner {
-                lineage: Lineage::new(store.clone(), metrics.clone()),
+                witness: LossWitness::new(store.clone(), metrics.clone()),
                 store,
                 hub,
                 metrics,
@@ -76,12 +76,12 @@ impl Watchdog {
     /// check at once).
     pub fn joined(&self, show: &ShowId, epoch: u64, seq: u64, ticket: uuid::Uuid) {
         let now = std::time::Instant::now();
-        self.inner.lineage.joined(show, epoch, seq, ticket, now);
+        self.inner.witness.joined(show, epoch, seq, ticket, now);
     }
 
     /// An operator deleted `show`.
     pub fn forget(&self, show: &ShowId) {
-        self.inner.lineage.forget(show);
+        self.inner.witness.forget(show);
         self.known().remove(show);
         self.inner.metrics.forget_lost(show);
     }
@@ -126,7 +126,7 @@ impl Watchdog {
             let whole = now.as_ref().is_some_and(|m| !m.lost);
             self.update(&show, known, now);
             if whole {
-                let lost = self.inner.lineage.check(&show).await?;
+                let lost = self.inner.witness.check(&show).await?;
                 // Their fans following here are told now, not when the queue reaches them.
                 self.inner.hub.lost(&show, &lost);
             }
@@ -160,7 +160,7 @@ impl Watchdog {
                 _ = every.tick() => {}
                 // A join proved a counter went back: mend now, before more joins are handed
                 // numbers lost tickets held.
-                _ = self.inner.lineage.woken() => {}
+                _ = self.inner.witness.woken() => {}
                 _ = shutdown.cancelled() => return,
             }
             let checked = self.check().await;

@@ -466,7 +466,7 @@ impl Hub {
     }
 
     /// `tickets` of `show` lost their place in a failover (this instance's mend of the store
-    /// marked them, see `crate::lineage`): the streams here that follow one are pushed `unknown`
+    /// marked them, see `crate::loss_witness`): the streams here that follow one are pushed `unknown`
     /// saying `LOST` now, and let go. No store call: the mend's answer said so. Streams of
     /// lost tickets this instance did not hand out are told when the queue passes their place
     /// (the admission the hub then asks the store to confirm is answered LOST).

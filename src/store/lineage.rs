@@ -2,7 +2,7 @@
 //!
 //! Replication is asynchronous: a replica promoted after its primary died may lack the last
 //! writes, so a show's arrival counter can come back lower than the numbers instances already
-//! handed out, and tickets fans were given are simply gone. The watchdog (`crate::lineage`)
+//! handed out, and tickets fans were given are simply gone. The watchdog (`crate::loss_witness`)
 //! notices it from what this instance saw; the store then raises the counter past every number
 //! handed out (so none is handed out twice), marks the tickets it knew and lost (so their fans
 //! are told, not answered a bare UNKNOWN: the store's status read answers

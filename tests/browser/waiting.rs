@@ -276,7 +276,7 @@ async fn a_place_a_failover_lost_is_said_so_whichever_way_the_page_follows() {
             let ticket = stored_ticket(&client, &show).await.unwrap();
 
             // What mending a failover that lost writes leaves of a ticket: gone from the
-            // queue, marked lost (src/lineage.rs). Its poll answers 410 LOST, which the page
+            // queue, marked lost (src/loss_witness.rs). Its poll answers 410 LOST, which the page
             // must take as the answer it is, not as a failure to retry for ever.
             let mut redis = redis.clone();
             let _: () = ::redis::pipe()
