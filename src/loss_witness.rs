@@ -124,8 +124,15 @@ impl LossWitness {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A join here handed out `ticket` with arrival number `seq` under `epoch`, at `now`.
-    pub(crate) fn joined(&self, show: &ShowId, epoch: u64, seq: u64, ticket: Uuid, now: Instant) {
+    /// A join here handed out `ticket` with arrival number `arrival` under `epoch`, at `now`.
+    pub(crate) fn joined(
+        &self,
+        show: &ShowId,
+        epoch: u64,
+        arrival: u64,
+        ticket: Uuid,
+        now: Instant,
+    ) {
         let mut seen = self.seen();
         // Every join passes here: the show's name is cloned only the first time.
         if !seen.contains_key(show) {
@@ -144,16 +151,16 @@ impl LossWitness {
             }
         }
         let same_epoch = s.epoch == 0 || s.epoch == epoch;
-        if !s.saw(seq, now)
+        if !s.saw(arrival, now)
             && same_epoch
             && s.high_at
                 .is_some_and(|at| now.saturating_duration_since(at) > REORDER)
         {
             // The counter handed out again a number given long enough ago: it went back.
-            s.regressed = Some(s.regressed.map_or(seq, |r| r.min(seq)));
+            s.regressed = Some(s.regressed.map_or(arrival, |r| r.min(arrival)));
             self.woken.notify_one();
         }
-        s.recent.push_back((seq, ticket, now));
+        s.recent.push_back((arrival, ticket, now));
         while s.recent.len() > REMEMBER_AT_MOST
             || s.recent
                 .front()
@@ -200,7 +207,11 @@ impl LossWitness {
                 } else {
                     VecDeque::new()
                 };
-                let joined = recent.iter().map(|&(seq, _, _)| seq).max().unwrap_or(0);
+                let joined = recent
+                    .iter()
+                    .map(|&(arrival, _, _)| arrival)
+                    .max()
+                    .unwrap_or(0);
                 *s = Seen {
                     epoch,
                     recent,
@@ -222,7 +233,7 @@ impl LossWitness {
             };
             // A join here was handed a number again: the counter went back below it, even
             // if joins since took it past what we saw.
-            let regressed = s.regressed.take().map(|seq| seq.saturating_sub(1));
+            let regressed = s.regressed.take().map(|arrival| arrival.saturating_sub(1));
             // This instance followed a failover since: what it handed out just before may
             // have gone with the old primary.
             let suspect = if followed > s.failovers {
@@ -231,7 +242,7 @@ impl LossWitness {
                 s.recent
                     .iter()
                     .filter(|&&(_, _, at)| since.is_none_or(|since| at >= since))
-                    .map(|&(seq, _, _)| seq.saturating_sub(1))
+                    .map(|&(arrival, _, _)| arrival.saturating_sub(1))
                     .min()
             } else {
                 None
@@ -250,7 +261,7 @@ impl LossWitness {
             let tickets: Vec<Uuid> = s
                 .recent
                 .iter()
-                .filter(|&&(seq, _, _)| seq > above)
+                .filter(|&&(arrival, _, _)| arrival > above)
                 .map(|&(_, t, _)| t)
                 .collect();
             s.saw(counter, Instant::now());
@@ -419,8 +430,8 @@ mod tests {
         let show: ShowId = "s".parse().unwrap();
         // Joins before any check, under an epoch the store then forgot (flushed, re-opened).
         let t0 = Instant::now();
-        for seq in 1..=5 {
-            witness.joined(&show, 3, seq, Uuid::new_v4(), t0);
+        for arrival in 1..=5 {
+            witness.joined(&show, 3, arrival, Uuid::new_v4(), t0);
         }
         // The re-opened show (epoch 7, the fake's) hands out 1 and 2 again, much later.
         let fresh = Uuid::new_v4();

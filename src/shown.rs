@@ -99,7 +99,7 @@ mod tests {
         Status {
             state,
             epoch: 3,
-            seq: None,
+            arrival: None,
             pace,
             version: 41,
         }

@@ -71,12 +71,12 @@ impl Watchdog {
         }
     }
 
-    /// A join here handed out `ticket` with arrival number `seq` under `epoch` (remembered for
+    /// A join here handed out `ticket` with arrival number `arrival` under `epoch` (remembered for
     /// a while, to tell its fan if a failover loses it; a number handed out again wakes the
     /// check at once).
-    pub fn joined(&self, show: &ShowId, epoch: u64, seq: u64, ticket: uuid::Uuid) {
+    pub fn joined(&self, show: &ShowId, epoch: u64, arrival: u64, ticket: uuid::Uuid) {
         let now = std::time::Instant::now();
-        self.inner.witness.joined(show, epoch, seq, ticket, now);
+        self.inner.witness.joined(show, epoch, arrival, ticket, now);
     }
 
     /// An operator deleted `show`.

@@ -79,7 +79,7 @@ pub(crate) async fn join(
         state.metrics.joined(show);
         state
             .watchdog
-            .joined(show, joined.status.epoch, joined.seq, joined.ticket);
+            .joined(show, joined.status.epoch, joined.arrival, joined.ticket);
     }
     Ok((joined, replayed))
 }

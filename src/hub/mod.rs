@@ -3,7 +3,7 @@
 //!
 //! For each show with fans connected here the hub mirrors the small state the store publishes
 //! (`head`, the early leavers above it, the rate, a version). A waiting fan's position is
-//! `seq - head - |left ∩ (head, seq)|`, its rank + 1 in the store at the same version; walking
+//! `arrival - head - |left ∩ (head, arrival)|`, its rank + 1 in the store at the same version; walking
 //! the fans in sequence order alongside the leavers recomputes all of them in
 //! O(fans + leavers) per event.
 //!
@@ -390,7 +390,7 @@ impl Hub {
         let (rx, guard) = match status {
             Status {
                 state: TicketState::Waiting { .. } | TicketState::PreQueue { .. },
-                seq: Some(seq),
+                arrival: Some(arrival),
                 epoch,
                 ..
             } if first.event == EventName::Waiting => {
@@ -399,7 +399,7 @@ impl Hub {
                 if let Err(e) = self.inner.feed.listen(show).await {
                     tracing::warn!(%show, error = %e, "cannot listen to a show; resubscribing");
                 }
-                let (rx, guard) = self.register(show, ticket, seq, epoch, first.clone());
+                let (rx, guard) = self.register(show, ticket, arrival, epoch, first.clone());
                 (Some(rx), Some(guard))
             }
             _ => (None, None),
@@ -419,7 +419,7 @@ impl Hub {
         &self,
         name: &ShowId,
         ticket: Uuid,
-        seq: u64,
+        arrival: u64,
         epoch: u64,
         first: Shown,
     ) -> (watch::Receiver<Shown>, FanGuard) {
@@ -433,14 +433,14 @@ impl Hub {
         });
         // One ticket, a few streams (a page open in two tabs and a phone): the newest
         // replaces the oldest, whose stream ends.
-        let streams = show.streams_of(seq);
+        let streams = show.streams_of(arrival);
         if streams.len() >= STREAMS_PER_TICKET {
             for key in &streams[..=streams.len() - STREAMS_PER_TICKET] {
                 show.fans.remove(key);
             }
         }
         show.fans.insert(
-            (seq, id),
+            (arrival, id),
             Fan {
                 ticket,
                 epoch,
@@ -460,7 +460,7 @@ impl Hub {
         let guard = FanGuard {
             hub: self.clone(),
             show: name.clone(),
-            key: (seq, id),
+            key: (arrival, id),
         };
         (rx, guard)
     }
@@ -488,7 +488,7 @@ impl Hub {
             let status = Status {
                 state: TicketState::Lost,
                 epoch: fan.epoch,
-                seq: None,
+                arrival: None,
                 pace,
                 version: fan.tx.borrow().version,
             };

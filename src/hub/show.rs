@@ -108,8 +108,8 @@ impl Mirror {
         self.ttl_ms = e.ttl_ms;
         match e.kind {
             EventKind::Leave => {
-                if let Some(seq) = e.left {
-                    self.left.insert(seq);
+                if let Some(arrival) = e.left {
+                    self.left.insert(arrival);
                 }
             }
             EventKind::Tick => self.left = self.left.split_off(&(self.head + 1)),
@@ -130,10 +130,10 @@ impl ShowFans {
         }
     }
 
-    /// The connections following the ticket with sequence `seq`, oldest first.
-    pub(super) fn streams_of(&self, seq: u64) -> Vec<(u64, u64)> {
+    /// The connections following the ticket with arrival number `arrival`, oldest first.
+    pub(super) fn streams_of(&self, arrival: u64) -> Vec<(u64, u64)> {
         self.fans
-            .range((seq, 0)..=(seq, u64::MAX))
+            .range((arrival, 0)..=(arrival, u64::MAX))
             .map(|(&key, _)| key)
             .collect()
     }
@@ -209,7 +209,7 @@ impl ShowFans {
             let status = Status {
                 state,
                 epoch: m.epoch,
-                seq: None,
+                arrival: None,
                 pace: m.pace,
                 version: m.version,
             };

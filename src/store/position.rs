@@ -1,16 +1,16 @@
 //! Position arithmetic, written once: the embedded store answers polls with it, and the hub
 //! pushes every fan the same number from its mirror of the show.
 
-/// Where the waiting ticket with sequence `seq` stands (1: admitted next), without walking
+/// Where the waiting ticket with arrival number `arrival` stands (1: admitted next), without walking
 /// the queue: every ticket up to `head` (the highest sequence ever admitted) is gone, and so
 /// are the `left_below` tickets between `head` and `seq` that left early, i.e.
-/// `|left ∩ (head, seq)|`. This is the ticket's rank + 1 in the queue, which is what the
+/// `|left ∩ (head, arrival)|`. This is the ticket's rank + 1 in the queue, which is what the
 /// Redis store answers with `ZRANK`.
 ///
 /// The hub walks its fans in sequence order and passes a running count of the leavers below
 /// each; the embedded store counts them in its `left` set.
-pub fn position(seq: u64, head: u64, left_below: u64) -> u64 {
-    seq - head - left_below
+pub fn position(arrival: u64, head: u64, left_below: u64) -> u64 {
+    arrival - head - left_below
 }
 
 #[cfg(test)]
@@ -26,9 +26,13 @@ mod tests {
         let head = 4;
         let left: BTreeSet<u64> = [6, 7, 10].into();
         let waiting: Vec<u64> = (head + 1..=12).filter(|s| !left.contains(s)).collect();
-        for (rank, &seq) in waiting.iter().enumerate() {
-            let below = left.range(head + 1..seq).count() as u64;
-            assert_eq!(position(seq, head, below), rank as u64 + 1, "seq {seq}");
+        for (rank, &arrival) in waiting.iter().enumerate() {
+            let below = left.range(head + 1..arrival).count() as u64;
+            assert_eq!(
+                position(arrival, head, below),
+                rank as u64 + 1,
+                "arrival {arrival}"
+            );
         }
     }
 

@@ -53,7 +53,7 @@ pub struct Status {
     /// The show's epoch this answer belongs to.
     pub epoch: u64,
     /// The ticket's arrival sequence while it waits.
-    pub seq: Option<u64>,
+    pub arrival: Option<u64>,
     /// How fast the show's queue moves, for the ETA.
     pub pace: Pace,
     /// The show's version this answer was read at.
@@ -66,7 +66,7 @@ pub struct Joined {
     /// The ticket handed out (or the one an `Idempotency-Key` already held).
     pub ticket: Uuid,
     /// Its arrival sequence in the show's queue.
-    pub seq: u64,
+    pub arrival: u64,
     /// Where it stands right after the join.
     pub status: Status,
 }

@@ -79,7 +79,7 @@ impl Draws for MemoryStore {
             return Ok(Closing::Fenced);
         }
         s.fence = fence;
-        let seq = s.seq;
+        let seq = s.arrival;
         let Some(d) = s.schedule.as_mut() else {
             return Ok(Closing::NotScheduled);
         };
@@ -201,7 +201,7 @@ fn check_schedule(show: &ShowId, s: &Show, schedule: &Schedule) -> Result<()> {
             Some(Refused::Closed)
         } else if d.is_none() && s.is_open() {
             Some(Refused::Open)
-        } else if d.is_none() && s.seq > 0 {
+        } else if d.is_none() && s.arrival > 0 {
             Some(Refused::Joined)
         } else {
             None

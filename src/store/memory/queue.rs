@@ -43,7 +43,7 @@ impl Queue for MemoryStore {
         Ok(Status {
             state,
             epoch: s.epoch,
-            seq,
+            arrival: seq,
             pace: s.pace(&self.settings, now),
             version: s.version,
         })
@@ -241,11 +241,11 @@ impl MemoryStore {
             if state != TicketState::Unknown {
                 let joined = Joined {
                     ticket: kept,
-                    seq: seq.unwrap_or(0),
+                    arrival: seq.unwrap_or(0),
                     status: Status {
                         state,
                         epoch: s.epoch,
-                        seq,
+                        arrival: seq,
                         pace: s.pace(&self.settings, now),
                         version: s.version,
                     },
@@ -275,19 +275,19 @@ impl MemoryStore {
             s.idem.insert(key.to_owned(), ticket);
         }
 
-        s.seq += 1;
-        let seq = s.seq;
+        s.arrival += 1;
+        let seq = s.arrival;
         s.queue.insert(seq, ticket);
         s.seq_of.insert(ticket, seq);
         let (state, _) = s.state(ticket, now);
         Ok((
             Joined {
                 ticket,
-                seq,
+                arrival: seq,
                 status: Status {
                     state,
                     epoch: s.epoch,
-                    seq: Some(seq),
+                    arrival: Some(seq),
                     pace: s.pace(&self.settings, now),
                     version: s.version,
                 },

@@ -23,7 +23,7 @@ pub(super) struct Show {
     /// Seats for sale.
     pub(super) stock: Option<u64>,
     /// The last sequence handed out.
-    pub(super) seq: u64,
+    pub(super) arrival: u64,
     /// The highest sequence ever admitted.
     pub(super) head: u64,
     pub(super) version: u64,
@@ -105,7 +105,7 @@ impl Show {
             end_reason: None,
             settings: Default::default(),
             stock: None,
-            seq: 0,
+            arrival: 0,
             head: 0,
             version: 0,
             rate: None,

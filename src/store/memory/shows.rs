@@ -210,7 +210,7 @@ impl Shows for MemoryStore {
             admitted_valid: s.active(now),
             admit_per_second: s.configured_rate(&self.settings),
             max_active_buyers: s.cap(&self.settings),
-            joined: s.seq,
+            joined: s.arrival,
             join_challenge_bits: s.challenge_bits,
             settings: s.settings.clone(),
         })

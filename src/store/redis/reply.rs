@@ -135,7 +135,7 @@ impl TicketReply {
     /// (one place for both replies that tell a ticket where it stands: status and join).
     fn status(self, epoch: u64, pace: Pace, version: u64) -> Status {
         Status {
-            seq: self.arrival(),
+            arrival: self.arrival(),
             state: self.into(),
             epoch,
             pace,
@@ -277,7 +277,7 @@ impl JoinReply {
             let status = standing.status(epoch, pace, version);
             Ok(Joined {
                 ticket,
-                seq: status.seq.unwrap_or(0),
+                arrival: status.arrival.unwrap_or(0),
                 status,
             })
         };
@@ -713,19 +713,22 @@ mod tests {
         let answers = r.answers(&show(), &tickets).unwrap();
         let (joined, replayed) = answers[0].as_ref().unwrap();
         assert_eq!(
-            (joined.ticket, joined.seq, *replayed),
+            (joined.ticket, joined.arrival, *replayed),
             (tickets[0], 3, false)
         );
         assert_eq!((joined.status.epoch, joined.status.version), (42, 7));
         assert!(matches!(answers[1], Err(StoreError::ProofSpent)));
         let (kept_one, replayed) = answers[2].as_ref().unwrap();
-        assert_eq!((kept_one.ticket, kept_one.seq, *replayed), (kept, 0, true));
+        assert_eq!(
+            (kept_one.ticket, kept_one.arrival, *replayed),
+            (kept, 0, true)
+        );
         assert!(matches!(answers[3], Err(StoreError::Ended(_))));
         let (pre, _) = answers[4].as_ref().unwrap();
-        assert_eq!(pre.seq, 4);
+        assert_eq!(pre.arrival, 4);
         let (last, _) = answers[5].as_ref().unwrap();
         assert_eq!(
-            (last.seq, last.status.state),
+            (last.arrival, last.status.state),
             (
                 5,
                 TicketState::Waiting {

@@ -38,7 +38,7 @@ async fn a_leader_lost_mid_draw_neither_draws_twice_nor_loses_a_fan(backend: Bac
     assert_eq!(participants, 50);
     // A fan joining meanwhile queues behind the pre-queue.
     let late = s.join(&sh).await.unwrap();
-    assert_eq!(late.seq, 51);
+    assert_eq!(late.arrival, 51);
     // Leader 2 takes over and finishes the very same draw.
     assert!(
         waiting_room::admitter::open_scheduled(s.as_ref(), &sh, 2)

@@ -93,13 +93,13 @@ async fn joins_at_once_take_dense_sequences_and_their_ranks(backend: Backend) {
     }
     let joined: Vec<Joined> = answers.into_iter().map(|a| a.unwrap().0).collect();
     // Sequences handed out once each, dense after the first five, in the order of the joins.
-    let seqs: Vec<u64> = joined.iter().map(|j| j.seq).collect();
+    let seqs: Vec<u64> = joined.iter().map(|j| j.arrival).collect();
     assert_eq!(seqs, (6..=105).collect::<Vec<_>>());
     for j in &joined {
         let (position, arrival) = waiting(j);
-        assert_eq!(arrival, j.seq);
+        assert_eq!(arrival, j.arrival);
         // Three of the first five still wait ahead: rank + 1 in the queue.
-        assert_eq!(position, j.seq - 2, "seq {}", j.seq);
+        assert_eq!(position, j.arrival - 2, "seq {}", j.arrival);
         assert_eq!(s.status(&sh, j.ticket).await.unwrap().state, j.status.state);
     }
     let tickets: std::collections::HashSet<Uuid> = joined.iter().map(|j| j.ticket).collect();
@@ -146,16 +146,16 @@ async fn concurrent_joins_with_and_without_keys_each_get_one_place(backend: Back
         let (first, _) = fresh[0];
         for (j, _) in answers {
             assert_eq!(j.ticket, first.ticket, "{key}: one ticket");
-            assert_eq!(j.seq, first.seq, "{key}: one place");
+            assert_eq!(j.arrival, first.arrival, "{key}: one place");
         }
-        assert!(places.insert(first.seq, first.ticket).is_none());
+        assert!(places.insert(first.arrival, first.ticket).is_none());
     }
     assert_eq!(unkeyed.len(), 300);
     for j in &unkeyed {
         assert!(
-            places.insert(j.seq, j.ticket).is_none(),
+            places.insert(j.arrival, j.ticket).is_none(),
             "seq {} twice",
-            j.seq
+            j.arrival
         );
     }
     let n = places.len() as u64;
@@ -168,11 +168,11 @@ async fn concurrent_joins_with_and_without_keys_each_get_one_place(backend: Back
     // Nobody left or was admitted: every place is its arrival, as each join answered it.
     for answers in by_key.values() {
         for (j, _) in answers {
-            assert_eq!(waiting(j), (j.seq, j.seq));
+            assert_eq!(waiting(j), (j.arrival, j.arrival));
         }
     }
     for j in &unkeyed {
-        assert_eq!(waiting(j), (j.seq, j.seq));
+        assert_eq!(waiting(j), (j.arrival, j.arrival));
     }
     for (&seq, &ticket) in places.iter().step_by(7) {
         assert_eq!(
@@ -226,7 +226,7 @@ async fn a_spent_proof_is_refused_and_the_others_of_its_call_go_in(backend: Back
     if let Some(n) = calls(&redis).await {
         assert_eq!(n, 1, "the seven joins went in one call");
     }
-    let seq = |a: &Answer| a.as_ref().map(|(j, _)| j.seq).ok();
+    let seq = |a: &Answer| a.as_ref().map(|(j, _)| j.arrival).ok();
     assert_eq!(seq(&answers[0]), Some(2));
     assert!(
         matches!(answers[1], Err(StoreError::ProofSpent)),
@@ -253,7 +253,7 @@ async fn a_spent_proof_is_refused_and_the_others_of_its_call_go_in(backend: Back
     for a in [&answers[0], &answers[2], &answers[3]] {
         let (j, replayed) = a.as_ref().unwrap();
         assert!(!replayed);
-        assert_eq!(waiting(j), (j.seq, j.seq));
+        assert_eq!(waiting(j), (j.arrival, j.arrival));
     }
     // The refused ones took no number: the next join is the fifth.
     assert_eq!(
@@ -261,7 +261,7 @@ async fn a_spent_proof_is_refused_and_the_others_of_its_call_go_in(backend: Back
             .await
             .unwrap()
             .0
-            .seq,
+            .arrival,
         5
     );
 }
@@ -290,14 +290,18 @@ async fn a_key_replayed_in_the_call_of_its_first_use_gets_that_ticket(backend: B
     let replayed: Vec<bool> = answers.iter().map(|(_, r)| *r).collect();
     assert_eq!(replayed, [false, false, true, true, false, true]);
     let k = &answers[0].0;
-    assert_eq!(k.seq, 2);
+    assert_eq!(k.arrival, 2);
     assert_eq!(waiting(k), (2, 2));
     for (j, _) in [&answers[2], &answers[5]] {
-        assert_eq!((j.ticket, j.seq), (k.ticket, k.seq), "the key's one ticket");
+        assert_eq!(
+            (j.ticket, j.arrival),
+            (k.ticket, k.arrival),
+            "the key's one ticket"
+        );
         assert_eq!(j.status.state, k.status.state);
     }
-    assert_eq!(answers[1].0.seq, 3);
-    assert_eq!(answers[4].0.seq, 4);
+    assert_eq!(answers[1].0.arrival, 3);
+    assert_eq!(answers[4].0.arrival, 4);
     // The key kept before this call: its ticket, where it stands; no new place.
     assert_eq!(answers[3].0.ticket, old.ticket);
     assert_eq!(waiting(&answers[3].0), (1, 1));
@@ -305,7 +309,7 @@ async fn a_key_replayed_in_the_call_of_its_first_use_gets_that_ticket(backend: B
     let (again, replayed) = s.join_once(&sh, "k").await.unwrap();
     assert!(replayed);
     assert_eq!(again.ticket, k.ticket);
-    assert_eq!(s.join(&sh).await.unwrap().seq, 5);
+    assert_eq!(s.join(&sh).await.unwrap().arrival, 5);
 }
 
 async fn joins_at_once_into_a_pre_queue_are_each_told_when_it_opens(backend: Backend) {
@@ -341,7 +345,7 @@ async fn joins_at_once_into_a_pre_queue_are_each_told_when_it_opens(backend: Bac
                 arrival: a,
                 opens_in_ms,
             } => {
-                assert_eq!((a, j.seq), (arrival, arrival), "{j:?}");
+                assert_eq!((a, j.arrival), (arrival, arrival), "{j:?}");
                 // The store's clock (wall time at its start, then a monotonic clock's
                 // whole milliseconds) can read a millisecond behind the test's.
                 assert!(
@@ -358,7 +362,7 @@ async fn joins_at_once_into_a_pre_queue_are_each_told_when_it_opens(backend: Bac
     );
     // As a read of each says.
     assert_eq!(
-        s.status(&sh, answers[3].0.ticket).await.unwrap().seq,
+        s.status(&sh, answers[3].0.ticket).await.unwrap().arrival,
         Some(4)
     );
     assert!(matches!(
@@ -409,8 +413,8 @@ async fn status_reads_at_once_each_get_their_own_answer(backend: Backend) {
         let status = answer.as_ref().unwrap();
         assert_eq!((status.epoch, status.version), (alone.epoch, alone.version));
     }
-    assert_eq!(answers[6].as_ref().unwrap().seq, Some(7));
-    assert_eq!(answers[0].as_ref().unwrap().seq, None);
+    assert_eq!(answers[6].as_ref().unwrap().arrival, Some(7));
+    assert_eq!(answers[0].as_ref().unwrap().arrival, None);
     assert_eq!(alone.state, states[6]);
 }
 
@@ -508,7 +512,7 @@ async fn keys_replay_across_calls_from_one_hash_that_goes_with_the_show(backend:
     ])
     .await;
     let (a, b, c) = (fresh(&first[0]), fresh(&first[1]), fresh(&first[3]));
-    assert_eq!((a.seq, b.seq, c.seq), (1, 2, 4));
+    assert_eq!((a.arrival, b.arrival, c.arrival), (1, 2, 4));
     // Second call: new keys around replays of the first call's.
     let second = at_once(vec![
         s.join_proven(&sh, Some("d"), None),
@@ -518,17 +522,17 @@ async fn keys_replay_across_calls_from_one_hash_that_goes_with_the_show(backend:
     ])
     .await;
     let (d, e) = (fresh(&second[0]), fresh(&second[2]));
-    assert_eq!((d.seq, e.seq), (5, 6));
+    assert_eq!((d.arrival, e.arrival), (5, 6));
     for (answer, kept) in [(&second[1], &b), (&second[3], &a)] {
         let (j, replayed) = answer.as_ref().unwrap();
         assert!(replayed);
-        assert_eq!((j.ticket, j.seq), (kept.ticket, kept.seq));
-        assert_eq!(waiting(j), (kept.seq, kept.seq));
+        assert_eq!((j.ticket, j.arrival), (kept.ticket, kept.arrival));
+        assert_eq!(waiting(j), (kept.arrival, kept.arrival));
     }
     // Alone, later: a new key, then every earlier one.
     let (f, replayed) = s.join_once(&sh, "f").await.unwrap();
     assert!(!replayed);
-    assert_eq!(f.seq, 7);
+    assert_eq!(f.arrival, 7);
     for (key, kept) in [
         ("a", &a),
         ("b", &b),
@@ -539,7 +543,7 @@ async fn keys_replay_across_calls_from_one_hash_that_goes_with_the_show(backend:
     ] {
         let (j, replayed) = s.join_once(&sh, key).await.unwrap();
         assert!(replayed, "{key}");
-        assert_eq!((j.ticket, j.seq), (kept.ticket, kept.seq), "{key}");
+        assert_eq!((j.ticket, j.arrival), (kept.ticket, kept.arrival), "{key}");
     }
     // a and b are let through (two a second): their keys answer the admission.
     s.admit(&sh, 1).await.unwrap();
@@ -556,11 +560,15 @@ async fn keys_replay_across_calls_from_one_hash_that_goes_with_the_show(backend:
     let (c2, replayed) = s.join_once(&sh, "c").await.unwrap();
     assert!(!replayed);
     assert_ne!(c2.ticket, c.ticket);
-    assert_eq!(c2.seq, 8);
+    assert_eq!(c2.arrival, 8);
     let (j, replayed) = s.join_once(&sh, "c").await.unwrap();
     assert!(replayed);
     assert_eq!(j.ticket, c2.ticket);
-    assert_eq!(s.join(&sh).await.unwrap().seq, 9, "no replay took a number");
+    assert_eq!(
+        s.join(&sh).await.unwrap().arrival,
+        9,
+        "no replay took a number"
+    );
 
     if let Some((fields, ttl, others)) = idem_in_redis(&redis, "g6").await {
         assert_eq!(fields, ["a", "b", "c", "d", "e", "f"]);
@@ -576,7 +584,7 @@ async fn keys_replay_across_calls_from_one_hash_that_goes_with_the_show(backend:
     s.open(&sh).await.unwrap();
     let (j, replayed) = s.join_once(&sh, "a").await.unwrap();
     assert!(!replayed);
-    assert_eq!(j.seq, 1);
+    assert_eq!(j.arrival, 1);
     assert_ne!(j.ticket, a.ticket);
     // A key that names a ticket of the show's earlier incarnation (as an older build, which
     // knows no hash, would leave it when it re-creates the show) is a stranger too, though
@@ -591,7 +599,7 @@ async fn keys_replay_across_calls_from_one_hash_that_goes_with_the_show(backend:
             .unwrap();
         let (j, replayed) = s.join_once(&sh, "b").await.unwrap();
         assert!(!replayed, "{j:?}");
-        assert_eq!(j.seq, 2);
+        assert_eq!(j.arrival, 2);
     }
 }
 
@@ -643,7 +651,10 @@ async fn gathered_joins_are_confirmed_by_the_replicas_first() {
         Some(1),
         "the fifty joins went in one call"
     );
-    let seqs: Vec<u64> = answers.iter().map(|a| a.as_ref().unwrap().0.seq).collect();
+    let seqs: Vec<u64> = answers
+        .iter()
+        .map(|a| a.as_ref().unwrap().0.arrival)
+        .collect();
     assert_eq!(seqs, (1..=50).collect::<Vec<_>>());
     // Confirmed: the replica holds every place already.
     let mut on_replica = replica.conn().await;
@@ -734,7 +745,11 @@ async fn a_busy_shows_joins_wait_a_window_for_company_and_a_quiet_ones_do_not() 
         let d = s.join_proven(sh, None, None);
         let (c, d) = tokio::join!(c, d);
         let took = since.elapsed();
-        assert_eq!(d.unwrap().0.seq, c.unwrap().0.seq + 1, "D joined after C");
+        assert_eq!(
+            d.unwrap().0.arrival,
+            c.unwrap().0.arrival + 1,
+            "D joined after C"
+        );
         took
     }
 

@@ -52,7 +52,7 @@ async fn a_redis_that_forgot_the_library_is_given_it_again() {
     flush(&redis).await;
     assert!(libraries(&redis).await.is_empty());
     let joined = store.join(&sh).await.unwrap();
-    assert_eq!(joined.seq, 2, "the join after the flush ran, once");
+    assert_eq!(joined.arrival, 2, "the join after the flush ran, once");
     assert_eq!(libraries(&redis).await.len(), 1, "loaded again");
 }
 
@@ -75,7 +75,7 @@ async fn every_primary_of_a_cluster_holds_the_library_and_gets_it_back() {
         flush(node).await;
     }
     for sh in &shows {
-        assert_eq!(store.join(sh).await.unwrap().seq, 1, "{sh}");
+        assert_eq!(store.join(sh).await.unwrap().arrival, 1, "{sh}");
     }
     for node in cluster.all() {
         assert_eq!(libraries(node).await.len(), 1, "node {}", node.port);
@@ -117,7 +117,7 @@ async fn without_functions_every_script_runs_by_sha_and_joins_are_gathered_alike
     let sh = show("sha");
     store.open(&sh).await.unwrap();
     let (first, replayed) = store.join_once(&sh, "k").await.unwrap();
-    assert_eq!((first.seq, replayed), (1, false));
+    assert_eq!((first.arrival, replayed), (1, false));
     let (again, replayed) = store.join_once(&sh, "k").await.unwrap();
     assert!(replayed);
     assert_eq!(again.ticket, first.ticket);
@@ -130,7 +130,10 @@ async fn without_functions_every_script_runs_by_sha_and_joins_are_gathered_alike
     )
     .await;
     assert_eq!(redis.calls_of("evalsha").await, 1, "twenty joins, one call");
-    let seqs: Vec<u64> = answers.iter().map(|a| a.as_ref().unwrap().0.seq).collect();
+    let seqs: Vec<u64> = answers
+        .iter()
+        .map(|a| a.as_ref().unwrap().0.arrival)
+        .collect();
     let mut expected: Vec<u64> = (2..=20).collect();
     expected.insert(7, 1);
     assert_eq!(
@@ -146,9 +149,12 @@ async fn without_functions_every_script_runs_by_sha_and_joins_are_gathered_alike
         .await
         .unwrap();
     assert_eq!(
-        store.join(&sh).await.unwrap().seq,
+        store.join(&sh).await.unwrap().arrival,
         21,
         "loaded again, run once"
     );
-    assert_eq!(store.status(&sh, first.ticket).await.unwrap().seq, Some(1));
+    assert_eq!(
+        store.status(&sh, first.ticket).await.unwrap().arrival,
+        Some(1)
+    );
 }

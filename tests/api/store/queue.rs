@@ -25,7 +25,7 @@ async fn joins_get_dense_sequences_and_positions(backend: Backend) {
     let mut tickets = Vec::new();
     for expected in 1..=5u64 {
         let j = s.join(&sh).await.unwrap();
-        assert_eq!(j.seq, expected, "sequences are dense and start at 1");
+        assert_eq!(j.arrival, expected, "sequences are dense and start at 1");
         assert_eq!(
             j.status.state,
             TicketState::Waiting {
@@ -44,7 +44,7 @@ async fn joins_get_dense_sequences_and_positions(backend: Backend) {
                 arrival: i as u64 + 1
             }
         );
-        assert_eq!(st.seq, Some(i as u64 + 1));
+        assert_eq!(st.arrival, Some(i as u64 + 1));
         assert_eq!(st.pace.rate, 2);
         // ETA = ceil(position / rate): 1, 1, 2, 2, 3
         let view = st.state.view(*t, &st.pace);
@@ -53,7 +53,7 @@ async fn joins_get_dense_sequences_and_positions(backend: Backend) {
     // Another show has its own queue.
     s.open(&show("s2")).await.unwrap();
     let other = s.join(&show("s2")).await.unwrap();
-    assert_eq!(other.seq, 1);
+    assert_eq!(other.arrival, 1);
     assert_eq!(
         position(s.as_ref(), "s1", other.ticket).await,
         TicketState::Unknown
@@ -106,7 +106,7 @@ async fn snapshot_positions_equal_ranks(backend: Backend) {
     let mut joined = Vec::new();
     for _ in 0..12 {
         let j = s.join(&sh).await.unwrap();
-        joined.push((j.seq, j.ticket));
+        joined.push((j.arrival, j.ticket));
     }
     for i in [1, 4, 5, 9] {
         s.leave(&sh, joined[i].1).await.unwrap();

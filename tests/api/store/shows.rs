@@ -85,7 +85,7 @@ async fn a_deleted_show_is_gone_and_a_new_one_starts_afresh(backend: Backend) {
         s.status(&sh, waiting).await.unwrap().state,
         TicketState::Unknown
     );
-    assert_eq!(s.join(&sh).await.unwrap().seq, 1);
+    assert_eq!(s.join(&sh).await.unwrap().arrival, 1);
 }
 
 async fn stats_count_what_operators_see(backend: Backend) {
