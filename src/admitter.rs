@@ -15,15 +15,15 @@ use crate::clock::Clock;
 use crate::draw;
 use crate::metrics::{Metrics, StoreCaller};
 use crate::model::ShowId;
-use crate::store::{AdmitOutcome, AdmitterLease, Closing, Draws, Pacing, Queue, Result, Shows};
+use crate::store::{AdmitOutcome, AdmitterLease, Closing, Draws, Queue, Result, Shows, Throttling};
 use crate::throttle;
 
 /// What the admitter asks of the store: the lease ([`AdmitterLease`]), the open shows
 /// ([`Shows`]), the admission step ([`Queue`]), the scheduled openings ([`Draws`]) and the
-/// rate in force behind a checkout ([`Pacing`]). Any store with those parts is one.
-pub trait AdmitterStore: AdmitterLease + Shows + Queue + Draws + Pacing {}
+/// rate in force behind a checkout ([`Throttling`]). Any store with those parts is one.
+pub trait AdmitterStore: AdmitterLease + Shows + Queue + Draws + Throttling {}
 
-impl<T: AdmitterLease + Shows + Queue + Draws + Pacing + ?Sized> AdmitterStore for T {}
+impl<T: AdmitterLease + Shows + Queue + Draws + Throttling + ?Sized> AdmitterStore for T {}
 
 /// How long a lease lasts without renewal. The leader renews every half second, so a dead
 /// leader is replaced within this plus half a second.
@@ -145,7 +145,7 @@ pub async fn run(
 ) {
     let mut token: Option<u64> = None;
     // The highest fence a show refused us with; every next token is above it.
-    let mut floor = 0;
+    let mut fenced = 0;
     // The checkouts' health checks run beside the ticks; the admitter waits for them to end.
     let checks = TaskTracker::new();
     loop {
@@ -157,7 +157,7 @@ pub async fn run(
             _ = shutdown.cancelled() => break,
         }
         let on_the_second = next % 1000 < 500;
-        let held = match store.lease(&instance, LEASE_TTL, floor).await {
+        let held = match store.lease(&instance, LEASE_TTL, fenced).await {
             Ok(t) => t,
             Err(e) => {
                 metrics.store_error(StoreCaller::Admitter);
@@ -203,7 +203,7 @@ pub async fn run(
             // with a token above `seen`.
             tracing::warn!(instance, fence, seen, "a show refused our fencing token");
             metrics.admitter_error();
-            floor = floor.max(seen);
+            fenced = fenced.max(seen);
         }
     }
     if token.is_some() {

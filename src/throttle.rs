@@ -13,7 +13,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use crate::model::ShowId;
-use crate::store::{PaceControl, Pacing, Result};
+use crate::store::{Result, ThrottleControl, Throttling};
 
 /// An answer slower than this counts as a struggling checkout.
 pub(crate) const SLOW_CHECKOUT: Duration = Duration::from_millis(500);
@@ -58,8 +58,8 @@ async fn get(uri: &Uri) -> anyhow::Result<StatusCode> {
 
 /// The rate in force after one check: halved (not below the floor) when the checkout
 /// struggles, else a tenth of the configured rate higher (not above it).
-pub(crate) fn next_rate(control: &PaceControl, healthy: bool) -> u32 {
-    let floor = control.floor.clamp(1, control.configured.max(1));
+pub(crate) fn next_rate(control: &ThrottleControl, healthy: bool) -> u32 {
+    let floor = control.lowest.clamp(1, control.configured.max(1));
     if healthy {
         let step = (control.configured / 10).max(1);
         control.current.saturating_add(step).min(control.configured)
@@ -71,7 +71,7 @@ pub(crate) fn next_rate(control: &PaceControl, healthy: bool) -> u32 {
 /// One tick's checks: every open show that follows a checkout asks it, all at once, each
 /// within [`CHECK_TIMEOUT`]. Run beside the tick by the admitter.
 pub(crate) async fn follow_checkouts(
-    store: Arc<impl Pacing + ?Sized + 'static>,
+    store: Arc<impl Throttling + ?Sized + 'static>,
     shows: Vec<ShowId>,
 ) {
     let checks = shows.iter().map(|show| {
@@ -86,14 +86,17 @@ pub(crate) async fn follow_checkouts(
 }
 
 /// One check of `show`: sets the new rate in force if it follows a checkout.
-pub(crate) async fn follow_checkout(store: &(impl Pacing + ?Sized), show: &ShowId) -> Result<()> {
-    let control = store.pace_control(show).await?;
+pub(crate) async fn follow_checkout(
+    store: &(impl Throttling + ?Sized),
+    show: &ShowId,
+) -> Result<()> {
+    let control = store.throttle_control(show).await?;
     let Some(url) = &control.health_url else {
         return Ok(());
     };
     let healthy = healthy(url).await;
     let rate = next_rate(&control, healthy);
-    if store.set_pace(show, rate).await? {
+    if store.set_throttled(show, rate).await? {
         tracing::info!(%show, rate, healthy, "the pace follows the checkout");
     }
     Ok(())
@@ -103,10 +106,10 @@ pub(crate) async fn follow_checkout(store: &(impl Pacing + ?Sized), show: &ShowI
 mod tests {
     use super::*;
 
-    fn control(current: u32) -> PaceControl {
-        PaceControl {
+    fn control(current: u32) -> ThrottleControl {
+        ThrottleControl {
             health_url: Some("http://127.0.0.1:1/health".into()),
-            floor: 5,
+            lowest: 5,
             configured: 100,
             current,
         }

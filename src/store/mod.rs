@@ -6,7 +6,7 @@
 //! the server holds (`Arc<dyn QueueStore>`):
 //!
 //! - [`Shows`] (`shows.rs`): what operators make, open, close and delete, and what they see;
-//!   [`Pacing`], the rate in force while it follows a checkout.
+//!   [`Throttling`], the rate in force while it follows a checkout.
 //! - [`Queue`] (`queue.rs`): joins, a ticket's state, leaving, the gate's question, and the
 //!   admission step.
 //! - [`Feed`] (`feed.rs`): what a hub mirrors, a show's snapshot and every show's events.
@@ -77,14 +77,16 @@ pub use self::queue::{AdmitOutcome, Joined, Queue, Status, Touched};
 pub use self::redis::{
     Durability, GATHER_WINDOW, PubSub, RedisStore, SentinelConnection, SentinelSettings,
 };
-pub use self::shows::{Configured, Indexed, PaceControl, Pacing, ShowMeta, Shows, not_running};
+pub use self::shows::{
+    Configured, Indexed, ShowMeta, Shows, ThrottleControl, Throttling, not_running,
+};
 pub use crate::model::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSettings};
 
 /// The whole store: every concern at once. Nothing to implement: any type with all the parts
 /// is one. Callers hold `Arc<dyn QueueStore>` and call any part's methods on it.
 pub trait QueueStore:
     Shows
-    + Pacing
+    + Throttling
     + Queue
     + Feed
     + Draws
@@ -101,7 +103,7 @@ pub trait QueueStore:
 
 impl<T> QueueStore for T where
     T: Shows
-        + Pacing
+        + Throttling
         + Queue
         + Feed
         + Draws

@@ -51,21 +51,21 @@ pub trait Shows: Send + Sync {
 
 /// The rate in force of a show whose pace follows its checkout (see `crate::throttle`).
 #[async_trait]
-pub trait Pacing: Send + Sync {
+pub trait Throttling: Send + Sync {
     /// Whether and how the show's pace follows its checkout.
-    async fn pace_control(&self, show: &ShowId) -> Result<PaceControl>;
+    async fn throttle_control(&self, show: &ShowId) -> Result<ThrottleControl>;
     /// Puts `rate` in force (the checkout struggles, or recovered); published when it
     /// changed. True when it changed.
-    async fn set_pace(&self, show: &ShowId, rate: u32) -> Result<bool>;
+    async fn set_throttled(&self, show: &ShowId, rate: u32) -> Result<bool>;
 }
 
 /// What the admitter needs to let a show's pace follow its checkout.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PaceControl {
+pub struct ThrottleControl {
     /// Where the checkout says how it is; `None`: the pace is the configured rate.
     pub health_url: Option<String>,
     /// The lowest rate in force.
-    pub floor: u32,
+    pub lowest: u32,
     /// The operator's rate, the most in force.
     pub configured: u32,
     /// The rate in force now.

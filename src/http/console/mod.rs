@@ -421,7 +421,7 @@ async fn sample(
         let pace = if stats.lost {
             None
         } else {
-            state.store.pace_control(&show).await.ok()
+            state.store.throttle_control(&show).await.ok()
         };
         let draw = if stats.phase == Phase::Pending && !stats.lost {
             match state.store.draw(&show).await {
@@ -446,7 +446,7 @@ async fn sample(
                 .counted
                 .then(|| heard.admitted.remove(&show).unwrap_or(0)),
             checkout_health_url: pace.as_ref().and_then(|p| p.health_url.clone()),
-            min_admit_per_second: pace.as_ref().map(|p| p.floor),
+            min_admit_per_second: pace.as_ref().map(|p| p.lowest),
             rate_change,
             draw,
             stats,

@@ -16,18 +16,18 @@ pub(super) struct Lease {
 
 #[async_trait]
 impl AdmitterLease for MemoryStore {
-    async fn lease(&self, instance: &str, ttl: Duration, floor: u64) -> Result<Option<u64>> {
+    async fn lease(&self, instance: &str, ttl: Duration, fenced: u64) -> Result<Option<u64>> {
         let now = self.now_ms();
         let until_ms = now + ttl.as_millis() as u64;
         let mut inner = self.lock();
         match &mut inner.lease {
             Some(lease) if lease.until_ms > now && lease.holder != instance => Ok(None),
-            Some(lease) if lease.until_ms > now && lease.token > floor => {
+            Some(lease) if lease.until_ms > now && lease.token > fenced => {
                 lease.until_ms = until_ms;
                 Ok(Some(lease.token))
             }
             _ => {
-                inner.fence_counter = inner.fence_counter.max(floor) + 1;
+                inner.fence_counter = inner.fence_counter.max(fenced) + 1;
                 let token = inner.fence_counter;
                 inner.lease = Some(Lease {
                     holder: instance.to_owned(),

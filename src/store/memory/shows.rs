@@ -6,8 +6,8 @@ use super::MemoryStore;
 use super::show::Show;
 use crate::model::{AuditKind, AuditRecord, EndReason, Phase, ShowId, ShowStats};
 use crate::store::{
-    Configured, EventKind, Indexed, PaceControl, Pacing, Result, ShowEvent, ShowMeta, ShowSettings,
-    Shows, not_running,
+    Configured, EventKind, Indexed, Result, ShowEvent, ShowMeta, ShowSettings, Shows,
+    ThrottleControl, Throttling, not_running,
 };
 
 impl MemoryStore {
@@ -222,19 +222,19 @@ impl Shows for MemoryStore {
 }
 
 #[async_trait]
-impl Pacing for MemoryStore {
-    async fn pace_control(&self, show: &ShowId) -> Result<PaceControl> {
+impl Throttling for MemoryStore {
+    async fn throttle_control(&self, show: &ShowId) -> Result<ThrottleControl> {
         let mut inner = self.lock();
         let s = inner.show(show)?;
-        Ok(PaceControl {
+        Ok(ThrottleControl {
             health_url: s.health_url.clone(),
-            floor: s.floor,
+            lowest: s.floor,
             configured: s.configured_rate(&self.settings),
             current: s.rate(&self.settings),
         })
     }
 
-    async fn set_pace(&self, show: &ShowId, rate: u32) -> Result<bool> {
+    async fn set_throttled(&self, show: &ShowId, rate: u32) -> Result<bool> {
         let now = self.now_ms();
         let mut inner = self.lock();
         let s = inner.show(show)?;

@@ -22,14 +22,14 @@ static RELEASE_SCRIPT: LazyLock<Script> =
 
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> AdmitterLease for RedisStore<C> {
-    async fn lease(&self, instance: &str, ttl: Duration, floor: u64) -> Result<Option<u64>> {
+    async fn lease(&self, instance: &str, ttl: Duration, fenced: u64) -> Result<Option<u64>> {
         let mut conn = self.conn.clone();
         let text: String = LEASE_SCRIPT
             .key(LEASE)
             .key(FENCE_COUNTER)
             .arg(instance)
             .arg(ttl.as_millis() as u64)
-            .arg(floor)
+            .arg(fenced)
             .invoke_async(&mut conn)
             .await?;
         Ok(decode_plain::<LeaseReply>("lease", &text)?.token)

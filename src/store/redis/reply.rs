@@ -14,8 +14,8 @@ use uuid::Uuid;
 use crate::model::{EndReason, Pace, Phase, RateChange, ShowId, TicketState};
 use crate::store::draws::Refused;
 use crate::store::{
-    AdmitOutcome, Closing, Configured, Joined, PaceControl, Redeemed, Result, ShowMeta, Status,
-    StoreError, Touched, pace_of,
+    AdmitOutcome, Closing, Configured, Joined, Redeemed, Result, ShowMeta, Status, StoreError,
+    ThrottleControl, Touched, pace_of,
 };
 
 /// Decodes `text`, the reply of the script `script` for `show`: the show's refusal as its
@@ -484,18 +484,18 @@ pub(super) struct ChallengeReply {
 
 /// `pace.lua` read: what the admitter needs to follow the checkout.
 #[derive(Debug, Deserialize)]
-pub(super) struct PaceControlReply {
+pub(super) struct ThrottleReply {
     health_url: Option<String>,
     floor: u32,
     configured: u32,
     current: u32,
 }
 
-impl From<PaceControlReply> for PaceControl {
-    fn from(p: PaceControlReply) -> PaceControl {
-        PaceControl {
+impl From<ThrottleReply> for ThrottleControl {
+    fn from(p: ThrottleReply) -> ThrottleControl {
+        ThrottleControl {
             health_url: p.health_url.filter(|u| !u.is_empty()),
-            floor: p.floor,
+            lowest: p.floor,
             configured: p.configured,
             current: p.current,
         }
@@ -504,7 +504,7 @@ impl From<PaceControlReply> for PaceControl {
 
 /// `pace.lua` with a new rate: whether it changed.
 #[derive(Debug, Deserialize)]
-pub(super) struct SetPaceReply {
+pub(super) struct SetThrottleReply {
     pub(super) changed: bool,
 }
 

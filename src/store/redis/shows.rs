@@ -9,13 +9,13 @@ use redis::aio::ConnectionLike;
 
 use super::reply::{
     ChallengeReply, CloseReply, ConfigureReply, DeleteReply, EndReply, MetaReply, OpenReply,
-    PaceControlReply, PauseReply, SetPaceReply, StatsReply,
+    PauseReply, SetThrottleReply, StatsReply, ThrottleReply,
 };
 use super::{OPEN_SHOWS, RedisStore, SHOWS, ScriptArgs, ShowScript, show_script};
 use crate::model::{EndReason, Pace, ShowId, ShowStats};
 use crate::store::{
-    Configured, Indexed, PaceControl, Pacing, Result, ShowMeta, ShowSettings, Shows, TOMBSTONE_TTL,
-    new_epoch, not_running,
+    Configured, Indexed, Result, ShowMeta, ShowSettings, Shows, TOMBSTONE_TTL, ThrottleControl,
+    Throttling, new_epoch, not_running,
 };
 
 static CONFIGURE: LazyLock<ShowScript> = show_script!("configure");
@@ -199,18 +199,18 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
 }
 
 #[async_trait]
-impl<C: ConnectionLike + Clone + Send + Sync + 'static> Pacing for RedisStore<C> {
-    async fn pace_control(&self, show: &ShowId) -> Result<PaceControl> {
-        let r: PaceControlReply = self.run(&PACE, show, ScriptArgs::none()).await?;
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Throttling for RedisStore<C> {
+    async fn throttle_control(&self, show: &ShowId) -> Result<ThrottleControl> {
+        let r: ThrottleReply = self.run(&PACE, show, ScriptArgs::none()).await?;
         Ok(r.into())
     }
 
-    async fn set_pace(&self, show: &ShowId, rate: u32) -> Result<bool> {
+    async fn set_throttled(&self, show: &ShowId, rate: u32) -> Result<bool> {
         let args = ScriptArgs {
             pace: Some(rate),
             ..Default::default()
         };
-        let r: SetPaceReply = self.run(&PACE, show, args).await?;
+        let r: SetThrottleReply = self.run(&PACE, show, args).await?;
         Ok(r.changed)
     }
 }
