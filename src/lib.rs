@@ -7,12 +7,34 @@
 //! "The original" in these docs is the Java/Spring lab project this one grew from (its HTTP
 //! contract and Redis model are kept); "seed" means only the secret of a fair start's draw.
 //!
-//! The map of the crate:
+//! # Glossary
+//!
+//! One word, one idea, everywhere in the code and the docs:
+//!
+//! - **show**: one on-sale (`ShowId`); its **epoch** changes whenever its state is made anew.
+//! - **arrival**: a ticket's number in its show's line, 1, 2, 3… in join order (the Redis key
+//!   keeps the original's name, `seq`); **position**: how many wait ahead, plus one.
+//! - **phase**: where the on-sale stands (pending, open, paused, closed, ended).
+//! - **flow**: the places a second really offered lately, the pace every ETA counts with
+//!   ([`model::Pace`]).
+//! - **throttle**: the rate in force lowered while the shop's checkout struggles, and raised
+//!   again ([`throttle`]); the **rate** is what the operator set.
+//! - **admission**: the right to buy, for a while; its **pass** is the signed token that
+//!   proves it at any edge; **redemption** spends it once.
+//! - **settings**: what an operator sets on a show ([`model::ShowSettings`]), kept whole.
+//! - **the gate**: what lets only admitted fans order; **connection places**: how many
+//!   connections the server holds, and each client's share (`http::serve::places`).
+//! - **loss witness**: what notices that a Redis failover lost writes (`loss_witness.rs`).
+//! - **fence**: the admitter's lease token, which a step of an older leader cannot pass.
+//! - **the draw**: the fair start's random order of a pre-queue, published and verifiable.
+//!
+//! # The map of the crate
 //!
 //! - [`clock`]: the one clock the admitter, hub and console read, pausable in tests.
 //! - [`config`]: every setting, as a flag with an environment variable.
 //! - [`protocol`]: the wire contract, spelled once: routes, push event names, frames, errors.
-//! - [`model`]: show ids, the ticket JSON, orders, with validation at the edge.
+//! - [`model`]: show ids, the ticket JSON, orders, a show's settings, with validation at the
+//!   edge.
 //! - [`store`]: the queue store, a small trait per concern, and its two backends, Redis
 //!   (shared, Lua scripts) and embedded (one process); the one place that decides order,
 //!   admission and the gate's data.
@@ -20,7 +42,8 @@
 //! - [`pass`]: signed admission passes any edge can check (`PASS_KEYS`), the
 //!   [`RequireAdmission`](pass::RequireAdmission) layer, and join challenges (proof of work).
 //! - [`admitter`]: the once-a-second admission loop behind a fenced lease, one per cluster.
-//! - [`watchdog`]: notices a show whose state the store lost, and keeps its gate shut.
+//! - [`watchdog`]: notices a show whose state the store lost, and keeps its gate shut; with
+//!   the loss witness (`loss_witness.rs`), writes a failover lost.
 //! - [`throttle`]: a show's rate in force following the health of its checkout (the
 //!   measured flow an ETA uses is [`model::Pace`]).
 //! - [`shown`]: what a fan is shown of its ticket (the JSON, the push event, the pass), the
