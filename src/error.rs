@@ -53,6 +53,10 @@ pub enum AppError {
     /// Not now, for a reason the client may read (a show whose state was lost).
     #[error("{0}")]
     Unavailable(String),
+    /// Not now, for a reason the client may read, and when to come back (a rule of the show
+    /// refused it for the moment: its queue is full, say).
+    #[error("{0}")]
+    NotNow(String, Duration),
     /// This instance has `MAX_STORE_CALLS` of the crowd's requests at work already: come back
     /// after the wait given (drawn at random, so the crowd told so spreads out).
     #[error("the waiting room is busy; try again in {} s (your place, if you have one, is kept)", .0.as_secs().max(1))]
@@ -78,7 +82,9 @@ impl AppError {
             | AppError::TooManyGuesses(_) => StatusCode::TOO_MANY_REQUESTS,
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::Gone(_) => StatusCode::GONE,
-            AppError::Unavailable(_) | AppError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Unavailable(_) | AppError::Overloaded(_) | AppError::NotNow(..) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             AppError::Rejected(status, _) => *status,
             AppError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -113,7 +119,8 @@ impl AppError {
         match self {
             AppError::TooManyRequests(wait)
             | AppError::TooManyGuesses(wait)
-            | AppError::Overloaded(wait) => Some(*wait),
+            | AppError::Overloaded(wait)
+            | AppError::NotNow(_, wait) => Some(*wait),
             // A stream closes when its fan is admitted or leaves; no telling when.
             AppError::TooManyStreams(_) => Some(STREAM_RETRY),
             // A store that is failing over, or a show an operator must re-open: soon, maybe.
@@ -208,6 +215,7 @@ mod tests {
             AppError::Unavailable("lost".into()),
             AppError::Store("x".into()),
             AppError::Overloaded(Duration::from_millis(2500)),
+            AppError::NotNow("full".into(), Duration::from_secs(2)),
             AppError::Rejected(StatusCode::SERVICE_UNAVAILABLE, "busy".into()),
         ];
         for error in errors {

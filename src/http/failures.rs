@@ -28,6 +28,7 @@ impl From<StoreError> for AppError {
                 "the waiting room could not make this durable in time ({e}); try again: the \
                  same Idempotency-Key keeps the same place"
             )),
+            StoreError::NotNow { why, retry_after } => AppError::NotNow(why, retry_after),
             other => AppError::Store(Box::new(other)),
         }
     }

@@ -170,6 +170,15 @@ pub enum StoreError {
         /// Replicas asked for (`REDIS_WAIT_REPLICAS`).
         wanted: u32,
     },
+    /// A rule of the show refused the call for now (`unavailable()` in `prelude.lua`): why,
+    /// in words a client may read, and when to try again.
+    #[error("{why}")]
+    NotNow {
+        /// Why, as the rule says it.
+        why: String,
+        /// When to try again.
+        retry_after: Duration,
+    },
 }
 
 impl StoreError {

@@ -322,6 +322,13 @@ local function live_show(sm)
   return m[1], nil
 end
 
+-- A rule's refusal for now: `why`, in words a client may read, and when to try again (ms).
+-- The whole call's reply ({refused = unavailable(…)}), or one join's outcome (`join.lua`),
+-- alike: the client is answered 503 with `Retry-After` (`StoreError::NotNow`).
+local function unavailable(why, retry_after_ms)
+  return {outcome = 'unavailable', why = why, retry_after_ms = retry_after_ms}
+end
+
 -- Whether `ticket` holds an admission of this epoch that has not run out. The admission
 -- keeps `epoch|arrival` (the arrival number the audit names the buyer by).
 local function admitted(ticket, epoch)

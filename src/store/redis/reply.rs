@@ -24,6 +24,9 @@ pub(super) fn decode<T: DeserializeOwned>(show: &ShowId, script: &str, text: &st
     let bad = |e: serde_json::Error| StoreError::Protocol(format!("{script}: {e}: {text}"));
     let value: serde_json::Value = serde_json::from_str(text).map_err(bad)?;
     if let Some(refused) = value.get("refused") {
+        if let Ok(rule) = RuleRefusal::deserialize(refused) {
+            return Err(not_now(rule.why, rule.retry_after_ms));
+        }
         return Err(ShowRefusal::deserialize(refused).map_err(bad)?.error(show));
     }
     T::deserialize(&value).map_err(bad)
@@ -47,6 +50,13 @@ enum ShowRefusal {
     Ended,
 }
 
+/// A rule of the show that refused the call for now (`unavailable()` in `prelude.lua`).
+#[derive(Debug, Deserialize)]
+struct RuleRefusal {
+    why: String,
+    retry_after_ms: u64,
+}
+
 impl ShowRefusal {
     fn error(self, show: &ShowId) -> StoreError {
         match self {
@@ -54,6 +64,14 @@ impl ShowRefusal {
             ShowRefusal::Lost => StoreError::ShowLost(show.clone()),
             ShowRefusal::Ended => StoreError::Ended(show.clone()),
         }
+    }
+}
+
+/// A rule's refusal for now, as the store says it.
+fn not_now(why: String, retry_after_ms: u64) -> StoreError {
+    StoreError::NotNow {
+        why,
+        retry_after: std::time::Duration::from_millis(retry_after_ms.max(1000)),
     }
 }
 
@@ -251,6 +269,8 @@ enum JoinOutcome {
     ProofTooWeak { bits: u32 },
     /// The proof was spent by an earlier join (of this call too).
     ProofSpent,
+    /// A rule of the show refused this join for now (`unavailable()` in `prelude.lua`).
+    Unavailable { why: String, retry_after_ms: u64 },
 }
 
 impl JoinReply {
@@ -322,6 +342,10 @@ impl JoinReply {
                     Err(StoreError::ProofTooWeak(bits))
                 }
                 JoinEntry::Outcome(JoinOutcome::ProofSpent) => Err(StoreError::ProofSpent),
+                JoinEntry::Outcome(JoinOutcome::Unavailable {
+                    why,
+                    retry_after_ms,
+                }) => Err(not_now(why, retry_after_ms)),
             })
             .collect())
     }
@@ -686,6 +710,16 @@ mod tests {
     fn a_refusal_is_the_shows_error_whatever_the_script() {
         let e = decode::<LeaveReply>(&show(), "leave", r#"{"refused":"lost"}"#).unwrap_err();
         assert!(matches!(e, StoreError::ShowLost(_)), "{e:?}");
+        let e = decode::<JoinReply>(
+            &show(),
+            "join",
+            r#"{"refused":{"outcome":"unavailable","why":"full","retry_after_ms":2500}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, StoreError::NotNow { why, retry_after } if why == "full" && retry_after.as_millis() == 2500),
+            "{e:?}"
+        );
         let e = decode::<JoinReply>(&show(), "join", r#"{"refused":"ended"}"#).unwrap_err();
         assert!(matches!(e, StoreError::Ended(_)), "{e:?}");
     }
