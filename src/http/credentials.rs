@@ -1,8 +1,34 @@
-//! What a request presents of itself: the operator's bearer token, a cookie's values. Read
-//! by the router's extractors, the page, the gateway and the connection layer alike.
+//! What a request presents of itself: the operator's bearer token, a cookie's values, the
+//! ticket a fan's browser keeps (and the cookie that keeps it). Read by the router's
+//! extractors, the fan's calls, the page, the gateway and the connection layer alike.
 
 use axum::http::{HeaderMap, header};
 use subtle::ConstantTimeEq;
+use uuid::Uuid;
+
+use crate::model::ShowId;
+
+/// The cookie that remembers a fan's ticket for one show's page. Its `Path` is the show's
+/// page, so each show has its own and no other page ever receives it.
+pub(crate) const TICKET_COOKIE: &str = "wr_ticket";
+
+/// The `Set-Cookie` value that keeps `ticket` for `show`'s page, or (`None`) forgets it;
+/// `secure` over https (`PUBLIC_URL`).
+///
+/// The server alone writes this cookie, on every join and leave, whether the page's script
+/// or its no-script form made them: it is `HttpOnly` (no script needs it: the page's own
+/// script keeps the ticket in localStorage), and a browser would not let a script overwrite
+/// an `HttpOnly` cookie anyway. It goes only to the show's page; over https, only over https.
+pub(crate) fn set_ticket_cookie(show: &ShowId, ticket: Option<Uuid>, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    let (value, age) = match ticket {
+        Some(t) => (t.to_string(), 86_400),
+        None => (String::new(), 0),
+    };
+    format!(
+        "{TICKET_COOKIE}={value}; Path=/wait/{show}; Max-Age={age}; HttpOnly; SameSite=Lax{secure}"
+    )
+}
 
 /// Whether `headers` carry `Authorization: Bearer <token>`.
 pub(crate) fn presents_token(headers: &HeaderMap, token: &str) -> bool {
@@ -14,6 +40,12 @@ pub(crate) fn presents_token(headers: &HeaderMap, token: &str) -> bool {
         // In constant time (`subtle`): response timing does not tell how much of a guessed
         // token was right. Only a wrong length answers early, and the length is no secret.
         .is_some_and(|presented| bool::from(presented.as_bytes().ct_eq(token.as_bytes())))
+}
+
+/// The ticket in the `wr_ticket` cookie, if any is a UUID. The browser sends the cookie of
+/// the most specific path first, which is this show's.
+pub(crate) fn ticket_cookie(headers: &HeaderMap) -> Option<Uuid> {
+    cookies(headers, TICKET_COOKIE).find_map(|v| Uuid::parse_str(v).ok())
 }
 
 /// The values of the cookie `name` the request carries, most specific path first (as the

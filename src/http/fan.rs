@@ -7,8 +7,8 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use super::credentials::set_ticket_cookie;
 use super::join::JoinRequest;
-use super::page::set_ticket_cookie;
 use super::serve::origin::check_join_post;
 use super::{AppPath, AppState, show_id, ticket_path};
 use crate::clock::wall_ms;
@@ -91,7 +91,7 @@ pub(super) async fn join(
     // A replayed key may answer a ticket admitted since: shown with its pass.
     let view = Shown::of(&state.passes.keys, &show, joined.ticket, &joined.status).view;
     // The waiting page's first paint shows this ticket's place after a reload.
-    let cookie = set_ticket_cookie(&state, &show, Some(joined.ticket));
+    let cookie = set_ticket_cookie(&show, Some(joined.ticket), state.public_https());
     // The same Idempotency-Key again: the same ticket, said so (200, not a new 202).
     let (status, replay) = if replayed {
         (StatusCode::OK, "true")
@@ -181,7 +181,7 @@ pub(super) async fn leave(
             .passes
             .cache
             .ended([id], crate::clock::wall_ms() / 1000);
-        let forget = set_ticket_cookie(&state, &show, None);
+        let forget = set_ticket_cookie(&show, None, state.public_https());
         Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, forget)]).into_response())
     } else {
         Err(AppError::UnknownTicket(ticket))

@@ -11,7 +11,6 @@
 
 mod wait;
 
-pub(crate) use self::wait::set_ticket_cookie;
 pub(super) use self::wait::{join, keep_pass, wait};
 // What `routes!` reads of each handler (its `#[utoipa::path]`), beside the handler.
 pub(super) use self::wait::{__path_join, __path_keep_pass, __path_wait};
@@ -32,10 +31,6 @@ use super::{AppState, show_id};
 use crate::error::AppError;
 use crate::model::ShowId;
 use crate::words::thousands;
-
-/// The cookie that remembers a fan's ticket for one show's page. Its `Path` is the show's
-/// page, so each show has its own and no other page ever receives it.
-pub(super) const TICKET_COOKIE: &str = "wr_ticket";
 
 /// How often the page reloads itself when JavaScript is off and the fan is waiting.
 pub(super) const NOSCRIPT_REFRESH_SECONDS: u32 = 5;

@@ -11,11 +11,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::{
-    NOSCRIPT_REFRESH_SECONDS, PAGE_CACHE, TICKET_COOKIE, asset_version, error_page, html, page_show,
-};
+use super::{NOSCRIPT_REFRESH_SECONDS, PAGE_CACHE, asset_version, error_page, html, page_show};
 use crate::error::AppError;
 use crate::http::AppState;
+use crate::http::credentials::{set_ticket_cookie, ticket_cookie};
 use crate::http::join::JoinRequest;
 use crate::http::serve::origin::check_form_post;
 use crate::model::{Paused, ShowId, TicketState, TicketStatus};
@@ -346,7 +345,7 @@ pub(crate) async fn join(
     match joined.await {
         Ok((show, ticket)) => {
             let page = format!("/wait/{show}");
-            let cookie = set_ticket_cookie(&state, &show, Some(ticket));
+            let cookie = set_ticket_cookie(&show, Some(ticket), state.public_https());
             (
                 StatusCode::SEE_OTHER,
                 [
@@ -426,32 +425,6 @@ pub(crate) async fn keep_pass(
 const NEEDS_SCRIPT: &str = "To slow bots down, this on-sale asks every browser to solve a short \
     puzzle before it joins the queue, and that takes JavaScript. Please turn JavaScript on for \
     this site and reload the page; your place is taken when the puzzle is solved.";
-
-/// The `Set-Cookie` value that keeps `ticket` for `show`'s page, or (`None`) forgets it.
-///
-/// The server alone writes this cookie, on every join and leave, whether the page's script
-/// or its no-script form made them: it is `HttpOnly` (no script needs it: the page's own
-/// script keeps the ticket in localStorage), and a browser would not let a script overwrite
-/// an `HttpOnly` cookie anyway. It goes only to the show's page; over https, only over https.
-pub(crate) fn set_ticket_cookie(state: &AppState, show: &ShowId, ticket: Option<Uuid>) -> String {
-    let secure = match &state.site.public_origin {
-        Some(origin) if origin.is_https() => "; Secure",
-        _ => "",
-    };
-    let (value, age) = match ticket {
-        Some(t) => (t.to_string(), 86_400),
-        None => (String::new(), 0),
-    };
-    format!(
-        "{TICKET_COOKIE}={value}; Path=/wait/{show}; Max-Age={age}; HttpOnly; SameSite=Lax{secure}"
-    )
-}
-
-/// The ticket in the `wr_ticket` cookie, if any is a UUID. The browser sends the cookie of
-/// the most specific path first, which is this show's.
-fn ticket_cookie(headers: &HeaderMap) -> Option<Uuid> {
-    crate::http::credentials::cookies(headers, TICKET_COOKIE).find_map(|v| Uuid::parse_str(v).ok())
-}
 
 /// `m:ss`, as the admission countdown shows it.
 fn clock(seconds: u64) -> String {
