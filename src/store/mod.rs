@@ -1,8 +1,8 @@
 //! The queue store: small traits, one per concern, and two backends that behave alike.
 //!
 //! [`RedisStore`] is the production store many instances share; [`MemoryStore`] runs one
-//! instance with nothing to install; [`Embedded`] is an in-process Redis the Redis store runs
-//! on unchanged (`RedisStore::<Embedded>::new`). Each concern is a trait of its own, so a
+//! instance with nothing to install: the same store over an in-process Redis ([`Embedded`]),
+//! so both run the one Lua script of each rule. Each concern is a trait of its own, so a
 //! reader and a test double need only the part they use; [`QueueStore`] is all of them at
 //! once, and what the server holds (`Arc<dyn QueueStore>`):
 //!
@@ -50,7 +50,6 @@ mod keys;
 mod lease;
 mod limits;
 mod lineage;
-mod memory;
 mod orders;
 mod position;
 mod presence;
@@ -69,7 +68,6 @@ pub use self::draws::{
     RecordId, Schedule, parse_ranges, ranges_text, to_ranges,
 };
 pub use self::embedded::Embedded;
-pub use self::memory::MemoryStore;
 pub use self::feed::{EventKind, Feed, ShowEvent, ShowSnapshot, pace_of};
 pub use self::keys::{KeySchedule, SharedKeys};
 pub use self::lease::AdmitterLease;
@@ -86,6 +84,10 @@ pub use self::shows::{
     AnnouncedRate, Configured, Indexed, PaceControl, Pacing, ShowMeta, ShowSettings, Shows,
     not_running,
 };
+
+/// The embedded store: [`RedisStore`] over an in-process Redis ([`Embedded`]), made with
+/// `MemoryStore::new(settings)`. One instance, nothing to install; not durable.
+pub type MemoryStore = RedisStore<Embedded>;
 
 /// The whole store: every concern at once. Nothing to implement: any type with all the parts
 /// is one. Callers hold `Arc<dyn QueueStore>` and call any part's methods on it.
