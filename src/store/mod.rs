@@ -1,9 +1,10 @@
 //! The queue store: small traits, one per concern, and two backends that behave alike.
 //!
 //! [`RedisStore`] is the production store many instances share; [`MemoryStore`] runs one
-//! instance with nothing to install. Each concern is a trait of its own, so a reader and a
-//! test double need only the part they use; [`QueueStore`] is all of them at once, and what
-//! the server holds (`Arc<dyn QueueStore>`):
+//! instance with nothing to install: the same store over an in-process Redis ([`Embedded`]),
+//! so both run the one Lua script of each rule. Each concern is a trait of its own, so a
+//! reader and a test double need only the part they use; [`QueueStore`] is all of them at
+//! once, and what the server holds (`Arc<dyn QueueStore>`):
 //!
 //! - [`Shows`] (`shows.rs`): what operators make, open, close and delete, and what they see;
 //!   [`Throttling`], the rate in force while it follows a checkout.
@@ -18,8 +19,10 @@
 //! - [`Presence`] (`presence.rs`): fans following each show live, on every instance together.
 //! - [`Health`]: whether the store answers.
 //!
-//! The backends live in `memory/` and `redis/` (its scripts in `lua/`), one file per concern
-//! again; both pass the same conformance suite (`tests/api/store/`).
+//! The store lives in `redis/` (its scripts in `lua/`), one file per concern again; the
+//! in-process Redis it runs on when embedded lives in `embedded/` (the commands the store and
+//! its scripts send, and Lua 5.1 as Redis runs it). The conformance suite
+//! (`tests/api/store/`) runs on both, and on a Redis Cluster.
 //!
 //! The model is the original's: per show a sorted set scored by an arrival counter, admission
 //! marks with a TTL, a set of open shows. On top of it each show keeps a little more, so that
@@ -41,12 +44,12 @@
 //! [`StoreError::ShowLost`] until an operator opens it again.
 
 mod draws;
+mod embedded;
 mod feed;
 mod keys;
 mod lease;
 mod limits;
 mod lineage;
-mod memory;
 mod orders;
 mod position;
 mod presence;
@@ -64,12 +67,12 @@ pub use self::draws::{
     AUDIT_MAX_RECORDS, AuditKind, AuditRecord, Closing, DrawPhase, DrawState, Drawn, Draws,
     RecordId, parse_ranges, ranges_text, to_ranges,
 };
+pub use self::embedded::Embedded;
 pub use self::feed::{EventKind, Feed, ShowEvent, ShowSnapshot, pace_of};
 pub use self::keys::{KeySchedule, SharedKeys};
 pub use self::lease::AdmitterLease;
 pub use self::limits::JoinLimits;
 pub use self::lineage::{Arrivals, Lineage, Mended};
-pub use self::memory::MemoryStore;
 pub use self::orders::{OrderBook, OrderOutcome, Redeemed, order_fingerprint};
 pub use self::position::position;
 pub use self::presence::Presence;
@@ -81,6 +84,10 @@ pub use self::shows::{
     Configured, Indexed, ShowMeta, Shows, ThrottleControl, Throttling, not_running,
 };
 pub use crate::model::{AnnouncedRate, MAX_RATE, MIN_ARRIVAL_WINDOW, Schedule, ShowSettings};
+
+/// The embedded store: [`RedisStore`] over an in-process Redis ([`Embedded`]), made with
+/// `MemoryStore::new(settings)`. One instance, nothing to install; not durable.
+pub type MemoryStore = RedisStore<Embedded>;
 
 /// The whole store: every concern at once. Nothing to implement: any type with all the parts
 /// is one. Callers hold `Arc<dyn QueueStore>` and call any part's methods on it.

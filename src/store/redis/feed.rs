@@ -11,7 +11,7 @@ use redis::aio::{ConnectionLike, PubSubSink};
 use tokio_util::sync::CancellationToken;
 
 use super::reply::SnapshotReply;
-use super::{EVENTS_CHANNEL, RedisStore, ScriptArgs, ShowScript, show_script};
+use super::{EVENTS_CHANNEL, RedisStore, ScriptArgs, ShowScript, Subscribers, show_script};
 use crate::draw::Permutation;
 use crate::model::ShowId;
 use crate::store::{DrawPhase, Feed, Result, ShowEvent, ShowSnapshot, StoreError};
@@ -71,6 +71,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
         if let Some(sharded) = &self.sharded {
             return sharded.subscribe().await;
         }
+        if let Subscribers::InProcess(conn) = &self.subscribers {
+            // In this process: nothing to keep alive, and it ends only with the store.
+            return Ok(conn
+                .subscribe(EVENTS_CHANNEL)
+                .filter_map(|payload| async move { parse_event(&payload) })
+                .boxed());
+        }
         // A dedicated connection: a subscribed connection can do nothing else. When it drops,
         // the stream ends and the hub subscribes again, to the next node if this one is gone.
         let mut last_error = None;
@@ -116,16 +123,19 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
             .take_until(dead.cancelled_owned())
             .filter_map(move |msg| {
                 let _stops_the_pings_when_dropped = &dropped;
-                async move {
-                    let parsed = serde_json::from_slice::<ShowEvent>(msg.get_payload_bytes());
-                    if let Err(e) = &parsed {
-                        tracing::warn!(error = %e, "ignoring a malformed event on {EVENTS_CHANNEL}");
-                    }
-                    parsed.ok()
-                }
+                async move { parse_event(msg.get_payload_bytes()) }
             })
             .boxed())
     }
+}
+
+/// An event as published; a malformed one is skipped.
+fn parse_event(payload: &[u8]) -> Option<ShowEvent> {
+    let parsed = serde_json::from_slice::<ShowEvent>(payload);
+    if let Err(e) = &parsed {
+        tracing::warn!(error = %e, "ignoring a malformed event on {EVENTS_CHANNEL}");
+    }
+    parsed.ok()
 }
 
 /// The draw's phase from `snapshot.lua`'s fields: the opening time (absent: not scheduled),

@@ -100,7 +100,7 @@ impl Library {
         cmd
     }
 
-    fn load(&self) -> Cmd {
+    pub(super) fn load(&self) -> Cmd {
         let mut cmd = redis::cmd("FUNCTION");
         cmd.arg("LOAD").arg("REPLACE").arg(&self.text);
         cmd

@@ -45,6 +45,7 @@ pub use self::gather::WINDOW as GATHER_WINDOW;
 use self::queue::JoinArgs;
 pub use self::sentinel::{SentinelConnection, SentinelSettings};
 use self::sharded::{Sharded, show_channel};
+use super::embedded::Embedded;
 use super::{Health, Joined, Result, Status, StoreError, StoreSettings};
 use crate::model::ShowId;
 
@@ -274,6 +275,10 @@ pub struct RedisStore<C = ConnectionManager> {
     /// The least time between the starts of two gathered calls of a busy show
     /// (`REDIS_GATHER_WINDOW`).
     gather_window: Duration,
+    /// The embedded store ([`Embedded`]): one process, which shares its keys with no other
+    /// instance and loses no write it answered, so it has no pass keys to share and nothing to
+    /// mend after a failover.
+    in_process: bool,
 }
 
 /// How many replicas must confirm a write, and how long they may take.
@@ -292,6 +297,8 @@ enum Subscribers {
     Fixed(Vec<Client>),
     /// The primary the Sentinels name now.
     Sentinel(SentinelConnection),
+    /// The embedded store's own pub/sub, in this process.
+    InProcess(Embedded),
 }
 
 impl Subscribers {
@@ -299,6 +306,7 @@ impl Subscribers {
         match self {
             Subscribers::Fixed(clients) => clients.clone(),
             Subscribers::Sentinel(conn) => vec![conn.client()],
+            Subscribers::InProcess(_) => Vec::new(),
         }
     }
 }
@@ -324,7 +332,34 @@ impl RedisStore<ConnectionManager> {
             joins: Arc::default(),
             statuses: Arc::default(),
             gather_window: gather::WINDOW,
+            in_process: false,
         })
+    }
+}
+
+impl RedisStore<Embedded> {
+    /// The embedded store: the same store over an in-process Redis ([`Embedded`]), which runs
+    /// the same scripts. One instance, nothing to install; a restart forgets everything.
+    pub fn new(settings: StoreSettings) -> Self {
+        let conn = Embedded::new();
+        // Loaded now, as a connecting store loads it; were it refused (it never is: the text
+        // is this program's), the first call would load it again and answer the error.
+        if let redis::Value::ServerError(e) = conn.execute(&LIBRARY.load()) {
+            tracing::error!(error = %e, "the embedded store refused the library");
+        }
+        RedisStore {
+            subscribers: Subscribers::InProcess(conn.clone()),
+            sharded: None,
+            functions: Some(functions::loader(conn.clone())),
+            shared: SharedArgs::json(&settings, false),
+            conn,
+            settings,
+            confirmer: None,
+            joins: Arc::default(),
+            statuses: Arc::default(),
+            gather_window: gather::WINDOW,
+            in_process: true,
+        }
     }
 }
 
@@ -349,6 +384,7 @@ impl RedisStore<SentinelConnection> {
             joins: Arc::default(),
             statuses: Arc::default(),
             gather_window: gather::WINDOW,
+            in_process: false,
         })
     }
 }
@@ -404,6 +440,7 @@ impl RedisStore<ClusterConnection> {
             joins: Arc::default(),
             statuses: Arc::default(),
             gather_window: gather::WINDOW,
+            in_process: false,
         })
     }
 }
@@ -572,6 +609,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> super::SharedKeys for Re
         fresh: &str,
         schedule: super::KeySchedule,
     ) -> Result<Option<String>> {
+        if self.in_process {
+            // One process, one instance: nothing to share.
+            return Ok(None);
+        }
         let ms = |d: Duration| d.as_millis() as u64;
         let mut conn = self.conn.clone();
         let text: String = SHARE_KEYS
