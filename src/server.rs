@@ -135,6 +135,7 @@ impl Application {
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let state = self.state;
         let tasks = state.life.tasks.clone();
+        let store_tasks = state.store.tasks();
         let stop = state.life.shutdown.clone();
         tasks.spawn(state.hub.clone().run());
         // Learn the shows before serving, so a store that already forgot one is noticed.
@@ -176,6 +177,15 @@ impl Application {
         tokio::join!(signal, listener::serve(self.listener, state, self.limits));
         tasks.close();
         tasks.wait().await;
+        // The store's own tasks end once the last handle on it is gone (every task above
+        // held one): its gathered calls, its write confirmations, its keep-alives.
+        store_tasks.close();
+        if tokio::time::timeout(crate::http::serve::DRAIN_GRACE, store_tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("the store's tasks did not end in time");
+        }
         Ok(())
     }
 }
@@ -320,12 +330,13 @@ impl Running {
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let app = Application::build(config).await?;
     let shutdown = CancellationToken::new();
-    let trigger = shutdown.clone();
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        trigger.cancel();
-    });
-    app.run_until_stopped(shutdown).await
+    let served = app.run_until_stopped(shutdown.clone());
+    tokio::pin!(served);
+    tokio::select! {
+        result = &mut served => return result,
+        () = shutdown_signal() => shutdown.cancel(),
+    }
+    served.await
 }
 
 async fn shutdown_signal() {

@@ -130,6 +130,9 @@ impl<T> QueueStore for T where
 pub trait Health: Send + Sync {
     /// Whether the store answers (readiness).
     async fn ping(&self) -> Result<()>;
+    /// The tasks the store runs for itself; they end once the store is dropped, and a
+    /// server's stop waits for them.
+    fn tasks(&self) -> tokio_util::task::TaskTracker;
 }
 
 /// What can go wrong talking to a store.

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, RedisError, Script, ServerError, ServerErrorKind, Value};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::task::TaskTracker;
 
 use super::Durability;
 use super::functions::{self, Loader};
@@ -62,12 +63,12 @@ struct Job {
 
 impl Confirmer {
     /// The task that sends and confirms on `conn`; it ends when the store is dropped.
-    pub(super) fn start<C>(conn: C, durability: Durability) -> Arc<Confirmer>
+    pub(super) fn start<C>(conn: C, durability: Durability, tasks: &TaskTracker) -> Arc<Confirmer>
     where
         C: ConnectionLike + Clone + Send + Sync + 'static,
     {
         let (jobs, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(conn, durability, rx));
+        tasks.spawn(run(conn, durability, rx));
         Arc::new(Confirmer { jobs })
     }
 

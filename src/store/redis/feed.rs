@@ -117,7 +117,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
         let (sink, messages) = pubsub.split();
         let dead = CancellationToken::new();
         let dropped = CancellationToken::new();
-        tokio::spawn(keep_alive(sink, dead.clone(), dropped.clone()));
+        self.tasks
+            .spawn(keep_alive(sink, dead.clone(), dropped.clone()));
         let dropped = dropped.drop_guard();
         Ok(messages
             .take_until(dead.cancelled_owned())

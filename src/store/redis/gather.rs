@@ -141,7 +141,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     {
         let (answer, answered) = oneshot::channel();
         if gathering.add(show, Pending { item, answer }) {
-            tokio::spawn(make_calls(
+            self.tasks.spawn(make_calls(
                 self.clone(),
                 gathering.clone(),
                 show.clone(),

@@ -37,6 +37,7 @@ use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Client, Script};
+use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use self::durable::{Confirmer, Reload};
@@ -279,6 +280,9 @@ pub struct RedisStore<C = ConnectionManager> {
     /// instance and loses no write it answered, so it has no pass keys to share and nothing to
     /// mend after a failover.
     in_process: bool,
+    /// Every task the store runs (confirming writes, gathered calls, keeping subscriptions
+    /// and the Sentinel watch alive), so that a server's stop waits for them.
+    tasks: TaskTracker,
 }
 
 /// How many replicas must confirm a write, and how long they may take.
@@ -333,6 +337,7 @@ impl RedisStore<ConnectionManager> {
             statuses: Arc::default(),
             gather_window: gather::WINDOW,
             in_process: false,
+            tasks: TaskTracker::new(),
         })
     }
 }
@@ -359,6 +364,7 @@ impl RedisStore<Embedded> {
             statuses: Arc::default(),
             gather_window: gather::WINDOW,
             in_process: true,
+            tasks: TaskTracker::new(),
         }
     }
 }
@@ -371,7 +377,8 @@ impl RedisStore<SentinelConnection> {
         settings: StoreSettings,
         on_failover: impl Fn(&str) + Send + Sync + 'static,
     ) -> Result<Self> {
-        let mut conn = SentinelConnection::connect(sentinel, on_failover).await?;
+        let tasks = TaskTracker::new();
+        let mut conn = SentinelConnection::connect(sentinel, on_failover, &tasks).await?;
         let runs_7 = runs_7(&mut conn).await?;
         Ok(RedisStore {
             subscribers: Subscribers::Sentinel(conn.clone()),
@@ -385,6 +392,7 @@ impl RedisStore<SentinelConnection> {
             statuses: Arc::default(),
             gather_window: gather::WINDOW,
             in_process: false,
+            tasks,
         })
     }
 }
@@ -429,9 +437,10 @@ impl RedisStore<ClusterConnection> {
             .iter()
             .map(|n| Client::open(n.as_str()))
             .collect::<std::result::Result<_, _>>()?;
+        let tasks = TaskTracker::new();
         Ok(RedisStore {
             subscribers: Subscribers::Fixed(subscribers),
-            sharded: sharded.then(|| Arc::new(Sharded::new(nodes))),
+            sharded: sharded.then(|| Arc::new(Sharded::new(nodes, &tasks))),
             functions: load_library(functions::cluster_loader(conn.clone()), runs_7).await?,
             shared: SharedArgs::json(&settings, sharded),
             conn,
@@ -441,6 +450,7 @@ impl RedisStore<ClusterConnection> {
             statuses: Arc::default(),
             gather_window: gather::WINDOW,
             in_process: false,
+            tasks,
         })
     }
 }
@@ -525,8 +535,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
 
     /// Confirms every write from now on with `WAIT` on this many replicas.
     pub fn with_durability(mut self, durability: Durability) -> Self {
-        self.confirmer =
-            (durability.replicas > 0).then(|| Confirmer::start(self.conn.clone(), durability));
+        self.confirmer = (durability.replicas > 0)
+            .then(|| Confirmer::start(self.conn.clone(), durability, &self.tasks));
         self.gathering_its_own()
     }
 
@@ -640,5 +650,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Health for RedisStore<C>
         let mut conn = self.conn.clone();
         let _: String = redis::cmd("PING").query_async(&mut conn).await?;
         Ok(())
+    }
+
+    fn tasks(&self) -> TaskTracker {
+        self.tasks.clone()
     }
 }

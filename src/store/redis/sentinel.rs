@@ -20,6 +20,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{Client, Cmd, ConnectionAddr, ErrorKind, Pipeline, RedisError, RedisFuture, Value};
+use tokio_util::task::TaskTracker;
 
 /// How often the watcher asks the Sentinels where the primary is.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
@@ -75,6 +76,7 @@ impl SentinelConnection {
     pub async fn connect(
         settings: &SentinelSettings,
         on_failover: impl Fn(&str) + Send + Sync + 'static,
+        tasks: &TaskTracker,
     ) -> Result<SentinelConnection, RedisError> {
         let addrs = settings
             .sentinels
@@ -99,7 +101,7 @@ impl SentinelConnection {
                 on_failover: Box::new(on_failover),
             }),
         };
-        tokio::spawn(watch(Arc::downgrade(&connection.inner)));
+        tasks.spawn(watch(Arc::downgrade(&connection.inner)));
         Ok(connection)
     }
 

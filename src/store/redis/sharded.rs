@@ -30,6 +30,7 @@ use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInf
 use redis::{Msg, ProtocolVersion, PushInfo, PushKind};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::feed::{PUBSUB_PING_EVERY, PUBSUB_PONG_WITHIN};
 use crate::model::ShowId;
@@ -49,6 +50,8 @@ fn channel_show(channel: &str) -> Option<ShowId> {
 
 /// The sharded feed of one store: who listens to what, and the subscriptions alive.
 pub(super) struct Sharded {
+    /// The store's tasks: each subscription's keep-alive runs on them.
+    tasks: TaskTracker,
     nodes: Vec<String>,
     /// How many listens each show has (the hub's, the console's).
     listened: Mutex<HashMap<ShowId, usize>>,
@@ -64,8 +67,9 @@ struct Subscription {
 }
 
 impl Sharded {
-    pub(super) fn new(nodes: &[String]) -> Self {
+    pub(super) fn new(nodes: &[String], tasks: &TaskTracker) -> Self {
         Sharded {
+            tasks: tasks.clone(),
             nodes: nodes.to_vec(),
             listened: Mutex::default(),
             subscriptions: Mutex::default(),
@@ -173,7 +177,7 @@ impl Sharded {
                 carried.insert(show);
             }
         }
-        tokio::spawn(keep_alive(Arc::downgrade(&sub)));
+        self.tasks.spawn(keep_alive(Arc::downgrade(&sub)));
         let dead = sub.dead.clone();
         let me = self.clone();
         Ok(UnboundedReceiverStream::new(rx)
