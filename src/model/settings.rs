@@ -33,6 +33,8 @@ pub const MAX_HEALTH_URL: usize = 512;
 pub const MAX_BEACON: usize = 200;
 /// The longest beacon value (`drawBeaconValue`), in printable ASCII.
 pub const MAX_BEACON_VALUE: usize = 512;
+/// The longest queue a show may be bounded to (`maxQueueLength`).
+pub(crate) const MAX_QUEUE_LENGTH: u64 = 100_000_000;
 /// The furthest ahead a time may be set (`opensAt`, `rateChangeAt`).
 const MOST_AHEAD: Duration = Duration::from_secs(366 * 24 * 3600);
 
@@ -87,6 +89,12 @@ pub struct ShowSettings {
     /// left (`stockLeft`), and the last seat sold ends the on-sale (`sold out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stock: Option<u64>,
+    /// The most fans the show's queue holds (0, the default: no bound; at most 100,000,000):
+    /// a join past it is answered 503 with `Retry-After` until places free up. A fan already
+    /// in line, joining again with its `Idempotency-Key`, is answered its place as ever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 100_000_000)]
+    pub max_queue_length: Option<u64>,
 }
 
 /// A setting out of range: which, and why.
@@ -173,6 +181,15 @@ impl ShowSettings {
             return Err(refuse(
                 "joinChallengeBits",
                 format!("must be between 0 (off) and {MAX_CHALLENGE_BITS}"),
+            ));
+        }
+        if self
+            .max_queue_length
+            .is_some_and(|most| most > MAX_QUEUE_LENGTH)
+        {
+            return Err(refuse(
+                "maxQueueLength",
+                format!("must be between 0 (no bound) and {MAX_QUEUE_LENGTH}"),
             ));
         }
         if self.stock.is_some_and(|stock| stock > MAX_STOCK) {

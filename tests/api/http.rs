@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use reqwest::{Method, StatusCode};
+use reqwest::{Method, StatusCode, header};
 use serde_json::{Value, json};
 use waiting_room::config::Config;
 
@@ -21,6 +21,7 @@ both_stores!(
     operator_calls_need_the_token,
     leave_and_rate_change_over_http,
     settings_are_kept_and_answered_whole,
+    a_full_queue_says_when_to_come_back,
 );
 
 /// A 4xx's JSON: the original's UNKNOWN ticket (`application/json`), or an RFC 9457 problem
@@ -456,6 +457,60 @@ async fn settings_are_kept_and_answered_whole(backend: Backend) {
     assert!(after.get("stock").is_none(), "0 removes the stock: {after}");
     let stats = app.stats("s").await;
     assert_eq!(stats["settings"], after["settings"]);
+    app.stop().await;
+}
+
+/// `maxQueueLength`: a join past it is 503 with `Retry-After`, a fan in line joining again
+/// with its key is answered its place, and a place freed lets the next one in.
+async fn a_full_queue_says_when_to_come_back(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create("s").await;
+    let r = app
+        .put_config("s", &json!({"maxQueueLength": 100_000_001}))
+        .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        body(r).await["message"]
+            .as_str()
+            .unwrap()
+            .contains("maxQueueLength")
+    );
+    let stats = app.configure("s", json!({"maxQueueLength": 2})).await;
+    assert_eq!(stats["settings"]["maxQueueLength"], 2);
+    let keyed = |key: &str| {
+        let path = routes::show(routes::JOIN, "s");
+        app.client
+            .post(app.url(&path))
+            .header("Idempotency-Key", key)
+    };
+    let first = keyed("fan-1").send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::ACCEPTED);
+    let first = ticket_id(&first.json().await.unwrap());
+    let second = ticket_id(&app.join_ok("s").await);
+    let full = app.join("s").await;
+    assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(full.headers()[header::RETRY_AFTER], "10");
+    assert!(
+        body(full).await["message"]
+            .as_str()
+            .unwrap()
+            .contains("full")
+    );
+    // In line already: its place, not a refusal.
+    let again = keyed("fan-1").send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
+    assert_eq!(ticket_id(&again.json().await.unwrap()), first);
+    assert_eq!(
+        app.leave("s", &second).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    app.join_ok("s").await;
+    assert_eq!(
+        app.join("s").await.status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    app.configure("s", json!({"maxQueueLength": 0})).await;
+    app.join_ok("s").await;
     app.stop().await;
 }
 

@@ -39,6 +39,10 @@ local epoch, refused = live_show(m)
 if refused then return refused end
 local ended = phase_of(m) == 4
 local need = tonumber(m.challenge_bits or '0')
+-- maxQueueLength (the show's settings): the room left in the queue, nil when unbounded. A
+-- join past it waits outside, told to come back (a replay is not refused: it holds a place).
+local most = tonumber(settings().maxQueueLength or 0)
+local room = most > 0 and most - redis.call('ZCARD', Q) or nil
 local joins = A.joins
 local out, fresh, new, arrival = {}, {}, {}, {}
 local answered = false
@@ -87,6 +91,8 @@ for i, j in ipairs(joins) do
   if not o then
     if ended then
       o = {outcome = 'ended'}
+    elseif room and room <= 0 then
+      o = unavailable('the queue is full; try again in a few seconds', 10000)
     elseif need > 0 and not j.proof_key then
       o = {outcome = 'proof_required', bits = need}
     elseif need > 0 and j.proof_bits < need then
@@ -95,6 +101,7 @@ for i, j in ipairs(joins) do
       o = {outcome = 'proof_spent'}
     else
       o = JOINED
+      if room then room = room - 1 end
       new[#new + 1] = i
       if j.idem_key then fresh[j.idem_key] = i end
     end
