@@ -13,7 +13,7 @@
 -- Redis, each by SHA with this prelude in front (redis/mod.rs builds both).
 local A, S
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
-  SEEN, AUDIT, LOSTFANS, IDEM
+  SEEN, AUDIT, LOSTFANS, IDEM, MENDED
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
@@ -34,10 +34,11 @@ local function bind(keys, argv)
   end
   A = cjson.decode(argv[2])
   Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW, SEEN,
-    AUDIT, LOSTFANS, IDEM =
+    AUDIT, LOSTFANS, IDEM, MENDED =
     keys[P.queue], keys[P.seq], keys[P.head], keys[P.left], keys[P.version], keys[P.rate],
     keys[P.admissions], keys[P.fence], keys[P.tick], keys[P.cap], keys[P.meta], keys[P.holds],
-    keys[P.spent], keys[P.flow], keys[P.seen], keys[P.audit], keys[P.lostfans], keys[P.idem]
+    keys[P.spent], keys[P.flow], keys[P.seen], keys[P.audit], keys[P.lostfans], keys[P.idem],
+    keys[P.mended]
   SHOW, ADMITTED, CHANNEL = A.show, A.admitted_prefix, A.channel
   DEFAULT_RATE, TTL, DEFAULT_CAP = S.default_rate, S.ttl_ms, S.default_cap
   -- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.

@@ -19,7 +19,7 @@ use redis::{Cmd, RedisError, Script, ServerError};
 use crate::store::Result;
 
 /// Every per-show script: its name (the file `lua/<name>.lua`) and its body.
-pub(super) const SCRIPTS: [(&str, &str); 23] = [
+pub(super) const SCRIPTS: [(&str, &str); 24] = [
     ("admit", include_str!("../lua/admit.lua")),
     ("challenge", include_str!("../lua/challenge.lua")),
     ("check", include_str!("../lua/check.lua")),
@@ -35,6 +35,7 @@ pub(super) const SCRIPTS: [(&str, &str); 23] = [
     ("is_admitted", include_str!("../lua/is_admitted.lua")),
     ("join", include_str!("../lua/join.lua")),
     ("leave", include_str!("../lua/leave.lua")),
+    ("mend", include_str!("../lua/mend.lua")),
     ("meta", include_str!("../lua/meta.lua")),
     ("open", include_str!("../lua/open.lua")),
     ("order", include_str!("../lua/order.lua")),

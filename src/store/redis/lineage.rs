@@ -1,66 +1,37 @@
 //! The Redis side of [`Lineage`]: reading a show's arrival counter, and mending it after a
-//! failover lost writes (`MEND` below: one script, in the show's slot).
-//!
-//! The script is self-contained (no `prelude.lua`): it touches only the counter, the queue,
-//! the admissions, the audit and the set of tickets whose place was lost
-//! (`wr:{show}:lostfans`, kept a day after the last mend), which `status.lua` reads to
-//! answer `lost` for them.
+//! failover lost writes (`mend.lua`, a per-show script as every other).
 
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
-use redis::Script;
 use redis::aio::ConnectionLike;
+use serde::Deserialize;
 use uuid::Uuid;
 
-use super::RedisStore;
+use super::reply::list;
+use super::{RedisStore, ScriptArgs, ShowScript, show_script};
 use crate::model::ShowId;
+use crate::store::Result;
 use crate::store::lineage::{Arrivals, Lineage, Mended};
-use crate::store::{Result, StoreError};
 
-/// How long the tickets whose place was lost are remembered (ms): a day, like a join's
-/// `Idempotency-Key`.
-const LOST_FOR_MS: u64 = 86_400_000;
+static MEND: LazyLock<ShowScript> = show_script!("mend");
 
-/// KEYS: seq, meta, queue, audit, lostfans, mended, spent (an admission ordered or redeemed is
-/// not lost: its ticket left the queue and its admission on purpose). ARGV: epoch, high,
-/// admitted prefix, keep ms, tickets…. Returns {found counter, raised (0/1), lost tickets…},
-/// or {-1} when the show's epoch is not ARGV[1] (re-opened or deleted meanwhile: nothing to
-/// mend).
-static MEND: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r#"
-local epoch = redis.call('HGET', KEYS[2], 'epoch')
-if epoch ~= ARGV[1] or redis.call('HEXISTS', KEYS[2], 'deleted') == 1 then return {-1} end
-local found = tonumber(redis.call('GET', KEYS[1]) or '0')
-local high = tonumber(ARGV[2])
-local out = {found, 0}
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if found < high then
-  redis.call('SET', KEYS[1], high)
-  out[2] = 1
-  redis.call('XADD', KEYS[4], '*', 'kind', 'lost', 'at_ms', now, 'epoch', epoch,
-    'arrival', high, 'found', found)
-  local from = tonumber(redis.call('HGET', KEYS[6], 'from') or '')
-  if not from or found < from then redis.call('HSET', KEYS[6], 'from', found) end
-  redis.call('HINCRBY', KEYS[6], 'n', 1)
-  redis.call('PEXPIRE', KEYS[6], ARGV[4])
-end
-for i = 5, #ARGV do
-  local ticket = ARGV[i]
-  if not redis.call('ZSCORE', KEYS[3], ticket)
-    and redis.call('EXISTS', ARGV[3] .. ticket) == 0
-    and redis.call('HEXISTS', KEYS[7], ticket) == 0 then
-    redis.call('SADD', KEYS[5], ticket)
-    out[#out + 1] = ticket
-  end
-end
-if #out > 2 then redis.call('PEXPIRE', KEYS[5], ARGV[4]) end
-return out
-"#,
-    )
-});
+/// `mend.lua`'s answer.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum MendReply {
+    /// The show was re-opened or deleted meanwhile: nothing mended.
+    Stale {
+        #[allow(dead_code, reason = "a reply must say it, so a wrong one is refused")]
+        stale: bool,
+    },
+    Mended {
+        found: u64,
+        raised: bool,
+        #[serde(deserialize_with = "list")]
+        lost: Vec<Uuid>,
+    },
+}
 
 fn key(show: &ShowId, name: &str) -> String {
     format!("wr:{{{show}}}:{name}")
@@ -99,40 +70,22 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Lineage for RedisStore<C
         if self.in_process {
             return Ok(Mended::default());
         }
-        let mut invocation = MEND.prepare_invoke();
-        for name in [
-            "seq", "meta", "queue", "audit", "lostfans", "mended", "spent",
-        ] {
-            invocation.key(key(show, name));
-        }
-        invocation
-            .arg(epoch.to_string())
-            .arg(high)
-            .arg(key(show, "admitted:"))
-            .arg(LOST_FOR_MS);
-        for t in tickets {
-            invocation.arg(t.to_string());
-        }
-        let mut conn = self.conn.clone();
-        let reply: Vec<redis::Value> = invocation.invoke_async(&mut conn).await?;
-        let bad = || StoreError::Protocol(format!("mend: {reply:?}"));
-        let number = |v: &redis::Value| redis::from_redis_value_ref::<i64>(v).ok();
-        let found = reply.first().and_then(number).ok_or_else(bad)?;
-        if found < 0 {
+        let args = ScriptArgs {
+            epoch: Some(epoch.to_string()),
+            high: Some(high),
+            tickets: Some(tickets.to_vec()),
+            ..ScriptArgs::none()
+        };
+        let MendReply::Mended {
+            found,
+            raised,
+            lost,
+        } = self.run(&MEND, show, args).await?
+        else {
             return Ok(Mended::default());
-        }
-        let raised = reply.get(1).and_then(number).ok_or_else(bad)? == 1;
-        let lost = reply[2..]
-            .iter()
-            .map(|v| {
-                redis::from_redis_value_ref::<String>(v)
-                    .ok()
-                    .and_then(|s| Uuid::parse_str(&s).ok())
-                    .ok_or_else(bad)
-            })
-            .collect::<Result<_>>()?;
+        };
         Ok(Mended {
-            found: found as u64,
+            found,
             raised,
             lost,
         })

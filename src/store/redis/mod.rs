@@ -198,6 +198,11 @@ struct ScriptArgs {
     /// The tickets of one call of `status.lua` (status reads gathered per show).
     #[serde(skip_serializing_if = "Option::is_none")]
     tickets: Option<Vec<Uuid>>,
+    /// `mend.lua`: the show's epoch the loss witness saw, and the highest arrival it saw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    epoch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    high: Option<u64>,
     /// The joins of one call (`join.lua`), each with its own ticket, key and proof.
     #[serde(skip_serializing_if = "Option::is_none")]
     joins: Option<Vec<JoinArgs>>,
@@ -227,7 +232,7 @@ impl ScriptArgs {
 }
 
 /// A show's keys, in the order `ScriptArgs::keys` names them (`wr:{<show>}:<name>`).
-const SHOW_KEYS: [&str; 18] = [
+const SHOW_KEYS: [&str; 19] = [
     "queue",
     "seq",
     "head",
@@ -244,11 +249,13 @@ const SHOW_KEYS: [&str; 18] = [
     "flow",
     "seen",
     "audit",
-    // The tickets whose place a failover lost (marked by `lineage.rs`'s mend, read by
+    // The tickets whose place a failover lost (marked by `mend.lua`, read by
     // `status.lua`).
     "lostfans",
     // The ticket each `Idempotency-Key` got, by key (`join.lua`).
     "idem",
+    // How many mends a failover's losses took, and the lowest counter found (`mend.lua`).
+    "mended",
 ];
 
 /// The Redis-backed store, over one Redis or a Redis Cluster.
