@@ -6,8 +6,9 @@
 //!   object, so the empty table is `{}`; numbers are written `%.14g` (NaN and infinities are an
 //!   error); strings escape `"`, `\`, `/` and the control characters; `cjson.null` is `null`;
 //!   nesting deeper than 1000 is an error.
-//! - `decode`: objects and arrays become tables, `null` becomes `cjson.null` (a light userdata,
-//!   truthy), numbers doubles. Input must be UTF-8 (the scripts decode what Rust encoded).
+//! - `decode` (`raw.rs`, on the Lua stack): objects and arrays become tables, `null` becomes
+//!   `cjson.null` (a light userdata, truthy), numbers doubles, `\u` escapes UTF-8 (surrogate
+//!   pairs joined); nesting deeper than 1000, or anything after the value, is an error.
 
 use std::io::Write as _;
 
@@ -27,14 +28,10 @@ pub(super) fn module(lua: &Lua) -> mlua::Result<Table> {
             lua.create_string(&out)
         })?,
     )?;
-    cjson.raw_set(
-        "decode",
-        lua.create_function(|lua, text: mlua::String| {
-            let parsed: serde_json::Value = serde_json::from_slice(&text.as_bytes())
-                .map_err(|e| mlua::Error::RuntimeError(format!("cjson.decode: {e}")))?;
-            to_lua(lua, parsed, 1)
-        })?,
-    )?;
+    // SAFETY: it follows the Lua stack's rules (`raw.rs`).
+    cjson.raw_set("decode", unsafe {
+        lua.create_c_function(super::raw::cjson_decode)?
+    })?;
     cjson.raw_set("null", Value::NULL)?;
     Ok(cjson)
 }
@@ -223,39 +220,4 @@ fn escape(bytes: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(escaped);
     }
     out.push(b'"');
-}
-
-fn to_lua(lua: &Lua, value: serde_json::Value, depth: usize) -> mlua::Result<Value> {
-    if depth > MAX_DEPTH {
-        return Err(mlua::Error::runtime(
-            "cjson.decode: too many nested data structures",
-        ));
-    }
-    Ok(match value {
-        serde_json::Value::Null => Value::NULL,
-        serde_json::Value::Bool(b) => Value::Boolean(b),
-        serde_json::Value::Number(n) => {
-            let x = n.as_f64().unwrap_or(f64::NAN);
-            if x.fract() == 0.0 && x.abs() < 9.2e18 {
-                Value::Integer(x as i64)
-            } else {
-                Value::Number(x)
-            }
-        }
-        serde_json::Value::String(s) => Value::String(lua.create_string(&s)?),
-        serde_json::Value::Array(items) => {
-            let t = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.into_iter().enumerate() {
-                t.raw_set(i + 1, to_lua(lua, item, depth + 1)?)?;
-            }
-            Value::Table(t)
-        }
-        serde_json::Value::Object(fields) => {
-            let t = lua.create_table_with_capacity(0, fields.len())?;
-            for (k, v) in fields {
-                t.raw_set(lua.create_string(&k)?, to_lua(lua, v, depth + 1)?)?;
-            }
-            Value::Table(t)
-        }
-    })
 }

@@ -1,7 +1,8 @@
 //! Scripts as Redis runs them: one Lua 5.1 state (Redis's Lua) with Redis's libraries —
 //! `redis` (`call`, `pcall`, `error_reply`, `status_reply`, `sha1hex`, `log`,
 //! `register_function`, …), `cjson` (`cjson.rs`) and `bit` (`bit.rs`) — and Redis's
-//! conversions of values between Lua and replies.
+//! conversions of values between Lua and replies. `redis.call`, `redis.pcall` and
+//! `cjson.decode`, what a call runs most, work on the Lua stack directly (`raw.rs`).
 //!
 //! The [`Db`] lives in the state's app data, where `redis.call` reaches it; whoever runs a
 //! script holds the engine's lock, so a script runs alone, as in Redis. A library of functions
@@ -20,14 +21,14 @@
 
 mod bit;
 mod cjson;
+mod raw;
 
 use std::collections::HashMap;
-use std::io::Write as _;
 
 use bytes::Bytes;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value, Variadic};
 
-use super::commands::{self, Db, Reply};
+use super::commands::{Db, Reply};
 
 /// The Lua state with its functions and scripts.
 pub(crate) struct Scripting {
@@ -323,87 +324,12 @@ pub(crate) fn from_lua(value: &Value) -> Reply {
     }
 }
 
-/// A reply as a script sees it (`raise`: an error is raised, as `redis.call` does).
-pub(crate) fn to_lua(lua: &Lua, reply: Reply, raise: bool) -> mlua::Result<Value> {
-    Ok(match reply {
-        Reply::Nil => Value::Boolean(false),
-        Reply::Int(i) => Value::Integer(i),
-        Reply::Bulk(b) => Value::String(lua.create_string(&b)?),
-        Reply::Status(s) => {
-            let t = lua.create_table_with_capacity(0, 1)?;
-            t.raw_set("ok", lua.create_string(s.as_bytes())?)?;
-            Value::Table(t)
-        }
-        Reply::Error(e) if raise => return Err(mlua::Error::RuntimeError(e)),
-        Reply::Error(e) => {
-            let t = lua.create_table_with_capacity(0, 1)?;
-            t.raw_set("err", lua.create_string(e.as_bytes())?)?;
-            Value::Table(t)
-        }
-        Reply::Array(items) => {
-            let t = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.into_iter().enumerate() {
-                // An error inside an array stays a value, as in Redis.
-                t.raw_set(i + 1, to_lua(lua, item, false)?)?;
-            }
-            Value::Table(t)
-        }
-    })
-}
-
-/// `redis.call` (`raise`) and `redis.pcall`: the command's reply.
-fn call(lua: &Lua, args: Variadic<Value>, raise: bool) -> mlua::Result<Value> {
-    let fail = |text: &str| to_lua(lua, Reply::Error(text.to_owned()), raise);
-    // Every argument's bytes in one buffer: one allocation for the lot.
-    let mut buf: Vec<u8> = Vec::with_capacity(64 * args.len());
-    let mut ends = Vec::with_capacity(args.len());
-    for arg in args.iter() {
-        match arg {
-            Value::String(s) => buf.extend_from_slice(&s.as_bytes()),
-            Value::Integer(i) => {
-                let _ = write!(buf, "{i}");
-            }
-            Value::Number(n) => buf.extend_from_slice(commands::format_double(*n).as_bytes()),
-            _ => return fail("ERR Lua redis lib command arguments must be strings or integers"),
-        }
-        ends.push(buf.len());
-    }
-    if ends.is_empty() {
-        return fail("ERR Please specify at least one argument for this redis lib call");
-    }
-    let mut start = 0;
-    let argv: Vec<&[u8]> = ends
-        .iter()
-        .map(|&end| {
-            let arg = &buf[start..end];
-            start = end;
-            arg
-        })
-        .collect();
-    if NOT_FROM_SCRIPTS
-        .iter()
-        .any(|c| argv[0].eq_ignore_ascii_case(c.as_bytes()))
-    {
-        return fail("ERR This Redis command is not allowed from script");
-    }
-    let reply = match lua.try_app_data_mut::<Db>() {
-        Ok(Some(mut db)) => commands::run(&mut db, &argv),
-        _ => Reply::Error("ERR the store is busy".to_owned()),
-    };
-    to_lua(lua, reply, raise)
-}
-
 /// The `redis` table.
 fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     let redis = lua.create_table()?;
-    redis.raw_set(
-        "call",
-        lua.create_function(|lua, args: Variadic<Value>| call(lua, args, true))?,
-    )?;
-    redis.raw_set(
-        "pcall",
-        lua.create_function(|lua, args: Variadic<Value>| call(lua, args, false))?,
-    )?;
+    // SAFETY: both follow the Lua stack's rules (`raw.rs`).
+    redis.raw_set("call", unsafe { lua.create_c_function(raw::redis_call)? })?;
+    redis.raw_set("pcall", unsafe { lua.create_c_function(raw::redis_pcall)? })?;
     redis.raw_set(
         "error_reply",
         lua.create_function(|lua, text: mlua::String| {

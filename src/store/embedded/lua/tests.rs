@@ -264,3 +264,33 @@ fn numbers_are_written_as_percent_14g() {
         assert_eq!(String::from_utf8(out).unwrap(), text, "{x}");
     }
 }
+
+#[test]
+fn cjson_decode_refuses_what_is_not_json_with_an_error() {
+    let mut s = scripting();
+    for bad in [
+        r#"{"a":}"#,
+        "[1,2",
+        r#""\\ud800""#,
+        "1 2",
+        "nul",
+        r#"{"a" 1}"#,
+    ] {
+        let r = eval(&mut s, &format!("return cjson.decode('{bad}')"));
+        assert!(
+            matches!(&r, Reply::Error(e) if e.starts_with("ERR ")),
+            "{bad}: {r:?}"
+        );
+    }
+    assert_eq!(
+        eval(
+            &mut s,
+            r#"return cjson.decode('"\\ud83d\\ude00 \\"q\\" \\/"')"#
+        ),
+        bulk("😀 \"q\" /")
+    );
+    assert_eq!(
+        eval(&mut s, "return #cjson.decode('[[],{},[1,[2]],\"x\"]')"),
+        Reply::Int(4)
+    );
+}
