@@ -31,7 +31,8 @@ use utoipa::openapi::{
 };
 
 pub(super) use self::answers::{
-    Frames, LOST, NO_SHOW, NoTicket, PAGE, StatsEvents, TOO_MANY_STREAMS, TicketEvents,
+    Frames, LOST, NO_SHOW, NoTicket, PAGE, PAGE_UNAVAILABLE, StatsEvents, TOO_MANY_STREAMS,
+    TicketEvents,
 };
 use self::build::{integer, reference, string};
 use self::schemas::schemas;

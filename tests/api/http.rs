@@ -24,6 +24,13 @@ both_stores!(
     a_full_queue_says_when_to_come_back,
 );
 
+/// A 400 whose message names `field`.
+async fn refused_naming(r: reqwest::Response, field: &str) {
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let message = body(r).await["message"].as_str().unwrap().to_owned();
+    assert!(message.contains(field), "{message}");
+}
+
 /// A 4xx's JSON: the original's UNKNOWN ticket (`application/json`), or an RFC 9457 problem
 /// (`application/problem+json`) that keeps the fields clients read (`status`, `error`,
 /// `message`) beside the RFC's (`type`, `title`, `detail`).
@@ -438,13 +445,7 @@ async fn settings_are_kept_and_answered_whole(backend: Backend) {
         .put_config("s", &json!({"opensAt": opens_at, "joinChallengeBits": 4}))
         .await;
     // A year ahead at most: refused, and nothing of it kept.
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert!(
-        body(r).await["message"]
-            .as_str()
-            .unwrap()
-            .contains("opensAt")
-    );
+    refused_naming(r, "opensAt").await;
     let after = app
         .configure("s", json!({"stock": 0, "joinChallengeBits": 4}))
         .await;
@@ -468,13 +469,7 @@ async fn a_full_queue_says_when_to_come_back(backend: Backend) {
     let r = app
         .put_config("s", &json!({"maxQueueLength": 100_000_001}))
         .await;
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert!(
-        body(r).await["message"]
-            .as_str()
-            .unwrap()
-            .contains("maxQueueLength")
-    );
+    refused_naming(r, "maxQueueLength").await;
     let stats = app.configure("s", json!({"maxQueueLength": 2})).await;
     assert_eq!(stats["settings"]["maxQueueLength"], 2);
     let keyed = |key: &str| {

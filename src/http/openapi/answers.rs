@@ -25,6 +25,10 @@ pub(in crate::http) const NO_SHOW: &str = "No show of that id";
 /// The show's state was lost, or the store cannot be reached (503).
 pub(in crate::http) const LOST: &str = "The show's state was lost, the store is unavailable, or \
     this instance is at its bound of the crowd's requests (`MAX_STORE_CALLS`)";
+/// A page's 503: a page when the store fails, a problem when the shed answers first.
+pub(in crate::http) const PAGE_UNAVAILABLE: &str = "The show's state was lost, or the store is \
+    unavailable (a page); or the instance has as many of the crowd's requests at work as it \
+    takes (`MAX_STORE_CALLS`), answered at once before any page is made (a problem)";
 /// A client past `MAX_STREAMS_PER_CLIENT` (429).
 pub(in crate::http) const TOO_MANY_STREAMS: &str = "Too many streams open from this client";
 /// The page, rendered (200).

@@ -129,9 +129,7 @@ pub(crate) struct WaitQuery {
         ),
         (
             status = 503,
-            description = "The show's state was lost, or the store is unavailable (a page); or \
-                 the instance has as many of the crowd's requests at work as it takes \
-                 (`MAX_STORE_CALLS`), answered at once before any page is made (a problem)",
+            description = crate::http::openapi::PAGE_UNAVAILABLE,
             content(
                 (String = "text/html"),
                 (crate::protocol::ErrorBody = "application/problem+json"),
@@ -318,9 +316,7 @@ async fn render_wait(
         ),
         (
             status = 503,
-            description = "The show's state was lost, or the store is unavailable (a page); or \
-                 the instance has as many of the crowd's requests at work as it takes \
-                 (`MAX_STORE_CALLS`), answered at once before any page is made (a problem)",
+            description = crate::http::openapi::PAGE_UNAVAILABLE,
             content(
                 (String = "text/html"),
                 (crate::protocol::ErrorBody = "application/problem+json"),
