@@ -332,20 +332,15 @@ impl RedisStore<ConnectionManager> {
             .set_number_of_retries(3);
         let mut conn = ConnectionManager::new_with_config(client.clone(), config).await?;
         let runs_7 = runs_7(&mut conn).await?;
-        Ok(RedisStore {
-            subscribers: Subscribers::Fixed(vec![client]),
-            sharded: None,
-            functions: load_library(functions::loader(conn.clone()), runs_7).await?,
-            shared: SharedArgs::json(&settings, false),
+        let functions = load_library(functions::loader(conn.clone()), runs_7).await?;
+        Ok(RedisStore::assemble(
             conn,
             settings,
-            confirmer: None,
-            joins: Arc::default(),
-            statuses: Arc::default(),
-            gather_window: gather::WINDOW,
-            in_process: false,
-            tasks: TaskTracker::new(),
-        })
+            Subscribers::Fixed(vec![client]),
+            functions,
+            None,
+            TaskTracker::new(),
+        ))
     }
 }
 
@@ -364,19 +359,21 @@ impl RedisStore<Embedded> {
         if let redis::Value::ServerError(e) = conn.execute(&LIBRARY.load()) {
             tracing::error!(error = %e, "the embedded store refused the library");
         }
+        let (subscribers, functions) = (
+            Subscribers::InProcess(conn.clone()),
+            Some(functions::loader(conn.clone())),
+        );
         RedisStore {
-            subscribers: Subscribers::InProcess(conn.clone()),
-            sharded: None,
-            functions: Some(functions::loader(conn.clone())),
-            shared: SharedArgs::json(&settings, false),
-            conn,
-            settings,
-            confirmer: None,
-            joins: Arc::default(),
-            statuses: Arc::default(),
             gather_window: EMBEDDED_GATHER_WINDOW,
             in_process: true,
-            tasks: TaskTracker::new(),
+            ..RedisStore::assemble(
+                conn,
+                settings,
+                subscribers,
+                functions,
+                None,
+                TaskTracker::new(),
+            )
         }
     }
 }
@@ -392,20 +389,16 @@ impl RedisStore<SentinelConnection> {
         let tasks = TaskTracker::new();
         let mut conn = SentinelConnection::connect(sentinel, on_failover, &tasks).await?;
         let runs_7 = runs_7(&mut conn).await?;
-        Ok(RedisStore {
-            subscribers: Subscribers::Sentinel(conn.clone()),
-            sharded: None,
-            functions: load_library(functions::loader(conn.clone()), runs_7).await?,
-            shared: SharedArgs::json(&settings, false),
+        let functions = load_library(functions::loader(conn.clone()), runs_7).await?;
+        let subscribers = Subscribers::Sentinel(conn.clone());
+        Ok(RedisStore::assemble(
             conn,
             settings,
-            confirmer: None,
-            joins: Arc::default(),
-            statuses: Arc::default(),
-            gather_window: gather::WINDOW,
-            in_process: false,
+            subscribers,
+            functions,
+            None,
             tasks,
-        })
+        ))
     }
 }
 
@@ -450,11 +443,36 @@ impl RedisStore<ClusterConnection> {
             .map(|n| Client::open(n.as_str()))
             .collect::<std::result::Result<_, _>>()?;
         let tasks = TaskTracker::new();
-        Ok(RedisStore {
-            subscribers: Subscribers::Fixed(subscribers),
-            sharded: sharded.then(|| Arc::new(Sharded::new(nodes, &tasks))),
-            functions: load_library(functions::cluster_loader(conn.clone()), runs_7).await?,
-            shared: SharedArgs::json(&settings, sharded),
+        let functions = load_library(functions::cluster_loader(conn.clone()), runs_7).await?;
+        let sharded = sharded.then(|| Arc::new(Sharded::new(nodes, &tasks)));
+        Ok(RedisStore::assemble(
+            conn,
+            settings,
+            Subscribers::Fixed(subscribers),
+            functions,
+            sharded,
+            tasks,
+        ))
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
+    /// A store over `conn`, its events heard through `subscribers`, its scripts loaded by
+    /// `functions` (`None`: by SHA), on sharded pub/sub when `sharded`, its tasks on `tasks`;
+    /// nothing gathered or confirmed yet.
+    fn assemble(
+        conn: C,
+        settings: StoreSettings,
+        subscribers: Subscribers,
+        functions: Option<Loader>,
+        sharded: Option<Arc<Sharded>>,
+        tasks: TaskTracker,
+    ) -> Self {
+        RedisStore {
+            shared: SharedArgs::json(&settings, sharded.is_some()),
+            subscribers,
+            sharded,
+            functions,
             conn,
             settings,
             confirmer: None,
@@ -463,11 +481,9 @@ impl RedisStore<ClusterConnection> {
             gather_window: gather::WINDOW,
             in_process: false,
             tasks,
-        })
+        }
     }
-}
 
-impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     /// Runs a per-show script with the shared key and argument layout of `prelude.lua`, and
     /// decodes its reply (a refusal of the show is its error).
     async fn run<T: serde::de::DeserializeOwned>(
