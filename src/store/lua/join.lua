@@ -41,7 +41,7 @@ local ended = phase_of(m) == 4
 local need = tonumber(m.challenge_bits or '0')
 -- maxQueueLength (the show's settings): the room left in the queue, nil when unbounded. A
 -- join past it waits outside, told to come back (a replay is not refused: it holds a place).
-local most = tonumber(settings().maxQueueLength or 0)
+local most = tonumber(settings(m).maxQueueLength or 0)
 local room = most > 0 and most - redis.call('ZCARD', Q) or nil
 local joins = A.joins
 local out, fresh, new, arrival = {}, {}, {}, {}

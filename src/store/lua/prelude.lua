@@ -67,7 +67,12 @@ local function head() return tonumber(redis.call('GET', HEAD) or '0') end
 local function is_open() return redis.call('HGET', META, 'open') == '1' end
 -- The show's settings as its operator set them (`ShowSettings` in model/settings.rs, by its
 -- JSON names, kept whole by configure.lua): a rule reads its setting here, nil when never set.
-local function settings() return cjson.decode(redis.call('HGET', META, 'settings') or '{}') end
+-- `m`: the meta as `show_meta` read it, which holds them (no second read), if it did.
+local function settings(m)
+  local text
+  if m then text = m.settings else text = redis.call('HGET', META, 'settings') end
+  return cjson.decode(text or '{}')
+end
 -- Where the on-sale stands (`Phase` in model/pace.rs, by code): 0 pending (made, not opened
 -- yet, or scheduled), 1 open, 2 paused, 3 closed (no gate), 4 ended. Meta `open` says whether
 -- the admitter serves it; meta `phase` names paused, closed and ended.
@@ -83,12 +88,13 @@ end
 -- field to value (false when unset), which the helpers below take instead of reading them
 -- one by one (`live_show`, `phase_of`, `draw_phase`, `pace_reply`, `standing`).
 local JOIN_META = {'epoch', 'lost', 'deleted', 'open', 'phase', 'stock', 'challenge_bits',
-  'opens_at', 'closed_n', 'draw_key', 'pace', 'change_at', 'change_rate', 'end_reason', 'window'}
+  'opens_at', 'closed_n', 'draw_key', 'pace', 'change_at', 'change_rate', 'end_reason', 'window',
+  'settings'}
 local function show_meta()
   local v = redis.call('HMGET', META, unpack(JOIN_META))
   return {epoch = v[1], lost = v[2], deleted = v[3], open = v[4], phase = v[5], stock = v[6],
     challenge_bits = v[7], opens_at = v[8], closed_n = v[9], draw_key = v[10], pace = v[11],
-    change_at = v[12], change_rate = v[13], end_reason = v[14], window = v[15]}
+    change_at = v[12], change_rate = v[13], end_reason = v[14], window = v[15], settings = v[16]}
 end
 -- The phase's code, from meta read by `show_meta`.
 local function phase_of(m) return (m.open == '1') and 1 or (PHASE_CODE[m.phase or ''] or 0) end
