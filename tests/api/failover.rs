@@ -13,7 +13,7 @@ use waiting_room::model::AuditPage;
 use waiting_room::protocol::{IDEMPOTENCY_KEY, routes};
 
 use crate::support::process::ServerProcess;
-use crate::support::sentinel::{MASTER, SentinelGroup};
+use crate::support::sentinel::SentinelGroup;
 use crate::support::ticket_id;
 
 /// One join, retried with the same `Idempotency-Key` while the answer is 503: the ticket,
@@ -189,14 +189,7 @@ pub(crate) async fn every_place_kept(
 #[tokio::test]
 async fn a_primary_killed_mid_sale_loses_no_acknowledged_join() {
     let mut group = SentinelGroup::start().await;
-    let sentinels = group.addrs();
-    let env = [
-        ("REDIS_SENTINELS", sentinels.as_str()),
-        ("REDIS_SENTINEL_MASTER", MASTER),
-        ("REDIS_WAIT_REPLICAS", "1"),
-        ("REDIS_WAIT_TIMEOUT", "300ms"),
-    ];
-    let server = ServerProcess::start("", 3, &env).await;
+    let server = group.durable_server(3).await;
     server.open("fo").await;
     let mut placed: Vec<String> = Vec::new();
     let mut statuses: Vec<u16> = Vec::new();

@@ -14,8 +14,7 @@ use waiting_room::protocol::{ADMISSION_HEADER, IDEMPOTENCY_KEY, routes};
 
 use crate::failover::join_until_placed;
 use crate::support::api::Api;
-use crate::support::process::ServerProcess;
-use crate::support::sentinel::{MASTER, SentinelGroup};
+use crate::support::sentinel::SentinelGroup;
 use crate::support::ticket_id;
 
 /// One answer a caller got: its status, and whether it said when to come back.
@@ -122,14 +121,7 @@ struct Tickets {
 #[tokio::test]
 async fn every_503_during_a_sentinel_failover_says_when_to_come_back() {
     let mut group = SentinelGroup::start().await;
-    let sentinels = group.addrs();
-    let env = [
-        ("REDIS_SENTINELS", sentinels.as_str()),
-        ("REDIS_SENTINEL_MASTER", MASTER),
-        ("REDIS_WAIT_REPLICAS", "1"),
-        ("REDIS_WAIT_TIMEOUT", "300ms"),
-    ];
-    let server = ServerProcess::start("", 50, &env).await;
+    let server = group.durable_server(50).await;
     server.create(WAITING).await;
     server.open(ADMITTING).await;
     let admitted = server.join_many(ADMITTING, 3).await;

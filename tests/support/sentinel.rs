@@ -6,6 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use super::free_port;
+use super::process::ServerProcess;
 use super::redis::RedisServer;
 
 /// The name the Sentinels know the primary by.
@@ -74,6 +75,19 @@ impl SentinelGroup {
             .map(|(_, p)| format!("127.0.0.1:{p}"))
             .collect::<Vec<_>>()
             .join(",")
+    }
+
+    /// A server process on this group's primary, through its Sentinels, with every write
+    /// confirmed by the replica (`REDIS_WAIT_REPLICAS=1`, 300 ms), admitting `rate` a second.
+    pub async fn durable_server(&self, rate: u32) -> ServerProcess {
+        let sentinels = self.addrs();
+        let env = [
+            ("REDIS_SENTINELS", sentinels.as_str()),
+            ("REDIS_SENTINEL_MASTER", MASTER),
+            ("REDIS_WAIT_REPLICAS", "1"),
+            ("REDIS_WAIT_TIMEOUT", "300ms"),
+        ];
+        ServerProcess::start("", rate, &env).await
     }
 
     /// The primary's port as the first Sentinel that answers names it.
