@@ -30,6 +30,8 @@ pub(crate) async fn run<S: Shows + Queue + ?Sized>(store: Arc<S>, shutdown: Canc
     let setup = async {
         let settings = ShowSettings {
             admit_per_second: Some(DEMO_RATE),
+            // The simulated fans never open a page: admitted in turn as if present.
+            away_hold_seconds: Some(0),
             ..ShowSettings::default()
         };
         store.configure(&show, settings).await?;

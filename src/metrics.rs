@@ -34,6 +34,8 @@ pub struct Metrics {
     pass_check_counters: [Counter; PassCheck::ALL.len()],
     redis_failovers: Counter,
     shed: Counter,
+    /// Parked fans (passed over while away) this instance saw come back.
+    presence_back: Counter,
     at_work: Gauge,
     crowd_limit: Gauge,
     lost_writes: Family<Labels, Counter>,
@@ -197,6 +199,12 @@ impl Default for Metrics {
             "Tickets admitted by this instance's admitter",
             admitted.clone(),
         );
+        let presence_back = Counter::default();
+        registry.register(
+            "presence_back",
+            "Fans passed over while away whom this instance saw come back",
+            presence_back.clone(),
+        );
         let joins = Family::<Labels, Counter>::default();
         registry.register(
             "joins",
@@ -309,6 +317,7 @@ impl Default for Metrics {
         let gateway =
             GatewayOutcome::ALL.map(|outcome| gateway.get_or_create(&outcome.label()).clone());
         Metrics {
+            presence_back,
             pass_check_counters,
             redis_failovers,
             shed,
@@ -346,6 +355,11 @@ impl Metrics {
     /// One message went out to one fan.
     pub fn pushed(&self, transport: Transport) {
         self.pushed.get_or_create(&transport.label()).inc();
+    }
+
+    /// A presence report of this instance's found `back` parked fans come back.
+    pub fn presence_reported(&self, back: u64) {
+        self.presence_back.inc_by(back);
     }
 
     /// A show change reached every local fan `lag_ms` after it happened.

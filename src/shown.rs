@@ -87,6 +87,7 @@ fn event_of(status: TicketStatus) -> EventName {
         TicketStatus::Unknown | TicketStatus::Lost => EventName::Unknown,
         TicketStatus::Closed => EventName::Closed,
         TicketStatus::Ended => EventName::Ended,
+        TicketStatus::Expired => EventName::Expired,
     }
 }
 
@@ -117,7 +118,10 @@ mod tests {
                 "{status:?}"
             );
         }
-        assert_eq!(statuses_of(EventName::Expired), [TicketStatus::Unknown]);
+        assert_eq!(
+            statuses_of(EventName::Expired),
+            [TicketStatus::Expired, TicketStatus::Unknown]
+        );
         assert_eq!(
             statuses_of(EventName::Unknown),
             [TicketStatus::Unknown, TicketStatus::Lost]

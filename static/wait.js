@@ -56,7 +56,7 @@
     position: $('position'), ahead: $('ahead'), eta: $('eta'), etaLabel: $('eta-label'),
     progress: $('progress'), progressFill: $('progress-fill'), progressCaption: $('progress-caption'),
     notOpen: $('not-open'), pausedFull: $('paused-full'), countdown: $('countdown'),
-    pausedNote: $('paused-note'), stockLeft: $('stock-left'), endedReason: $('ended-reason'),
+    pausedNote: $('paused-note'), stockLeft: $('stock-left'), endedReason: $('ended-reason'), releasedText: $('released-text'),
     checkout: $('checkout'), holdId: $('hold-id'), email: $('email'), amount: $('amount'),
     placeOrder: $('place-order'), orderError: $('order-error'),
     ticketLine: $('ticket-line'), ticketId: $('ticket-id'),
@@ -339,6 +339,10 @@
     document.title = `Waiting room · ${show}`;
     if (next === 'expired') announce('Your admission ran out. You can join the queue again.', true);
     if (next === 'unknown') announce("We can't find your ticket. You can join the queue again.", true);
+    if (next === 'released') {
+      els.releasedText.textContent = (view && view.message) || 'Your place was released: you were away too long.';
+      announce(els.releasedText.textContent, true);
+    }
     if (next === 'lost') announce('Your place was lost when the waiting room failed over. Please join the queue again.', true);
     if (next === 'closed') announce('The waiting room has stepped aside: go straight on to the shop.', true);
     if (next === 'ended') {
@@ -401,7 +405,8 @@
         }
         return false;
       case 'admitted': renderAdmitted(view); return false;
-      case 'expired': finish('expired'); return true;
+      // An admission that ran out, or a place released after its fan was away too long.
+      case 'expired': finish(view.status === 'EXPIRED' ? 'released' : 'expired', view); return true;
       case 'closed': finish('closed', view); return true;
       case 'ended': finish('ended', view); return true;
       // A place a Redis failover lost comes as `unknown` (a push) or 410 (a poll), its JSON
@@ -414,6 +419,7 @@
   // LOST (410) is a place a failover lost, whatever the page showed before.
   function eventOf(view) {
     if (view.status === 'LOST') return 'unknown';
+    if (view.status === 'EXPIRED') return 'expired';
     if (view.status === 'WAITING') return 'waiting';
     if (view.status === 'ADMITTED') return 'admitted';
     if (view.status === 'CLOSED') return 'closed';
@@ -519,7 +525,8 @@
       try {
         const res = await fetch(url, { cache: 'no-store', headers: { Accept: 'application/json' } });
         if (stopped) return;
-        // 404 UNKNOWN and 410 LOST (a place a Redis failover lost) are answers, not failures.
+        // 404 UNKNOWN, 410 LOST (a place a Redis failover lost) and 410 EXPIRED (released
+        // after the fan was away too long) are answers, not failures.
         if (![200, 404, 410].includes(res.status)) throw new Error(`status ${res.status}`);
         const view = await res.json();
         if (stopped) return;

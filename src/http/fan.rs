@@ -143,10 +143,14 @@ pub(super) async fn status(
     let (show, id) = ticket_path(&show, &ticket)?;
     let status = state.store.status(&show, id).await?;
     let view = Shown::of(&state.passes.keys, &show, id, &status).view;
+    if view.status == TicketStatus::Waiting {
+        // A poll is a sign of presence: told to the store with this instance's next report.
+        state.hub.polled(&show, id);
+    }
     // One read says it all: a place a failover lost is `LOST` in the status itself.
     let code = match view.status {
         TicketStatus::Unknown => StatusCode::NOT_FOUND,
-        TicketStatus::Lost => StatusCode::GONE,
+        TicketStatus::Lost | TicketStatus::Expired => StatusCode::GONE,
         _ => StatusCode::OK,
     };
     Ok((code, [(header::CACHE_CONTROL, "no-store")], Json(view)).into_response())

@@ -24,6 +24,7 @@
 //! (the confirmation of what the mirror took for an admission reads the store's status, which
 //! says LOST).
 
+mod attendance;
 mod cadence;
 mod follow;
 mod show;
@@ -39,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
+use self::attendance::Ledger;
 pub use self::cadence::{DEFAULT_PUSH_FRONT, MAX_PUSH_EVERY};
 use self::follow::{Follow, next_update};
 use self::show::{Applied, Fan, Mirror, ShowFans};
@@ -48,7 +50,7 @@ use crate::model::{ShowId, TicketState};
 use crate::pass::{Keyring, PassCache};
 use crate::protocol::EventName;
 use crate::shown::Shown;
-use crate::store::{EventKind, Feed, Queue, Result, ShowEvent, ShowSnapshot, Status};
+use crate::store::{Attendance, EventKind, Feed, Queue, Result, ShowEvent, ShowSnapshot, Status};
 
 /// The most streams one ticket holds on one instance; a newer one replaces the oldest.
 pub const STREAMS_PER_TICKET: usize = 3;
@@ -69,6 +71,8 @@ struct Inner {
     feed: Arc<dyn Feed>,
     metrics: Arc<Metrics>,
     shows: Mutex<HashMap<ShowId, ShowFans>>,
+    /// Who is here: streams held and polls seen, until the next presence report.
+    attendance: Mutex<Ledger>,
     next_id: AtomicU64,
     /// Signs the pass of every admission pushed.
     passes: Arc<Keyring>,
@@ -115,6 +119,7 @@ impl Hub {
                 feed,
                 metrics,
                 shows: Mutex::new(HashMap::new()),
+                attendance: Mutex::new(Ledger::default()),
                 next_id: AtomicU64::new(1),
                 passes: parts.passes,
                 pass_cache: parts.pass_cache,
@@ -128,6 +133,30 @@ impl Hub {
     fn shows(&self) -> MutexGuard<'_, HashMap<ShowId, ShowFans>> {
         // Every critical section leaves the maps consistent, so a poisoned lock is usable.
         self.inner.shows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        self.inner
+            .attendance
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `ticket` of `show` was polled here: its fan is present (reported with the next
+    /// [`Hub::attendance`]).
+    pub fn polled(&self, show: &ShowId, ticket: Uuid) {
+        self.ledger().polled(show, ticket);
+    }
+
+    /// Every show's presence news since the last call: what this instance reports, once a
+    /// second ([`crate::store::Presence::attend`]).
+    pub fn attendance(&self) -> Vec<(ShowId, Attendance)> {
+        self.ledger().report()
+    }
+
+    /// News [`Hub::attendance`] gave that the store did not take: it goes with the next.
+    pub fn unreport(&self, show: ShowId, news: Attendance) {
+        self.ledger().unreport(show, news);
     }
 
     /// Feeds the hub from the store's events until its shutdown token is cancelled,
@@ -255,21 +284,26 @@ impl Hub {
     /// `LOST` for a place a failover lost). One
     /// store call per admitted fan connected here. If the store cannot answer, the stream
     /// ends and the fan's client reconnects to the truth.
-    fn confirm(&self, show: &ShowId, admitted: Vec<Fan>) {
-        for fan in admitted {
-            let store = self.inner.queue.clone();
-            let passes = self.inner.passes.clone();
+    fn confirm(&self, show: &ShowId, admitted: Vec<((u64, u64), Fan)>) {
+        for (key, fan) in admitted {
+            let hub = self.clone();
             let show = show.clone();
-            let shutdown = self.inner.shutdown.clone();
             self.inner.tasks.spawn(async move {
                 let mut backoff = Duration::from_millis(50);
                 for _ in 0..4 {
-                    match store.status(&show, fan.ticket).await {
+                    match hub.inner.queue.status(&show, fan.ticket).await {
                         Ok(mut status) => {
                             if status.epoch != fan.epoch {
                                 status.state = TicketState::Unknown;
                             }
-                            let _ = fan.tx.send(Shown::of(&passes, &show, fan.ticket, &status));
+                            let shown = Shown::of(&hub.inner.passes, &show, fan.ticket, &status);
+                            let waits = shown.event == EventName::Waiting;
+                            let _ = fan.tx.send(shown);
+                            if waits {
+                                // Passed over while away (parked): it still waits, ahead of
+                                // the queue; followed on, and confirmed again next tick.
+                                hub.reinstate(&show, key, fan, status.version);
+                            }
                             return;
                         }
                         Err(e) => {
@@ -278,11 +312,19 @@ impl Hub {
                     }
                     tokio::select! {
                         () = tokio::time::sleep(backoff) => {}
-                        () = shutdown.cancelled() => return,
+                        () = hub.inner.shutdown.cancelled() => return,
                     }
                     backoff *= 2;
                 }
             });
+        }
+    }
+
+    /// Follows on a fan the mirror took for admitted whom the store says still waits.
+    fn reinstate(&self, name: &ShowId, key: (u64, u64), mut fan: Fan, version: u64) {
+        fan.from_version = version;
+        if let Some(show) = self.shows().get_mut(name) {
+            show.fans.insert(key, fan);
         }
     }
 
@@ -457,10 +499,12 @@ impl Hub {
         if load {
             self.spawn_load(name.clone());
         }
+        self.ledger().opened(name, ticket);
         let guard = FanGuard {
             hub: self.clone(),
             show: name.clone(),
             key: (arrival, id),
+            ticket,
         };
         (rx, guard)
     }
@@ -519,11 +563,13 @@ struct FanGuard {
     hub: Hub,
     show: ShowId,
     key: (u64, u64),
+    ticket: Uuid,
 }
 
 impl Drop for FanGuard {
     fn drop(&mut self) {
         self.hub.inner.feed.unlisten(&self.show);
+        self.hub.ledger().closed(&self.show, self.ticket);
         let mut shows = self.hub.shows();
         if let Some(show) = shows.get_mut(&self.show) {
             show.fans.remove(&self.key);

@@ -51,6 +51,8 @@ pub(super) struct Mirror {
     pub(super) version: u64,
     pub(super) head: u64,
     pub(super) left: BTreeSet<u64>,
+    /// Fans passed over while away who hold their places, ahead of every queued fan.
+    pub(super) parked: u64,
     pub(super) pace: Pace,
     pub(super) ttl_ms: u64,
     pub(super) draw: DrawPhase,
@@ -63,6 +65,7 @@ impl From<ShowSnapshot> for Mirror {
             version: s.version,
             head: s.head,
             left: s.left.into_iter().collect(),
+            parked: s.parked,
             pace: s.pace,
             ttl_ms: s.ttl_ms,
             draw: s.draw,
@@ -104,6 +107,7 @@ impl Mirror {
         }
         self.version = e.version;
         self.head = e.head;
+        self.parked = e.parked;
         self.pace = e.pace();
         self.ttl_ms = e.ttl_ms;
         match e.kind {
@@ -155,7 +159,7 @@ impl ShowFans {
         front: u64,
         passes: &Keyring,
         show: &ShowId,
-    ) -> Vec<Fan> {
+    ) -> Vec<((u64, u64), Fan)> {
         self.recompute_pending = false;
         let Some(m) = &self.state else {
             return Vec::new();
@@ -195,7 +199,7 @@ impl ShowFans {
                     TicketState::Unknown
                 } else {
                     TicketState::Waiting {
-                        position: position(key, m.head, gone),
+                        position: position(key, m.head, gone) + m.parked,
                         arrival,
                     }
                 }
@@ -256,7 +260,7 @@ impl ShowFans {
         }
         admitted
             .into_iter()
-            .filter_map(|key| self.fans.remove(&key))
+            .filter_map(|key| self.fans.remove(&key).map(|fan| (key, fan)))
             .collect()
     }
 }

@@ -114,6 +114,12 @@ pub enum TicketState {
     },
     /// Never joined, left, or the admission ran out.
     Unknown,
+    /// Its fan was away longer than the show's `awayHoldSeconds` (`hold_seconds`), so its place
+    /// was released: told `EXPIRED` and why, to join again.
+    Expired {
+        /// The hold the fan was away longer than, in seconds.
+        hold_seconds: u64,
+    },
     /// Neither waiting nor admitted, and its place was lost in a Redis failover that lost
     /// writes (marked by [`crate::store::Lineage::mend`]): its fan is told so, to join again.
     /// The embedded store never loses an answered write, so never answers it.
@@ -202,6 +208,10 @@ impl TicketState {
                 view.status = TicketStatus::Lost;
                 view.message = Some(LOST_MESSAGE.to_owned());
             }
+            TicketState::Expired { hold_seconds } => {
+                view.status = TicketStatus::Expired;
+                view.message = Some(expired_message(hold_seconds));
+            }
         }
         view
     }
@@ -221,6 +231,10 @@ pub enum TicketStatus {
     Closed,
     /// The on-sale is over (`reason` says why, when the operator said).
     Ended,
+    /// The fan was away (no live page, no poll) longer than the show holds a place, so its
+    /// place was released (`message` says so): join again. The poll answers it with 410, a
+    /// push as the event `expired`.
+    Expired,
     /// The place was lost when the store failed over (a Redis replica promoted without the
     /// last writes): join again (`message` says so). The poll answers it with 410, a push as
     /// the event `unknown`.
@@ -229,14 +243,28 @@ pub enum TicketStatus {
 
 impl TicketStatus {
     /// Every status, in the order the variants are declared.
-    pub const ALL: [TicketStatus; 6] = [
+    pub const ALL: [TicketStatus; 7] = [
         TicketStatus::Waiting,
         TicketStatus::Admitted,
         TicketStatus::Unknown,
         TicketStatus::Closed,
         TicketStatus::Ended,
+        TicketStatus::Expired,
         TicketStatus::Lost,
     ];
+}
+
+/// What a fan whose place was released after `hold_seconds` away is told, with `EXPIRED`.
+pub fn expired_message(hold_seconds: u64) -> String {
+    let hold = if hold_seconds >= 120 && hold_seconds.is_multiple_of(60) {
+        format!("{} minutes", hold_seconds / 60)
+    } else {
+        format!("{hold_seconds} seconds")
+    };
+    format!(
+        "your place was released: you were away (no open waiting page, no check) for longer \
+         than the {hold} the queue keeps a place; please join again"
+    )
 }
 
 /// What a fan whose place a failover lost is told, with `LOST`.

@@ -35,6 +35,17 @@ pub const MAX_BEACON: usize = 200;
 pub const MAX_BEACON_VALUE: usize = 512;
 /// The longest queue a show may be bounded to (`maxQueueLength`).
 pub(crate) const MAX_QUEUE_LENGTH: u64 = 100_000_000;
+/// The longest `presenceGraceSeconds`: an hour.
+pub(crate) const MAX_PRESENCE_GRACE: u64 = 3600;
+/// The longest `awayHoldSeconds`: a day.
+pub(crate) const MAX_AWAY_HOLD: u64 = 24 * 3600;
+/// The furthest ahead `notifyAheadSeconds` may call: a day.
+pub(crate) const MAX_NOTIFY_AHEAD: u64 = 24 * 3600;
+/// The longest `notifyUrl`.
+pub(crate) const MAX_NOTIFY_URL: usize = 512;
+/// The most entries `pushServices` may hold, and the longest each.
+pub(crate) const MAX_PUSH_SERVICES: usize = 32;
+const MAX_PUSH_SERVICE: usize = 253;
 /// The furthest ahead a time may be set (`opensAt`, `rateChangeAt`).
 const MOST_AHEAD: Duration = Duration::from_secs(366 * 24 * 3600);
 
@@ -95,6 +106,34 @@ pub struct ShowSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(maximum = 100_000_000)]
     pub max_queue_length: Option<u64>,
+    /// Seconds a waiting fan counts as present after its last live stream ended or its last
+    /// poll (default 30; 1 to 3,600). A fan with a live stream on any instance is present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 3600)]
+    pub presence_grace_seconds: Option<u64>,
+    /// Seconds an away fan keeps its place (default 900; at most 86,400): while away it is
+    /// passed over, not admitted, and admitted ahead of every later arrival once back; away
+    /// longer, its place is released and it is told `EXPIRED`. 0 admits fans in turn whether
+    /// present or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 86400)]
+    pub away_hold_seconds: Option<u64>,
+    /// A fan who asked to be called (Web Push or `notifyUrl`) is called `soon` this many
+    /// seconds before its expected admission (default 120; at most 86,400).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 86400)]
+    pub notify_ahead_seconds: Option<u64>,
+    /// The operator's own service that calls fans back (SMS, e-mail): an `http://` or
+    /// `https://` URL that is POSTed `{showId, ticketId, event, position, etaSeconds}`, signed
+    /// as a JWT with the pass keys (`""` stops it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify_url: Option<String>,
+    /// The push services a fan's Web Push subscription may name, by host (`*.` for a
+    /// domain's subdomains); only `https`, never a private address. An entry that is a whole
+    /// origin with an address (`http://127.0.0.1:8123`) allows exactly that origin (default:
+    /// the browsers' public push services).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_services: Option<Vec<String>>,
 }
 
 /// A setting out of range: which, and why.
@@ -191,6 +230,54 @@ impl ShowSettings {
                 "maxQueueLength",
                 format!("must be between 0 (no bound) and {MAX_QUEUE_LENGTH}"),
             ));
+        }
+        if self
+            .presence_grace_seconds
+            .is_some_and(|g| !(1..=MAX_PRESENCE_GRACE).contains(&g))
+        {
+            return Err(refuse(
+                "presenceGraceSeconds",
+                format!("must be between 1 and {MAX_PRESENCE_GRACE}"),
+            ));
+        }
+        if self.away_hold_seconds.is_some_and(|h| h > MAX_AWAY_HOLD) {
+            return Err(refuse(
+                "awayHoldSeconds",
+                format!("must be between 0 (off) and {MAX_AWAY_HOLD}"),
+            ));
+        }
+        if self
+            .notify_ahead_seconds
+            .is_some_and(|a| a > MAX_NOTIFY_AHEAD)
+        {
+            return Err(refuse(
+                "notifyAheadSeconds",
+                format!("must be between 0 and {MAX_NOTIFY_AHEAD}"),
+            ));
+        }
+        if let Some(url) = self.notify_url.as_deref()
+            && !url.is_empty()
+        {
+            notify_uri(url).map_err(|why| refuse("notifyUrl", why))?;
+        }
+        if let Some(services) = &self.push_services {
+            if services.len() > MAX_PUSH_SERVICES {
+                return Err(refuse(
+                    "pushServices",
+                    format!("at most {MAX_PUSH_SERVICES} entries"),
+                ));
+            }
+            for entry in services {
+                if entry.is_empty()
+                    || entry.len() > MAX_PUSH_SERVICE
+                    || !entry.chars().all(|c| c.is_ascii_graphic())
+                {
+                    return Err(refuse(
+                        "pushServices",
+                        format!("each entry is 1 to {MAX_PUSH_SERVICE} printable ASCII characters"),
+                    ));
+                }
+            }
         }
         if self.stock.is_some_and(|stock| stock > MAX_STOCK) {
             return Err(refuse(
@@ -307,6 +394,21 @@ pub fn health_uri(url: &str) -> Result<Uri, String> {
     if uri.scheme_str() != Some("http") || uri.host().is_none() || url.len() > MAX_HEALTH_URL {
         return Err(format!(
             "must be an http:// URL of at most {MAX_HEALTH_URL} characters"
+        ));
+    }
+    Ok(uri)
+}
+
+/// A notify URL an operator may name: `http://` or `https://`, a host, at most
+/// [`MAX_NOTIFY_URL`]. The operator's own service: a private address is allowed.
+pub(crate) fn notify_uri(url: &str) -> Result<Uri, String> {
+    let uri: Uri = url.parse().map_err(|e| format!("not a URL ({e})"))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https"))
+        || uri.host().is_none()
+        || url.len() > MAX_NOTIFY_URL
+    {
+        return Err(format!(
+            "must be an http:// or https:// URL of at most {MAX_NOTIFY_URL} characters"
         ));
     }
     Ok(uri)

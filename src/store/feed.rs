@@ -115,6 +115,10 @@ pub struct ShowEvent {
     /// their passes let nobody in any more.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ended: Vec<uuid::Uuid>,
+    /// Fans passed over while away who hold their places: each stands ahead of every queued
+    /// fan, so it counts in every queued fan's position.
+    #[serde(default)]
+    pub parked: u64,
 }
 
 impl ShowEvent {
@@ -170,6 +174,8 @@ pub struct ShowSnapshot {
     pub head: u64,
     /// The sequences above `head` that left the queue early, in order.
     pub left: Vec<u64>,
+    /// Fans passed over while away who hold their places, ahead of every queued one.
+    pub parked: u64,
     /// How the queue moves now, for positions' ETAs.
     pub pace: Pace,
     /// How long an admission lasts.

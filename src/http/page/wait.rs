@@ -71,6 +71,8 @@ struct WaitPage {
     paused: bool,
     /// Why the on-sale ended, when the operator said.
     reason: String,
+    /// Why a released place was released.
+    message: String,
     ticket: Option<String>,
     position: u64,
     ahead: u64,
@@ -192,6 +194,7 @@ async fn render_wait(
         state: "new",
         paused: false,
         reason: String::new(),
+        message: String::new(),
         ticket: ticket.map(|t| t.to_string()),
         position: 0,
         ahead: 0,
@@ -216,6 +219,10 @@ async fn render_wait(
     // What the fan is shown, as poll and push answer it: a queue that closed or ended
     // waits for nothing.
     let view = Shown::of(&state.passes.keys, show, ticket, &status).view;
+    if view.status == TicketStatus::Waiting {
+        // The page (refreshed by itself without JavaScript) is a sign of presence.
+        state.hub.polled(show, ticket);
+    }
     match view.status {
         TicketStatus::Closed => {
             page.state = "closed";
@@ -258,6 +265,11 @@ async fn render_wait(
         TicketState::Unknown => page.state = "unknown",
         // A place a failover lost: said so, with a way to join again.
         TicketState::Lost => page.state = "lost",
+        // Away longer than the show keeps a place: said so, with a way to join again.
+        TicketState::Expired { .. } => {
+            page.state = "released";
+            page.message = view.message.unwrap_or_default();
+        }
     }
     Ok(page)
 }

@@ -42,6 +42,34 @@ for i = 2, #ran_out, 2 do
 end
 redis.call('ZREMRANGEBYSCORE', ADMISSIONS, '-inf', now)
 redis.call('ZREMRANGEBYSCORE', SEEN, '-inf', now - TTL)
+-- Presence (prelude.lua): instances that stopped reporting leave their fans last seen
+-- then; with a hold, fans away longer than it lose their places (the queued ones leave, and
+-- the hubs are told as of any leave).
+reap_instances(now)
+local grace, hold = away_rules(settings())
+local expired = {}
+if hold > 0 then
+  local gone = redis.call('ZRANGEBYSCORE', AWAY, '-inf', now - grace - hold, 'LIMIT', 0, 1000)
+  local hold_s = math.floor(hold / 1000)
+  for _, t in ipairs(gone) do
+    redis.call('ZREM', AWAY, t)
+    local a = redis.call('ZSCORE', PARKED, t)
+    local q = not a and redis.call('ZSCORE', Q, t)
+    if a or q then
+      redis.call('HSET', EXPIRED, t, hold_s)
+      expired[#expired + 1] = tonumber(a or q)
+    end
+    if a then
+      redis.call('ZREM', PARKED, t)
+      redis.call('ZREM', BACK, t)
+    elseif q then
+      redis.call('ZREM', Q, t)
+      local key = order_key(draw_phase(), tonumber(q)) or tonumber(q)
+      redis.call('ZADD', LEFT, key, key)
+      publish('leave', epoch, redis.call('INCR', VER), head(), key, 0, now)
+    end
+  end
+end
 local n_rate = rate()
 local places = n_rate
 local max_active = cap()
@@ -79,46 +107,87 @@ redis.call('HSET', FLOW, 'full', (max_active > 0 and places == 0) and '1' or '0'
 local hd = head()
 local head_before = hd
 local n = 0
--- The arrival numbers admitted, for the audit.
-local arrivals = {}
+-- The arrival numbers admitted, passed over while away and let in once back, for the audit.
+local arrivals, passed, returned = {}, {}, {}
 local function let_in(ticket, arrival)
   redis.call('SET', ADMITTED .. ticket, epoch .. '|' .. string.format('%d', tonumber(arrival)),
     'PX', TTL)
   redis.call('ZADD', ADMISSIONS, now + TTL, ticket)
   n = n + 1
+  arrivals[#arrivals + 1] = tonumber(arrival)
 end
+-- Parked fans who came back go first: their places come before every queued one.
+if hold > 0 and n < places then
+  local b = redis.call('ZRANGE', BACK, 0, places - 1, 'WITHSCORES')
+  for i = 1, #b, 2 do
+    local t = b[i]
+    redis.call('ZREM', BACK, t)
+    if n < places and present(t, now, grace) and redis.call('ZREM', PARKED, t) == 1 then
+      let_in(t, b[i + 1])
+      returned[#returned + 1] = tonumber(b[i + 1])
+    end
+  end
+end
+-- A queued fan whose turn came: let in if present; else passed over, keeping its place.
+local function reached(ticket, arrival)
+  if hold > 0 and not present(ticket, now, grace) then
+    redis.call('ZADD', PARKED, arrival, ticket)
+    passed[#passed + 1] = tonumber(arrival)
+  else
+    let_in(ticket, arrival)
+  end
+end
+-- However many are away, a tick looks at no more than this many fans past its places.
+local budget = places + 1000
 -- A drawn pre-queue goes first, in drawn order: place hd + 1 holds the arrival the
 -- permutation put there (skipped if it left).
 local d = draw_phase()
 if d and d.p then
-  while n < places and hd < d.closed do
+  while n < places and hd < d.closed and budget > 0 do
     hd = hd + 1
     local a = drawn_arrival(d.p, hd)
     local t = redis.call('ZRANGEBYSCORE', Q, a, a)[1]
     if t then
       redis.call('ZREM', Q, t)
-      let_in(t, a)
-      arrivals[#arrivals + 1] = a
+      reached(t, a)
+      budget = budget - 1
     end
   end
 end
-if n < places then
-  local popped = redis.call('ZPOPMIN', Q, places - n)
+while n < places and budget > 0 and (not d or not d.p or hd >= d.closed) do
+  local popped = redis.call('ZPOPMIN', Q, math.min(places - n, budget))
+  if #popped == 0 then break end
   for i = 1, #popped, 2 do
-    let_in(popped[i], popped[i + 1])
+    reached(popped[i], popped[i + 1])
     hd = tonumber(popped[i + 1])
-    arrivals[#arrivals + 1] = hd
   end
+  budget = budget - #popped / 2
 end
 if hd ~= head_before then
   redis.call('SET', HEAD, hd)
   -- Early leavers at or below the new head no longer shift anyone's position.
   redis.call('ZREMRANGEBYSCORE', LEFT, '-inf', hd)
 end
-if n > 0 then
-  admitted_now(n, now)
-  audit({'kind', 'tick', 'at_ms', now, 'fence', token, 'epoch', epoch, 'rate', n_rate,
-    'admitted', ranges(arrivals)})
+if n > 0 then admitted_now(n, now) end
+if n > 0 or #passed > 0 or #expired > 0 then
+  local record = {'kind', 'tick', 'at_ms', now, 'fence', token, 'epoch', epoch, 'rate', n_rate,
+    'admitted', ranges(arrivals)}
+  -- Presence, by arrival number: passed over while away, let in once back, released.
+  if #passed > 0 then
+    record[#record + 1] = 'passed'
+    record[#record + 1] = ranges(passed)
+  end
+  if #returned > 0 then
+    table.sort(returned)
+    record[#record + 1] = 'returned'
+    record[#record + 1] = ranges(returned)
+  end
+  if #expired > 0 then
+    table.sort(expired)
+    record[#record + 1] = 'expired'
+    record[#record + 1] = ranges(expired)
+  end
+  audit(record)
 end
 -- Every tick is published, one that admitted nobody too: the pace moved, so did the ETAs.
 local ver = redis.call('INCR', VER)

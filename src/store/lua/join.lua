@@ -121,6 +121,14 @@ if n > 0 then
     z[2 * k] = joins[i].ticket
   end
   redis.call('ZADD', Q, unpack(z))
+  -- A fan is present as it joins: its away clock starts now, unless a stream or a poll
+  -- follows (presence, prelude.lua).
+  local seen, now = {}, now_ms()
+  for k, i in ipairs(new) do
+    seen[2 * k - 1] = now
+    seen[2 * k] = joins[i].ticket
+  end
+  redis.call('ZADD', AWAY, unpack(seen))
   local h = {}
   for _, i in ipairs(new) do
     local key = joins[i].idem_key
@@ -148,12 +156,14 @@ if n > 0 then
       out[i] = {outcome = 'joined', ticket = standing(joins[i].ticket, arrival[i], m)}
     end
   else
+    -- Parked fans (passed over while away) stand ahead of every queued one.
+    local parked = parked_count()
     local r1 = redis.call('ZRANK', Q, joins[new[1]].ticket)
     local rn = n > 1 and redis.call('ZRANK', Q, joins[new[n]].ticket) or r1
     for k, i in ipairs(new) do
       local rank = r1 + k - 1
       if rn - r1 ~= n - 1 then rank = redis.call('ZRANK', Q, joins[i].ticket) end
-      out[i] = rank + 1
+      out[i] = rank + 1 + parked
     end
   end
 end

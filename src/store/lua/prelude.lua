@@ -13,13 +13,13 @@
 -- Redis, each by SHA with this prelude in front (redis/mod.rs builds both).
 local A, S
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
-  SEEN, AUDIT, LOSTFANS, IDEM, MENDED
+  SEEN, AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED, ON
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
 local function state_keys()
   return {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW, SEEN,
-    AUDIT, IDEM}
+    AUDIT, IDEM, AWAY, PARKED, BACK, INSTANCES, EXPIRED}
 end
 -- The store's settings as last decoded: a library of functions keeps them between calls, so
 -- they are decoded again only when another store (or version) sends other ones. P: each key's
@@ -34,11 +34,15 @@ local function bind(keys, argv)
   end
   A = cjson.decode(argv[2])
   Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW, SEEN,
-    AUDIT, LOSTFANS, IDEM, MENDED =
+    AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED =
     keys[P.queue], keys[P.seq], keys[P.head], keys[P.left], keys[P.version], keys[P.rate],
     keys[P.admissions], keys[P.fence], keys[P.tick], keys[P.cap], keys[P.meta], keys[P.holds],
     keys[P.spent], keys[P.flow], keys[P.seen], keys[P.audit], keys[P.lostfans], keys[P.idem],
-    keys[P.mended]
+    keys[P.mended], keys[P.away], keys[P.parked], keys[P.back], keys[P.instances],
+    keys[P.expired]
+  -- Each instance's set of the tickets it holds a live stream of: `…:on:<instance>`, beside
+  -- the show's other keys (same hash tag, so the same slot).
+  ON = string.sub(META, 1, -5) .. 'on:'
   SHOW, ADMITTED, CHANNEL = A.show, A.admitted_prefix, A.channel
   DEFAULT_RATE, TTL, DEFAULT_CAP = S.default_rate, S.ttl_ms, S.default_cap
   -- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
@@ -73,6 +77,70 @@ local function settings(m)
   if m then text = m.settings else text = redis.call('HGET', META, 'settings') end
   return cjson.decode(text or '{}')
 end
+-- Presence (docs/presence.md). A waiting fan is present while a live stream of its ticket is
+-- open on some instance (each instance's set ON..instance, reported by presence.lua), or for
+-- `presenceGraceSeconds` after its last poll or its last stream ended: AWAY keeps, for the
+-- fans with no stream open, when they were last seen (ms); a ticket absent from it is present.
+-- With `awayHoldSeconds` (not 0), a tick passes over away fans: PARKED keeps them by arrival,
+-- holding their place ahead of everyone queued; BACK, those of them seen again, whom the next
+-- tick lets in first. Away longer than the hold, the place is released (`expired`).
+-- `st`: the settings; answers the grace and the hold, in ms (hold 0: presence not heeded).
+local function away_rules(st)
+  return tonumber(st.presenceGraceSeconds or 30) * 1000, tonumber(st.awayHoldSeconds or 900) * 1000
+end
+-- Whether `ticket` counts as present at `now` (ms), with the grace `grace` (ms).
+local function present(ticket, now, grace)
+  local seen = redis.call('ZSCORE', AWAY, ticket)
+  return (not seen) or tonumber(seen) >= now - grace
+end
+-- Parked fans who hold a place ahead of every queued one.
+local function parked_count() return redis.call('ZCARD', PARKED) end
+-- Instances whose report of live streams still holds, at `now`: {instance = until_ms}; and
+-- those whose report ran out (the same, `all`: HGETALL's answer, when read already).
+local function live_instances(now, all)
+  all = all or redis.call('HGETALL', INSTANCES)
+  local live, dead = {}, {}
+  for i = 1, #all, 2 do
+    local u = tonumber(all[i + 1])
+    if u and u > now then live[all[i]] = u else dead[all[i]] = u or now end
+  end
+  return live, dead
+end
+-- Whether some live instance but `except` holds a stream of `ticket`.
+local function streamed_elsewhere(ticket, except, live)
+  for instance in pairs(live) do
+    if instance ~= except and redis.call('SISMEMBER', ON .. instance, ticket) == 1 then
+      return true
+    end
+  end
+  return false
+end
+-- Whether `ticket` still holds a place: queued, or parked.
+local function holds_place(ticket)
+  return redis.call('ZSCORE', Q, ticket) or redis.call('ZSCORE', PARKED, ticket)
+end
+-- `ticket` was seen at `at` (ms) with no stream open: its away clock starts there.
+local function last_seen(ticket, at)
+  if holds_place(ticket) then redis.call('ZADD', AWAY, at, ticket) end
+end
+-- A parked fan seen again goes to BACK, for the next tick to let in first.
+local function came_back(ticket)
+  local a = redis.call('ZSCORE', PARKED, ticket)
+  if a then redis.call('ZADD', BACK, a, ticket) end
+end
+-- Instances that stopped reporting (they died): their streams ended when their report ran
+-- out, so each of their fans streamed nowhere else is last seen then.
+local function reap_instances(now)
+  local live, dead = live_instances(now)
+  for instance, u in pairs(dead) do
+    for _, t in ipairs(redis.call('SMEMBERS', ON .. instance)) do
+      if not streamed_elsewhere(t, instance, live) then last_seen(t, u) end
+    end
+    redis.call('DEL', ON .. instance)
+    redis.call('HDEL', INSTANCES, instance)
+  end
+end
+
 -- Where the on-sale stands (`Phase` in model/pace.rs, by code): 0 pending (made, not opened
 -- yet, or scheduled), 1 open, 2 paused, 3 closed (no gate), 4 ended. Meta `open` says whether
 -- the admitter serves it; meta `phase` names paused, closed and ended.
@@ -278,6 +346,12 @@ local function order_key(d, a)
   return nil
 end
 
+-- Where the parked ticket with arrival `a` stands: behind the parked fans who arrived before it.
+local function parked_standing(a)
+  return {state = 'waiting', arrival = a, position = redis.call('ZCOUNT', PARKED, '-inf', a),
+    parked = true}
+end
+
 -- Where the queued ticket with arrival `seq` stands (`TicketReply` in redis/reply.rs):
 -- waiting at a position or, in a pre-queue not drawn yet, ms until the show opens. `m`: the
 -- meta as `show_meta` read it, if it did.
@@ -288,13 +362,16 @@ local function standing(ticket, seq, m)
     local opens_in = d.closed and 0 or math.max(d.opens_at - now_ms(), 0)
     return {state = 'pre_queue', arrival = seq, opens_in_ms = opens_in}
   end
+  -- Parked fans (passed over while away) hold their places ahead of every queued one.
+  local parked = parked_count()
   if d and d.p and seq <= d.closed then
     local hd = head()
     return {state = 'waiting', arrival = seq,
-      position = key - hd - redis.call('ZCOUNT', LEFT, '(' .. hd, '(' .. key)}
+      position = key - hd - redis.call('ZCOUNT', LEFT, '(' .. hd, '(' .. key) + parked}
   end
   -- Everyone ahead is still in the queue, whatever their order: the rank says it.
-  return {state = 'waiting', arrival = seq, position = redis.call('ZRANK', Q, ticket) + 1}
+  return {state = 'waiting', arrival = seq,
+    position = redis.call('ZRANK', Q, ticket) + 1 + parked}
 end
 
 -- Appends a record (field, value, …) to the show's audit, keeping the newest S.audit_max.
@@ -361,7 +438,7 @@ local function publish(kind, epoch, ver, hd, left, admitted_now, at, ended)
     open = p.phase == 'open', full = p.full, phase = p.phase, stock_left = p.stock_left,
     reason = p.reason, admitted = admitted_now, ttl_ms = TTL, at_ms = at,
     change_in_ms = p.change_in_ms, change_rate = p.change_rate, tick_sec = p.tick_sec,
-    ended = ended,
+    ended = ended, parked = parked_count(),
   }))
 end
 

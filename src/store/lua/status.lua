@@ -1,4 +1,5 @@
--- Where tickets stand: A.tickets, the status reads of one show gathered into one call (group
+-- Where tickets stand (a parked ticket, passed over while away, waits ahead of the queue; a
+-- place released after the away hold is `expired`, with the hold in seconds): A.tickets, the status reads of one show gathered into one call (group
 -- commit, `redis/gather.rs`; a read that finds no call for its show out goes alone), so the
 -- show's meta, version and pace are read once for all of them. Each ticket is looked for in
 -- the queue first: admission moves a ticket from the queue to "admitted" in one step, so a
@@ -15,8 +16,11 @@ if refused then return refused end
 local out, seen, now = {}, {}, nil
 for i, t in ipairs(A.tickets) do
   local seq = redis.call('ZSCORE', Q, t)
+  local parked = not seq and redis.call('ZSCORE', PARKED, t)
   if seq then
     out[i] = standing(t, tonumber(seq), m)
+  elseif parked then
+    out[i] = parked_standing(tonumber(parked))
   else
     local pttl = admitted(t, epoch) and redis.call('PTTL', ADMITTED .. t) or 0
     if pttl > 0 then
@@ -26,6 +30,8 @@ for i, t in ipairs(A.tickets) do
       out[i] = {state = 'admitted', expires_in_ms = pttl}
     elseif redis.call('SISMEMBER', LOSTFANS, t) == 1 then
       out[i] = {state = 'lost'}
+    elseif redis.call('HEXISTS', EXPIRED, t) == 1 then
+      out[i] = {state = 'expired', away_hold_s = tonumber(redis.call('HGET', EXPIRED, t))}
     else
       out[i] = {state = 'unknown'}
     end

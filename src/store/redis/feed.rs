@@ -49,6 +49,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
             version: r.version,
             head: r.head,
             left: r.left,
+            parked: r.parked,
             pace: r.pace.into(),
             ttl_ms: self.ttl_ms(),
         })

@@ -19,7 +19,7 @@ use redis::{Cmd, RedisError, Script, ServerError};
 use crate::store::Result;
 
 /// Every per-show script: its name (the file `lua/<name>.lua`) and its body.
-pub(super) const SCRIPTS: [(&str, &str); 24] = [
+pub(super) const SCRIPTS: [(&str, &str); 25] = [
     ("admit", include_str!("../lua/admit.lua")),
     ("challenge", include_str!("../lua/challenge.lua")),
     ("check", include_str!("../lua/check.lua")),
@@ -41,6 +41,7 @@ pub(super) const SCRIPTS: [(&str, &str); 24] = [
     ("order", include_str!("../lua/order.lua")),
     ("pace", include_str!("../lua/pace.lua")),
     ("pause", include_str!("../lua/pause.lua")),
+    ("presence", include_str!("../lua/presence.lua")),
     ("redeem", include_str!("../lua/redeem.lua")),
     ("schedule", include_str!("../lua/schedule.lua")),
     ("snapshot", include_str!("../lua/snapshot.lua")),

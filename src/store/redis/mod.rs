@@ -209,6 +209,17 @@ struct ScriptArgs {
     /// Why an on-sale ends (`end.lua`).
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    /// `presence.lua`: the reporting instance, until when its report holds (ms), and its news.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instance: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    until_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    came: Option<Vec<Uuid>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    went: Option<Vec<Uuid>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    polled: Option<Vec<Uuid>>,
     /// Seats for sale (`configure.lua`; 0 removes the stock).
     #[serde(skip_serializing_if = "Option::is_none")]
     stock: Option<u64>,
@@ -232,7 +243,7 @@ impl ScriptArgs {
 }
 
 /// A show's keys, in the order `ScriptArgs::keys` names them (`wr:{<show>}:<name>`).
-const SHOW_KEYS: [&str; 19] = [
+const SHOW_KEYS: [&str; 24] = [
     "queue",
     "seq",
     "head",
@@ -256,6 +267,14 @@ const SHOW_KEYS: [&str; 19] = [
     "idem",
     // How many mends a failover's losses took, and the lowest counter found (`mend.lua`).
     "mended",
+    // Presence (`presence.lua`, `admit.lua`; docs/presence.md): when each fan with no live
+    // stream was last seen; the fans passed over while away, and those of them back; the
+    // instances reporting live streams, until when; the places released after the hold.
+    "away",
+    "parked",
+    "back",
+    "instances",
+    "expired",
 ];
 
 /// The Redis-backed store, over one Redis or a Redis Cluster.

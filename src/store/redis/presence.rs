@@ -14,9 +14,12 @@ use async_trait::async_trait;
 use redis::aio::ConnectionLike;
 use serde::{Deserialize, Serialize};
 
-use super::RedisStore;
+use super::reply::AttendReply;
+use super::{RedisStore, ScriptArgs, ShowScript, show_script};
 use crate::model::ShowId;
-use crate::store::{Presence, Result, wall_ms};
+use crate::store::{Attendance, Presence, Result, wall_ms};
+
+static PRESENCE_SCRIPT: std::sync::LazyLock<ShowScript> = show_script!("presence");
 
 /// The hash of every instance's report. No show's key starts so (theirs are `wr:{show}:…`).
 const PRESENCE: &str = "wr:presence";
@@ -60,6 +63,25 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Presence for RedisStore<
             .query_async::<()>(&mut conn)
             .await?;
         Ok(())
+    }
+
+    async fn attend(
+        &self,
+        show: &ShowId,
+        instance: &str,
+        news: Attendance,
+        ttl: Duration,
+    ) -> Result<u64> {
+        let args = ScriptArgs {
+            instance: Some(instance.to_owned()),
+            until_ms: Some(wall_ms() + ttl.as_millis() as u64),
+            came: Some(news.came),
+            went: Some(news.went),
+            polled: Some(news.polled),
+            ..ScriptArgs::none()
+        };
+        let r: AttendReply = self.run(&PRESENCE_SCRIPT, show, args).await?;
+        Ok(r.back)
     }
 
     async fn fans_everywhere(&self) -> Result<HashMap<ShowId, u64>> {

@@ -141,11 +141,23 @@ impl From<PaceReply> for Pace {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub(super) enum TicketReply {
-    Waiting { position: u64, arrival: u64 },
-    PreQueue { arrival: u64, opens_in_ms: u64 },
-    Admitted { expires_in_ms: u64 },
+    Waiting {
+        position: u64,
+        arrival: u64,
+    },
+    PreQueue {
+        arrival: u64,
+        opens_in_ms: u64,
+    },
+    Admitted {
+        expires_in_ms: u64,
+    },
     Unknown,
     Lost,
+    /// Released after the away hold (seconds).
+    Expired {
+        away_hold_s: u64,
+    },
 }
 
 impl TicketReply {
@@ -167,7 +179,10 @@ impl TicketReply {
             TicketReply::Waiting { arrival, .. } | TicketReply::PreQueue { arrival, .. } => {
                 Some(arrival)
             }
-            TicketReply::Admitted { .. } | TicketReply::Unknown | TicketReply::Lost => None,
+            TicketReply::Admitted { .. }
+            | TicketReply::Unknown
+            | TicketReply::Lost
+            | TicketReply::Expired { .. } => None,
         }
     }
 }
@@ -188,6 +203,9 @@ impl From<TicketReply> for TicketState {
             TicketReply::Admitted { expires_in_ms } => TicketState::Admitted { expires_in_ms },
             TicketReply::Unknown => TicketState::Unknown,
             TicketReply::Lost => TicketState::Lost,
+            TicketReply::Expired { away_hold_s } => TicketState::Expired {
+                hold_seconds: away_hold_s,
+            },
         }
     }
 }
@@ -557,6 +575,12 @@ pub(super) struct StatsReply {
     pub(super) settings: Option<String>,
 }
 
+/// `presence.lua`: how many parked fans came back.
+#[derive(Debug, Deserialize)]
+pub(super) struct AttendReply {
+    pub(super) back: u64,
+}
+
 /// `snapshot.lua`: epoch 0 (and only the pace) when the show does not exist or was lost.
 #[derive(Debug, Deserialize)]
 pub(super) struct SnapshotReply {
@@ -565,6 +589,9 @@ pub(super) struct SnapshotReply {
     pub(super) version: u64,
     pub(super) head: u64,
     pub(super) pace: PaceReply,
+    /// Fans passed over while away who hold their places.
+    #[serde(default)]
+    pub(super) parked: u64,
     /// The opening time of a scheduled show (ms).
     pub(super) opens_at: Option<u64>,
     /// The pre-queue's size once it closed.

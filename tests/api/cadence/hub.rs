@@ -106,6 +106,13 @@ async fn pages_count_right_between_sparse_pushes() {
     tokio::spawn(hub.clone().run());
     tokio::time::sleep(Duration::from_millis(10)).await;
     let sh = show("far");
+    // The pages here are the hub's streams, with no presence report (which the server's
+    // loop sends): fans are admitted in turn, present or not.
+    let in_turn = ShowSettings {
+        away_hold_seconds: Some(0),
+        ..ShowSettings::default()
+    };
+    store.configure(&sh, in_turn).await.unwrap();
     store.open(&sh).await.unwrap();
     let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
     let start = Instant::now();

@@ -18,6 +18,7 @@ mod lease;
 mod library;
 mod lost;
 mod orders;
+mod presence;
 mod queue;
 mod shows;
 

@@ -1,0 +1,45 @@
+-- Presence: one instance's news of one show's fans, once a second (however many fans it
+-- holds): A.instance; A.until_ms, until when its report holds (it renews it every second,
+-- so an instance that dies drops out by itself); A.came, the tickets it now holds a first
+-- live stream of; A.went, those whose last stream here ended; A.polled, those polled here
+-- since its last report. A fan whose last stream anywhere ended is last seen now; a poll is
+-- a sign of life; a parked fan seen again is back (for the next tick to let in first).
+-- Answers {back}: how many parked fans came back.
+local _, refused = live_show()
+if refused then return refused end
+local now = now_ms()
+redis.call('HSET', INSTANCES, A.instance, A.until_ms)
+local mine = ON .. A.instance
+local back = 0
+local function returns(t)
+  if redis.call('ZSCORE', PARKED, t) then
+    came_back(t)
+    back = back + 1
+  end
+end
+if A.came and #A.came > 0 then
+  redis.call('SADD', mine, unpack(A.came))
+  redis.call('ZREM', AWAY, unpack(A.came))
+  for _, t in ipairs(A.came) do returns(t) end
+end
+if A.went and #A.went > 0 then
+  redis.call('SREM', mine, unpack(A.went))
+  local live = live_instances(now)
+  for _, t in ipairs(A.went) do
+    if not streamed_elsewhere(t, A.instance, live) then last_seen(t, now) end
+  end
+end
+for _, t in ipairs(A.polled or {}) do
+  -- A ticket absent from AWAY streams somewhere (or holds no place): present already.
+  if redis.call('ZSCORE', AWAY, t) then
+    redis.call('ZADD', AWAY, now, t)
+    returns(t)
+  end
+end
+if A.went and #A.went > 0 and redis.call('SCARD', mine) == 0 then
+  redis.call('HDEL', INSTANCES, A.instance)
+else
+  -- Kept an hour past the report: a tick reaps it sooner, if the instance dies.
+  redis.call('PEXPIRE', mine, math.max(tonumber(A.until_ms) - now, 0) + 3600000)
+end
+return {back = back}
