@@ -84,6 +84,173 @@
     return `~${hours} h ${minutes % 60} min`;
   }
 
+  // ---- the settings form, from the settings schema -------------------------------------------
+  //
+  // The form has a field per property of the show's settings schema in the server's OpenAPI
+  // document (the one type the server checks the settings with, keeps and answers in the
+  // stats), in the order the type declares them: the label is the property's title, or its
+  // name in words; its description is the help beside the input; its type, format, enum and
+  // bounds choose the input and check what is typed. A setting added to the type shows here,
+  // filled from the stats and saved, with nothing written for it in this page.
+
+  // What no schema says, for the few settings that are more than a value. Where the form reads
+  // them when not from the stats: the fair start lives with the show's draw; a rate change and
+  // a beacon's value are given, never shown back (once in force they would only go stale; the
+  // announced change has its sentence and its withdraw button).
+  const SHOWN_FROM = {
+    opensAt: (s) => (s.draw ? s.draw.opensAtMs : undefined),
+    drawBeacon: (s) => (s.draw ? s.draw.beacon : undefined),
+    drawBeaconValue: () => undefined,
+    rateChangeAt: () => undefined,
+    rateChangeTo: () => undefined,
+  };
+  // Settings sent together when either is edited: a rate change is its time and its rate.
+  const TOGETHER = [['rateChangeAt', 'rateChangeTo']];
+
+  let settingFields = null; // the fields, once the document is read
+  const settingsSchema = fetch(routes.routeOpenapi, { headers: { Accept: 'application/json' } })
+    .then((res) => {
+      if (!res.ok) throw new Error(`the server answered ${res.status}`);
+      return res.json();
+    })
+    .then((doc) => {
+      settingFields = fieldsOf(doc, routes.settingsSchema);
+      return settingFields;
+    });
+  // A failure is said on each card.
+  settingsSchema.catch(() => {});
+
+  // The fields of the object schema `name` among the document's components.
+  function fieldsOf(doc, name) {
+    const schemas = (doc.components && doc.components.schemas) || {};
+    const resolve = (schema) => {
+      let s = schema || {};
+      for (let hops = 0; s.$ref && hops < 8; hops++) {
+        s = schemas[s.$ref.replace('#/components/schemas/', '')] || {};
+      }
+      return s;
+    };
+    const settings = resolve(schemas[name]);
+    if (!settings.properties) throw new Error(`the document has no ${name}`);
+    return Object.entries(settings.properties).map(([key, prop]) => field(key, prop, resolve));
+  }
+
+  // One setting's field: its label, help and input kind, and each kind of value it takes
+  // (`alts`; `null`, "leave it as it is", is not one a form sends) with its bounds.
+  function field(name, prop, resolve) {
+    const top = resolve(prop);
+    const alts = [];
+    for (const one of (top.anyOf || top.oneOf || [top]).map(resolve)) {
+      const enumType = Array.isArray(one.enum) ? typeof one.enum.find((v) => v !== null) : [];
+      for (const type of [].concat(one.type ?? enumType)) {
+        if (type !== 'null') alts.push(Object.assign({}, one, { type }));
+      }
+    }
+    const f = {
+      name,
+      label: prop.title || top.title || alts.map((a) => a.title).find(Boolean) || words(name),
+      help: prop.description || top.description || '',
+      alts,
+      example: [top, ...alts].map((a) => (a.examples ? a.examples[0] : a.example)).find((e) => e !== undefined),
+    };
+    const numbers = alts.filter((a) => a.type === 'integer' || a.type === 'number');
+    if (alts.some((a) => Array.isArray(a.enum))) {
+      f.kind = 'select';
+      f.options = [...new Set(alts.flatMap((a) => a.enum || []).filter((v) => v !== null))];
+    } else if (numbers.length) {
+      f.kind = 'number';
+      f.ranges = numbers.map((a) => ({
+        integer: a.type === 'integer',
+        low: a.minimum ?? a.exclusiveMinimum ?? -Infinity,
+        lowOpen: a.minimum === undefined && a.exclusiveMinimum !== undefined,
+        high: a.maximum ?? a.exclusiveMaximum ?? Infinity,
+        highOpen: a.maximum === undefined && a.exclusiveMaximum !== undefined,
+      }));
+    } else if (alts.some((a) => a.type === 'boolean')) {
+      f.kind = 'checkbox';
+    } else if (alts.some((a) => a.format === 'date-time')) {
+      f.kind = 'datetime-local';
+    } else {
+      f.kind = alts.some((a) => a.format === 'uri') ? 'url' : 'text';
+    }
+    return f;
+  }
+
+  // A camelCase name in words: "maxQueueLength" is "Max queue length".
+  function words(name) {
+    const spaced = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase()
+      .replace(/\b(url|id|eta)\b/g, (w) => w.toUpperCase());
+    return spaced.charAt(0).toUpperCase() + spaced.slice(1);
+  }
+
+  let fieldCount = 0;
+
+  // Fills the form's grid with a labelled input per setting, its help bound to it.
+  function buildSettings(form, fields) {
+    const grid = form.querySelector('.settings-grid');
+    if (grid.childElementCount) return;
+    for (const f of fields) {
+      const id = `setting-${++fieldCount}`;
+      const box = document.createElement('div');
+      box.className = `setting setting-${f.kind}`;
+      if (f.kind === 'url') box.classList.add('wide');
+      const label = document.createElement('label');
+      label.htmlFor = id;
+      label.textContent = f.label;
+      const input = document.createElement(f.kind === 'select' ? 'select' : 'input');
+      input.id = id;
+      input.name = f.name;
+      if (f.kind === 'select') {
+        for (const value of ['', ...f.options]) {
+          const option = document.createElement('option');
+          option.value = String(value);
+          option.textContent = value === '' ? '–' : String(value);
+          input.appendChild(option);
+        }
+      } else {
+        input.type = f.kind;
+      }
+      if (f.kind === 'number') {
+        const lows = f.ranges.map((r) => r.low);
+        const highs = f.ranges.map((r) => r.high);
+        if (lows.every(Number.isFinite)) input.min = String(Math.min(...lows));
+        if (highs.every(Number.isFinite)) input.max = String(Math.max(...highs));
+        input.step = f.ranges.every((r) => r.integer) ? '1' : 'any';
+      } else if (f.kind === 'datetime-local') {
+        input.step = '1';
+      } else if (f.kind === 'text' || f.kind === 'url') {
+        const most = Math.max(...f.alts.map((a) => a.maxLength ?? Infinity));
+        if (Number.isFinite(most)) input.maxLength = most;
+        if (f.example !== undefined) input.placeholder = String(f.example);
+        input.spellcheck = false;
+        input.autocomplete = 'off';
+      }
+      box.append(label, input);
+      if (f.help) {
+        const help = document.createElement('small');
+        help.className = 'setting-help';
+        help.id = `${id}-help`;
+        helpText(help, f.help);
+        input.setAttribute('aria-describedby', help.id);
+        box.appendChild(help);
+      }
+      grid.appendChild(box);
+    }
+  }
+
+  // A description as text, its `quoted` words as code: never read as HTML.
+  function helpText(el, text) {
+    text.split('`').forEach((part, i) => {
+      if (i % 2) {
+        const code = document.createElement('code');
+        code.textContent = part;
+        el.appendChild(code);
+      } else {
+        el.appendChild(document.createTextNode(part));
+      }
+    });
+  }
+
   // ---- signing in and out ------------------------------------------------------------------
 
   function showLogin(message) {
@@ -322,6 +489,10 @@
       e.preventDefault();
       saveSettings(show, form);
     });
+    settingsSchema.then((fields) => {
+      buildSettings(form, fields);
+      if (c.stats) updateSettings(c);
+    }, (e) => message(show, `The settings form could not be built (${e.message}): reload the page.`, true));
     form.querySelector('.withdraw').addEventListener('click', () => send(show, { rateChangeAt: '' }, 'Rate change withdrawn: every estimate counts with the rate in force.'));
     const unwatch = document.createElement('button');
     unwatch.type = 'button';
@@ -457,27 +628,29 @@
   // A field the operator changed: it no longer holds what the server last said (kept in
   // data-shown), so the feed leaves it alone and saving sends it. Comparing values rather
   // than listening for keys also counts a field emptied, pasted into or filled by a tool.
-  const edited = (input) => input.value !== (input.dataset.shown ?? '');
+  const valueOf = (input) => (input.type === 'checkbox' ? String(input.checked) : input.value);
+  const edited = (input) => valueOf(input) !== (input.dataset.shown ?? '');
 
   // The settings form shows what is in force, except in the fields being edited.
   function updateSettings(c) {
     const s = c.stats;
     const form = c.el.querySelector('.settings-form');
-    const put = (name, value) => {
-      const input = form.elements[name];
-      if (edited(input) || document.activeElement === input) return;
-      input.value = value ?? '';
-      input.dataset.shown = input.value;
-    };
-    put('admitPerSecond', s.admitPerSecond);
-    put('maxActiveBuyers', s.maxActiveBuyers);
-    put('arrivalWindowSeconds', s.arrivalWindowSeconds);
-    put('stock', s.stock ?? 0);
-    put('joinChallengeBits', s.joinChallengeBits ?? 0);
-    if ('minAdmitPerSecond' in s) put('minAdmitPerSecond', s.minAdmitPerSecond);
-    put('checkoutHealthUrl', s.checkoutHealthUrl || '');
-    put('opensAt', s.draw ? localInput(s.draw.opensAtMs) : '');
-    put('drawBeacon', s.draw ? s.draw.beacon : '');
+    for (const f of settingFields || []) {
+      const input = form.elements[f.name];
+      if (!input || edited(input) || document.activeElement === input) continue;
+      const value = f.name in SHOWN_FROM ? SHOWN_FROM[f.name](s) : shownValue(s, f.name);
+      if (input.type === 'checkbox') {
+        input.checked = value === true;
+      } else if (value === undefined || value === null) {
+        input.value = '';
+      } else if (f.kind === 'datetime-local') {
+        const ms = typeof value === 'number' ? value : Date.parse(value);
+        input.value = Number.isNaN(ms) ? '' : localInput(ms);
+      } else {
+        input.value = String(value);
+      }
+      input.dataset.shown = valueOf(input);
+    }
     const announced = form.querySelector('.announced');
     const change = s.rateChange;
     announced.hidden = !change;
@@ -486,6 +659,11 @@
       announced.textContent = `Announced: ${fmt(change.to)}/s from ${new Date(change.atMs).toLocaleTimeString('en-GB')} (in ${duration(change.atMs - serverNow())}); every estimate already counts with it.`;
     }
   }
+
+  // A setting's value as the stats say it: the figure in force where the stats carry one
+  // beside the settings (the rate, the cap, the stock, the checkout the pace follows, …),
+  // else what the operator set.
+  const shownValue = (s, name) => (name in s ? s[name] : (s.settings || {})[name]);
 
   // The countdowns move between samples too.
   setInterval(() => {
@@ -553,55 +731,87 @@
     }
   }
 
-  // Whole numbers within the bounds the server sets (the inputs carry them).
-  function whole(input, label) {
-    const n = Number(input.value);
-    const min = Number(input.min);
-    const max = Number(input.max);
-    if (input.value.trim() === '' || !Number.isInteger(n) || n < min || n > max) {
-      throw new Error(`${label} is a whole number from ${fmt(min)} to ${fmt(max)}.`);
+  // A setting as the operator typed it, as JSON, checked against the schema's bounds; a
+  // value out of them is an Error that says what the setting takes. `needed`: empty will not
+  // do, even where the setting takes `""`.
+  function readSetting(f, input, needed) {
+    const label = f.label;
+    if (f.kind === 'checkbox') return input.checked;
+    const text = input.value.trim();
+    if (f.kind === 'number') {
+      const n = Number(text);
+      if (text === '' || !f.ranges.some((r) => within(r, n))) throw new Error(numberWords(f));
+      return n;
     }
-    return n;
+    if (text === '') {
+      if (!needed && f.alts.some((a) => fits(a, ''))) return '';
+      throw new Error(f.kind === 'datetime-local' ? `${label}: pick a date and time.` : `${label} cannot be left empty.`);
+    }
+    if (f.kind === 'datetime-local') {
+      const ms = new Date(text).getTime();
+      if (Number.isNaN(ms)) throw new Error(`${label}: pick a date and time.`);
+      // Every time a show is set to lies ahead; the server refuses one past.
+      if (ms <= serverNow()) throw new Error(`${label} must be in the future.`);
+      return new Date(ms).toISOString();
+    }
+    if (f.kind === 'select') return f.options.find((o) => String(o) === text) ?? text;
+    if (!f.alts.some((a) => fits(a, text))) {
+      const most = Math.max(...f.alts.map((a) => a.maxLength ?? Infinity));
+      throw new Error(text.length > most
+        ? `${label} is at most ${fmt(most)} characters.`
+        : `${label} is not a value the server takes${f.example ? ` (such as ${f.example})` : ''}.`);
+    }
+    return text;
   }
 
-  function isoFromLocal(input, label) {
-    const ms = new Date(input.value).getTime();
-    if (!input.value || Number.isNaN(ms)) throw new Error(`${label}: pick a date and time.`);
-    if (ms <= serverNow()) throw new Error(`${label} must be in the future.`);
-    return new Date(ms).toISOString();
+  const within = (r, n) => Number.isFinite(n) && (!r.integer || Number.isInteger(n))
+    && (r.lowOpen ? n > r.low : n >= r.low) && (r.highOpen ? n < r.high : n <= r.high);
+
+  // "Admit per second is a whole number from 1 to 10,000.", from the schema's ranges.
+  function numberWords(f) {
+    const span = (r) => {
+      const low = Number.isFinite(r.low) ? (r.lowOpen ? `more than ${fmt(r.low)}` : fmt(r.low)) : '';
+      const high = Number.isFinite(r.high) ? (r.highOpen ? `less than ${fmt(r.high)}` : fmt(r.high)) : '';
+      if (low && high) return r.low === r.high ? low : `from ${low} to ${high}`;
+      return low ? `${low} or more` : high ? `up to ${high}` : '';
+    };
+    const kind = f.ranges.every((r) => r.integer) ? 'a whole number' : 'a number';
+    const spans = f.ranges.map(span).filter(Boolean);
+    return `${f.label} is ${kind}${spans.length > 1 ? `: ${spans.join(', or ')}` : spans.length ? ` ${spans[0]}` : ''}.`;
   }
 
-  // The settings changed in the form, checked as the server checks them.
+  // Whether the string `value` is one of those the schema `a` describes (a pattern this
+  // browser cannot read is left to the server).
+  function fits(a, value) {
+    if (a.type !== 'string' || value.length < (a.minLength ?? 0) || value.length > (a.maxLength ?? Infinity)) return false;
+    if (!a.pattern) return true;
+    try {
+      return new RegExp(a.pattern).test(value);
+    } catch {
+      return true;
+    }
+  }
+
+  // The settings changed in the form, checked as the schema bounds them: only those are sent
+  // (and the settings that go with them).
   function changedSettings(form) {
-    const dirty = (name) => edited(form.elements[name]);
-    const el = (name) => form.elements[name];
+    const sent = new Set(settingFields.filter((f) => edited(form.elements[f.name])).map((f) => f.name));
+    const partners = new Set();
+    for (const group of TOGETHER) {
+      if (group.some((name) => sent.has(name))) for (const name of group) { sent.add(name); partners.add(name); }
+    }
     const body = {};
-    const numbers = [
-      ['admitPerSecond', 'The rate'], ['maxActiveBuyers', 'The active buyer cap'],
-      ['arrivalWindowSeconds', 'The arrival window'], ['stock', 'The stock'],
-      ['joinChallengeBits', 'The challenge bits'], ['minAdmitPerSecond', 'The lowest rate'],
-    ];
-    for (const [name, label] of numbers) if (dirty(name)) body[name] = whole(el(name), label);
-    if ('arrivalWindowSeconds' in body && body.arrivalWindowSeconds > 0 && body.arrivalWindowSeconds < 10) {
-      throw new Error('The arrival window is 0 (off) or from 10 to 86,400 seconds.');
-    }
-    if (dirty('checkoutHealthUrl')) {
-      const url = el('checkoutHealthUrl').value.trim();
-      if (url && !/^http:\/\/[^\s/]+/.test(url)) throw new Error('The checkout health URL is an http:// URL (or empty to stop following it).');
-      body.checkoutHealthUrl = url;
-    }
-    if (dirty('opensAt')) body.opensAt = isoFromLocal(el('opensAt'), 'The opening');
-    for (const name of ['drawBeacon', 'drawBeaconValue']) {
-      if (dirty(name) && el(name).value.trim()) body[name] = el(name).value.trim();
-    }
-    if (dirty('rateChangeAt') || dirty('rateChangeTo')) {
-      body.rateChangeAt = isoFromLocal(el('rateChangeAt'), 'The rate change');
-      body.rateChangeTo = whole(el('rateChangeTo'), 'The rate from then');
+    for (const f of settingFields) {
+      if (sent.has(f.name)) body[f.name] = readSetting(f, form.elements[f.name], partners.has(f.name));
     }
     return body;
   }
 
   async function saveSettings(show, form) {
+    if (!settingFields) {
+      message(show, 'The settings are not loaded yet: try again in a moment.', true);
+      return;
+    }
     let body;
     try {
       body = changedSettings(form);
@@ -619,7 +829,7 @@
     if ('opensAt' in body) said.push('opening scheduled');
     const ok = await send(show, body, `Saved: ${Object.keys(body).join(', ')}${said.length ? ` (${said.join('; ')})` : ''}.`);
     // What was sent is in force now: no longer an edit.
-    if (ok) for (const input of form.elements) if (input.name) input.dataset.shown = input.value;
+    if (ok) for (const input of form.elements) if (input.name) input.dataset.shown = valueOf(input);
   }
 
   async function send(show, body, done) {

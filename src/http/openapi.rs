@@ -377,6 +377,20 @@ mod tests {
     }
 
     #[test]
+    fn the_settings_are_served_with_the_bounds_the_server_checks() {
+        let doc = document();
+        let settings = &doc["components"]["schemas"]["ShowSettings"]["properties"];
+        // Narrowed: a rate is 1 to MAX_RATE, or null (left out).
+        let rate = &settings["admitPerSecond"]["anyOf"];
+        assert_eq!(rate[0]["minimum"], 1, "{settings}");
+        assert_eq!(rate[0]["maximum"], crate::model::MAX_RATE, "{settings}");
+        assert_eq!(rate[1]["type"], "null", "{settings}");
+        // Described still: the doc comment stays the description.
+        let about = settings["admitPerSecond"]["description"].as_str().unwrap();
+        assert!(about.starts_with("Admissions a second"), "{about}");
+    }
+
+    #[test]
     fn every_operation_has_a_unique_id() {
         let doc = document();
         let mut ids: Vec<&str> = doc["paths"]

@@ -1,10 +1,12 @@
 //! The operator console in a real browser: sign-in, the table of every show, a show's live
-//! figures and chart, every setting, the fair start's countdown, the ticket lookup, and the
-//! confirmation before each step that stops admissions, lifts the gate or sends fans away.
+//! figures and chart, every setting (the form built from the settings schema), the fair
+//! start's countdown, the ticket lookup, and the confirmation before each step that stops
+//! admissions, lifts the gate or sends fans away.
 
 use std::time::Duration;
 
 use fantoccini::Client;
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 use waiting_room::protocol::routes;
 
@@ -432,26 +434,6 @@ async fn the_console_tables_every_show_edits_any_setting_and_finds_a_ticket() {
             client.eval("return document.activeElement.name").await,
             json!("checkoutHealthUrl")
         );
-        // The rate input is bounded as the server bounds it; a rate above it is not sent.
-        assert_eq!(
-            client
-                .attr_of(&format!("{card} [name=admitPerSecond]"), "max")
-                .await
-                .as_deref(),
-            Some("10000")
-        );
-        client
-            .fill(&format!("{card} [name=admitPerSecond]"), "20000")
-            .await;
-        client
-            .click_on(&format!("{card} .settings-form [type=submit]"))
-            .await;
-        let said = client
-            .text_of(&format!("{card} .form-message"))
-            .await
-            .unwrap();
-        assert!(said.contains("1 to 10,000"), "{said}");
-        assert_eq!(app.stats(&hall).await["admitPerSecond"], 2);
         for (name, value) in [
             ("admitPerSecond", "40"),
             ("maxActiveBuyers", "500"),
@@ -575,6 +557,150 @@ async fn the_console_tables_every_show_edits_any_setting_and_finds_a_ticket() {
             .await;
         screenshot(&client, "console-phone").await;
         drop(following);
+    })
+    .await;
+}
+
+/// The settings schema the server describes in `/openapi.json`: each setting's schema by name.
+async fn settings_schema(app: &TestApp) -> Value {
+    let doc: Value = app.get(routes::OPENAPI).await.json().await.unwrap();
+    doc["components"]["schemas"]["ShowSettings"]["properties"].clone()
+}
+
+/// The highest value a setting's schema allows, among its kinds of value.
+fn schema_maximum(setting: &Value) -> u64 {
+    let kinds = setting["anyOf"].as_array().cloned();
+    kinds
+        .unwrap_or_else(|| vec![setting.clone()])
+        .iter()
+        .filter_map(|kind| kind["maximum"].as_u64())
+        .max()
+        .expect("a maximum")
+}
+
+/// `n` as the console writes it, `10,000`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_settings_form_is_built_from_the_settings_schema() {
+    let app = spawn_app().await;
+    let show = app.queued_show("venue", 3).await;
+    let schema = settings_schema(&app).await;
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        sign_in(&client, &app).await;
+        watch(&client, &show).await;
+        let card = open_card(&client, &show, "[name=maxQueueLength]").await;
+        let field = |name: &str| format!("{card} .settings-form [name={name}]");
+
+        // A field per setting of the schema, and none other.
+        let names = client
+            .eval(&format!(
+                "return [...document.querySelector(\"{card} .settings-form\").elements]\
+                 .filter(e => e.name).map(e => e.name).sort()"
+            ))
+            .await;
+        let mut settings: Vec<&String> = schema.as_object().unwrap().keys().collect();
+        settings.sort_unstable();
+        assert_eq!(names, json!(settings));
+
+        // A setting the page names nowhere: labelled from its name, its description as the
+        // help the input is described by, typed and bounded by its schema.
+        let label = client
+            .eval(&format!(
+                "const i = document.querySelector(\"{}\"); return i.labels[0].textContent",
+                field("maxQueueLength")
+            ))
+            .await;
+        assert_eq!(label, json!("Max queue length"));
+        let help = client
+            .eval(&format!(
+                "const i = document.querySelector(\"{}\"); \
+                 return document.getElementById(i.getAttribute('aria-describedby')).textContent",
+                field("maxQueueLength")
+            ))
+            .await;
+        let about = schema["maxQueueLength"]["description"].as_str().unwrap();
+        assert_eq!(help.as_str(), Some(about.replace('`', "").as_str()));
+        let most = schema_maximum(&schema["maxQueueLength"]);
+        assert_eq!(
+            client
+                .attr_of(&field("maxQueueLength"), "type")
+                .await
+                .as_deref(),
+            Some("number")
+        );
+        assert_eq!(
+            client.attr_of(&field("maxQueueLength"), "max").await,
+            Some(most.to_string())
+        );
+
+        // A rate above the schema's maximum is not sent, and the message names the bound.
+        let fastest = schema_maximum(&schema["admitPerSecond"]);
+        assert_eq!(
+            client.attr_of(&field("admitPerSecond"), "max").await,
+            Some(fastest.to_string())
+        );
+        client
+            .fill(&field("admitPerSecond"), &(fastest + 1).to_string())
+            .await;
+        client
+            .click_on(&format!("{card} .settings-form [type=submit]"))
+            .await;
+        let said = client
+            .text_of(&format!("{card} .form-message"))
+            .await
+            .unwrap();
+        assert!(
+            said.contains(&format!("1 to {}", grouped(fastest))),
+            "{said}"
+        );
+        assert_eq!(app.stats(&show).await["admitPerSecond"], 2);
+        client.fill(&field("admitPerSecond"), "2").await;
+
+        // Bound the queue to the three fans in it, through the form: the next join is refused.
+        client.fill(&field("maxQueueLength"), "3").await;
+        client
+            .click_on(&format!("{card} .settings-form [type=submit]"))
+            .await;
+        eventually("the saved setting", SHORT, || async {
+            client
+                .text_of(&format!("{card} .form-message"))
+                .await
+                .filter(|m| m == "Saved: maxQueueLength.")
+        })
+        .await;
+        assert_eq!(app.stats(&show).await["settings"]["maxQueueLength"], 3);
+        assert_eq!(
+            app.join(&show).await.status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "a full queue refuses the join"
+        );
+
+        // Filled from the show's stats: a fresh page shows what is in force.
+        client.refresh().await.unwrap();
+        let card = open_card(&client, &show, "[name=maxQueueLength]").await;
+        eventually("the bound from the stats", SHORT, || async {
+            client
+                .eval(&format!(
+                    "return document.querySelector(\"{card} [name=maxQueueLength]\").value"
+                ))
+                .await
+                .as_str()
+                .filter(|v| *v == "3")
+                .map(|_| ())
+        })
+        .await;
     })
     .await;
 }

@@ -10,6 +10,7 @@
 mod fans;
 mod lookup;
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 use tokio_stream::wrappers::ReceiverStream;
+use utoipa::ToSchema;
 
 pub(crate) use self::fans::report_fans;
 pub(super) use self::lookup::{__path_lookup, lookup};
@@ -34,7 +36,7 @@ use super::page::{asset_version, html};
 use super::{AppState, Operator, show_id};
 use crate::clock::wall_ms;
 use crate::error::AppError;
-use crate::model::{DrawStage, Phase, ShowId, ShowStats};
+use crate::model::{DrawStage, Phase, ShowId, ShowSettings, ShowStats};
 use crate::protocol::routes;
 use crate::store::{DrawState, EventKind, QueueStore, ShowEvent, StoreError};
 
@@ -70,10 +72,10 @@ struct ConsoleRoutes {
     page: &'static str,
     draw: &'static str,
     ticket: &'static str,
-    max_rate: u32,
-    max_stock: u64,
-    max_bits: u32,
-    max_cap: u32,
+    /// The OpenAPI document, whose settings schema the settings form is built from.
+    openapi: &'static str,
+    /// The name of that schema among the document's components.
+    settings: Cow<'static, str>,
 }
 
 /// `GET /admin`: the console's page. It is public on purpose: it carries no data, and the
@@ -109,11 +111,8 @@ pub(super) async fn console() -> Response {
                 page: routes::WAIT_PAGE,
                 draw: routes::DRAW,
                 ticket: routes::ADMIN_TICKET,
-                // The inputs are bounded as the server bounds them (operator.rs).
-                max_rate: crate::store::MAX_RATE,
-                max_stock: crate::model::MAX_STOCK,
-                max_bits: crate::pass::MAX_CHALLENGE_BITS,
-                max_cap: crate::store::MAX_RATE * 3600,
+                openapi: routes::OPENAPI,
+                settings: ShowSettings::name(),
             },
         },
     )

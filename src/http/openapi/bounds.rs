@@ -4,7 +4,7 @@
 //! length in bytes after trimming) stays in the fields' descriptions.
 
 use utoipa::ToSchema;
-use utoipa::openapi::schema::{AnyOf, KnownFormat, ObjectBuilder, Type};
+use utoipa::openapi::schema::{AnyOf, KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::{RefOr, Schema};
 
 use super::build::{any_case, integer, reference, string};
@@ -45,11 +45,21 @@ pub(super) fn narrow(all: &mut [(String, RefOr<Schema>)]) {
         )
         .item(null());
     set(&config, "arrivalWindowSeconds", window.into());
-    // The scheme in any case, as the URL parser reads it.
+    // A URL (the scheme in any case, as the URL parser reads it), or `""`, which stops
+    // following one.
     let scheme = format!("{}://", any_case("http"));
     let rest = MAX_HEALTH_URL - "http://".len();
-    let health = string(None).pattern(Some(format!("^(?:{scheme}[^\\s]{{1,{rest}}})?$")));
-    set(&config, "checkoutHealthUrl", nullable(health));
+    // (`uri` is a JSON Schema format the crate names only with a feature this build leaves out.)
+    let url = string(None)
+        .format(Some(SchemaFormat::Custom("uri".into())))
+        .pattern(Some(format!("^{scheme}[^\\s]{{1,{rest}}}$")))
+        .max_length(Some(MAX_HEALTH_URL))
+        .examples(["http://shop.internal/health"]);
+    let health = AnyOf::builder()
+        .item(string(None).max_length(Some(0)))
+        .item(url)
+        .item(null());
+    set(&config, "checkoutHealthUrl", health.into());
     set(
         &config,
         "opensAt",
@@ -61,8 +71,14 @@ pub(super) fn narrow(all: &mut [(String, RefOr<Schema>)]) {
         .item(string(Some(KnownFormat::DateTime)))
         .item(null());
     set(&config, "rateChangeAt", change_at.into());
-    let printable = |most: usize| string(None).pattern(Some(format!("^[ -~]{{1,{most}}}$")));
-    set(&config, "drawBeacon", nullable(printable(MAX_BEACON)));
+    let printable = |most: usize| {
+        string(None)
+            .pattern(Some(format!("^[ -~]{{1,{most}}}$")))
+            .min_length(Some(1))
+            .max_length(Some(most))
+    };
+    let beacon = printable(MAX_BEACON).examples(["drand quicknet round 12345678"]);
+    set(&config, "drawBeacon", nullable(beacon));
     set(
         &config,
         "drawBeaconValue",

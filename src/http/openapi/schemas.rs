@@ -1,6 +1,8 @@
 //! The document's component schemas: the contract's types, derived, and the few shapes no
 //! type names.
 
+use std::collections::HashSet;
+
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{AllOf, Array, SchemaType, Type};
 use utoipa::openapi::{RefOr, Schema};
@@ -72,6 +74,11 @@ pub(super) fn schemas() -> Vec<(String, RefOr<Schema>)> {
     all.push(("ShowId".into(), show_id.into()));
     all.push(("UnknownTicket".into(), unknown_ticket.into()));
     all.push(("StatsSample".into(), sample.into()));
+    // A type brings the types it names along (the stats bring the settings), so a schema may
+    // come more than once: each is kept as first met, and that one is narrowed. A later copy
+    // left in would be the one served, without its bounds.
+    let mut seen = HashSet::new();
+    all.retain(|(name, _)| seen.insert(name.clone()));
     super::bounds::narrow(&mut all);
     all
 }
