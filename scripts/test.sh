@@ -2,7 +2,8 @@
 # The test command: installs what the tests need when it is missing (redis-server for the
 # store, push and multi-instance tests; Chromium and chromedriver for the browser tests; nginx
 # for the edge tests of deploy/; Python and Node for the shop's origin and the CDN worker;
-# Schemathesis, the API fuzzer the OpenAPI document is checked with), checks the formatting
+# Schemathesis, the API fuzzer the OpenAPI document is checked with; the Python libraries the
+# notification tests check against), checks the formatting
 # (`cargo fmt --check`) and the lints (`cargo clippy -D warnings`), then runs every test of the
 # workspace: the server and the clients (client/). Debian/Ubuntu; run as root or with sudo
 # available.
@@ -41,6 +42,20 @@ if ! "$st" --version 2>/dev/null | grep -qx "st, version $SCHEMATHESIS_VERSION";
   rm -rf target/schemathesis
   python3 -m venv target/schemathesis
   target/schemathesis/bin/pip install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+# tests/api/notify runs a push service and a webhook receiver written against independent
+# implementations: RFC 8291 decryption and JOSE from PyPI, pinned, in a virtualenv of their own
+# (target/notify-python), installed again only when a pin changes.
+NOTIFY_PYTHON_PINS="http-ece==1.2.1 PyJWT==2.15.1 cryptography==50.0.2"
+notify_py=target/notify-python
+if [ "$(cat "$notify_py/pins" 2>/dev/null)" != "$NOTIFY_PYTHON_PINS" ]; then
+  echo "installing: $NOTIFY_PYTHON_PINS ($notify_py)"
+  rm -rf "$notify_py"
+  python3 -m venv "$notify_py"
+  # shellcheck disable=SC2086 # the pins are words
+  "$notify_py/bin/pip" install -q --disable-pip-version-check $NOTIFY_PYTHON_PINS
+  echo "$NOTIFY_PYTHON_PINS" >"$notify_py/pins"
 fi
 
 redis-server --version

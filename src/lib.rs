@@ -27,6 +27,8 @@
 //! - **loss witness**: what notices that a Redis failover lost writes (`loss_witness.rs`).
 //! - **fence**: the admitter's lease token, which a step of an older leader cannot pass.
 //! - **the draw**: the fair start's random order of a pre-queue, published and verifiable.
+//! - **call**: telling a fan who asked that its turn is near or come, by Web Push or the
+//!   operator's webhook ([`notify`]).
 //!
 //! # The map of the crate
 //!
@@ -48,6 +50,8 @@
 //!   measured flow an ETA uses is [`model::Pace`]).
 //! - [`shown`]: what a fan is shown of its ticket (the JSON, the push event, the pass), the
 //!   one place the store's answer becomes it, for poll and push alike.
+//! - [`notify`]: the "your turn" call's senders: Web Push to a fan's browser (encrypted,
+//!   VAPID-signed, only to allowed push services) and the operator's signed webhook.
 //! - [`hub`]: per-instance fan-out from the store's events to every local connection, with no
 //!   store call per fan.
 //! - [`http`]: the HTTP faces (fan, operator, orders, SSE, WebSocket, health, metrics, the
@@ -72,6 +76,7 @@ pub mod hub;
 mod loss_witness;
 pub mod metrics;
 pub mod model;
+pub mod notify;
 pub mod pass;
 pub mod protocol;
 pub mod server;

@@ -73,6 +73,15 @@ impl PassKey {
         &self.signer
     }
 
+    /// HMAC-SHA256(secret, `label`): 32 bytes only this secret yields under this label, as
+    /// the Ed25519 seed is derived, for another key that must follow the same secret (the
+    /// Web Push VAPID key). The secret itself never leaves the key.
+    pub(crate) fn derive(&self, label: &[u8]) -> [u8; 32] {
+        let mut mac = self.mac();
+        mac.update(label);
+        mac.finalize().into_bytes().into()
+    }
+
     fn new(kid: String, secret: Vec<u8>) -> PassKey {
         let signer = std::sync::Arc::new(SigningPair::derive(&secret));
         PassKey {

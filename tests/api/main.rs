@@ -51,6 +51,7 @@ mod failover_retry;
 mod gate;
 mod http;
 mod hub;
+mod notify;
 mod openapi;
 mod push;
 mod rate_change;

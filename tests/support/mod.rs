@@ -13,6 +13,7 @@ pub mod api;
 pub mod app;
 pub mod backend;
 pub mod nginx;
+pub mod notify;
 pub mod origin;
 pub mod process;
 pub mod redis;
