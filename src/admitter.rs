@@ -15,7 +15,10 @@ use crate::clock::Clock;
 use crate::draw;
 use crate::metrics::{Metrics, StoreCaller};
 use crate::model::ShowId;
-use crate::store::{AdmitOutcome, AdmitterLease, Closing, Draws, Queue, Result, Shows, Throttling};
+use crate::notify::{Call, CallEvent, Channel, Notifier, check_subscription};
+use crate::store::{
+    AdmitOutcome, AdmitterLease, Closing, Draws, DueCalls, Queue, Result, Shows, Throttling,
+};
 use crate::throttle;
 
 /// What the admitter asks of the store: the lease ([`AdmitterLease`]), the open shows
@@ -41,6 +44,8 @@ pub struct TickReport {
     pub fenced: Option<u64>,
     /// Shows whose step failed (a store error); the others were served all the same.
     pub failed: Vec<ShowId>,
+    /// Per show whose tick made calls due: the calls to send.
+    pub calls: Vec<(ShowId, DueCalls)>,
 }
 
 /// One admission step: every open show admits its rate, guarded by `fence`. One show's
@@ -62,6 +67,11 @@ async fn admit_shows(store: &(impl Queue + ?Sized), shows: &[ShowId], fence: u64
         {
             tokio::time::sleep(next_in + Duration::from_millis(5)).await;
             outcome = store.admit(&show, fence).await;
+        }
+        if let Ok(AdmitOutcome::Admitted { calls, .. }) = &mut outcome
+            && !calls.calls.is_empty()
+        {
+            report.calls.push((show.clone(), std::mem::take(calls)));
         }
         match outcome {
             Ok(AdmitOutcome::Admitted { count, .. }) if count > 0 => {
@@ -138,6 +148,7 @@ pub const CLOCK_SKEW_RETRY: Duration = Duration::from_millis(400);
 /// holding it, admits once a second (and at once on taking over).
 pub async fn run(
     store: Arc<impl AdmitterStore + ?Sized + 'static>,
+    notifier: Option<Notifier>,
     instance: String,
     metrics: Arc<Metrics>,
     clock: Clock,
@@ -190,9 +201,14 @@ pub async fn run(
             }
         };
         checks.spawn(throttle::follow_checkouts(store.clone(), shows.clone()));
-        let report = admit_shows(store.as_ref(), &shows, fence).await;
+        let mut report = admit_shows(store.as_ref(), &shows, fence).await;
         for (show, count) in &report.admitted {
             metrics.admitted(show, *count);
+        }
+        if let Some(notifier) = &notifier {
+            for (show, calls) in report.calls.drain(..) {
+                send_calls(notifier, show, calls);
+            }
         }
         for _ in &report.failed {
             metrics.admitter_error();
@@ -215,6 +231,44 @@ pub async fn run(
     metrics.set_leader(false);
     checks.close();
     checks.wait().await;
+}
+
+/// Hands the calls a tick made due to the notifier, which sends them beside the ticks. A
+/// channel that no longer reads (a subscription the show's `pushServices` no longer allow, a
+/// webhook with no `notifyUrl` left) is not called.
+fn send_calls(notifier: &Notifier, show: ShowId, due: DueCalls) {
+    let services: Arc<[String]> = due.push_services.unwrap_or_default().into();
+    for c in due.calls {
+        let channel = if c.channel == crate::notify::WEBHOOK_CHANNEL {
+            match &due.notify_url {
+                Some(url) => Channel::Webhook(url.clone()),
+                None => continue,
+            }
+        } else {
+            match check_subscription(c.channel.as_bytes(), &services) {
+                Ok(subscription) => Channel::WebPush {
+                    subscription,
+                    push_services: services.clone(),
+                },
+                Err(e) => {
+                    tracing::debug!(%show, error = %e, "a call's subscription no longer reads");
+                    continue;
+                }
+            }
+        };
+        let call = Call {
+            show: show.clone(),
+            ticket: c.ticket,
+            event: if c.admitted {
+                CallEvent::Admitted
+            } else {
+                CallEvent::Soon
+            },
+            position: c.position,
+            eta_seconds: c.eta_seconds,
+        };
+        notifier.call(channel, call);
+    }
 }
 
 #[cfg(test)]
@@ -337,6 +391,7 @@ mod tests {
         let shutdown = CancellationToken::new();
         let admitter = tokio::spawn(run(
             store.clone(),
+            None,
             "a".into(),
             metrics.clone(),
             Clock::tokio(),
@@ -357,6 +412,7 @@ mod tests {
         // A second admitter on the same store waits its turn.
         let other = tokio::spawn(run(
             store.clone(),
+            None,
             "b".into(),
             Arc::new(Metrics::default()),
             Clock::tokio(),

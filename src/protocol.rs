@@ -47,6 +47,11 @@ pub mod routes {
     pub const JWKS: &str = "/.well-known/jwks.json";
     /// A ticket: `GET` (poll), `DELETE` (leave).
     pub const TICKET: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}";
+    /// `POST` a Web Push subscription (or `{"webhook": true}`): the fan is called when its
+    /// turn is near.
+    pub const NOTIFY: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}/notify";
+    /// `GET`: the VAPID public key pages subscribe to Web Push with.
+    pub const VAPID: &str = "/.well-known/vapid";
     /// `GET`: a ticket's states as Server-Sent Events, its current state first.
     pub const EVENTS: &str = "/orders/waiting-room/{show_id}/tickets/{ticket_id}/events";
     /// `GET` (a WebSocket upgrade): a ticket's states as [`Frame`](super::Frame)s, its

@@ -18,6 +18,7 @@ use crate::http::{
 };
 use crate::hub::{Hub, HubParts};
 use crate::metrics::Metrics;
+use crate::notify::{Notifier, NotifySettings};
 use crate::pass::{CHALLENGE_TTL_SECONDS, Keyring, PassCache};
 use crate::store::{
     Durability, KeySchedule, MemoryStore, QueueStore, RedisStore, SentinelSettings, StoreSettings,
@@ -83,7 +84,14 @@ impl Application {
             .with_context(|| format!("cannot listen on {}", config.bind))?;
         let gateway = gateway(&config, store.as_ref()).await?;
         let shed = Shed::new(config.max_store_calls, metrics.clone());
+        let notifier = Notifier::new(
+            passes.clone(),
+            NotifySettings::default(),
+            &tasks,
+            shutdown.clone(),
+        );
         let state = AppState::new(App {
+            notifier,
             watchdog: Watchdog::new(store.clone(), hub.clone(), metrics.clone()),
             hub,
             store,
@@ -150,6 +158,7 @@ impl Application {
         ));
         tasks.spawn(admitter::run(
             state.store.clone(),
+            Some(state.notifier.clone()),
             self.instance,
             state.metrics.clone(),
             Clock::Wall,

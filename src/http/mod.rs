@@ -21,6 +21,7 @@ mod fan;
 pub(crate) mod gateway;
 mod health;
 mod join;
+mod notify;
 mod openapi;
 mod operator;
 mod orders;
@@ -140,6 +141,8 @@ fn described(
         .routes(routes!(fan::join).layer(crowd.clone()))
         .routes(routes!(fan::challenge).layer(crowd.clone()))
         .routes(routes!(fan::status, fan::leave).layer(crowd.clone()))
+        .routes(routes!(notify::ask).layer(crowd.clone()))
+        .routes(routes!(notify::vapid))
         .routes(routes!(sse::events).layer(crowd.clone()))
         .routes(routes!(ws::upgrade).layer(crowd.clone()))
         .routes(routes!(page::wait).layer(crowd.clone()))

@@ -17,6 +17,7 @@ use crate::error::AppError;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::model::ShowStats;
+use crate::notify::Notifier;
 use crate::pass::{Keyring, PassCache};
 use crate::store::QueueStore;
 use crate::watchdog::Watchdog;
@@ -55,6 +56,8 @@ pub struct App {
     pub watchdog: Watchdog,
     /// Admission passes and join challenges.
     pub passes: Passes,
+    /// Sends the "your turn" calls (Web Push, the operator's webhook).
+    pub notifier: Notifier,
     /// What one client may do.
     pub limits: Limits,
     /// The site's own facts.

@@ -78,6 +78,10 @@ pub use self::subscription::{
 };
 pub use self::webhook::check_webhook_url;
 
+/// The channel a fan asks to be called by through the show's `notifyUrl`, as it is kept
+/// beside push subscriptions.
+pub const WEBHOOK_CHANNEL: &str = r#"{"webhook":true}"#;
+
 /// What a call tells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -43,6 +43,10 @@ pub trait Queue: Send + Sync {
     /// One admission step for one show: pops the show's rate of tickets and admits them,
     /// unless `fence` is stale or the show was already served this second.
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome>;
+    /// A waiting fan asks to be called when its turn is near, over `channel` (JSON text, as
+    /// [`DueCall::channel`]); the newest channel a ticket asked for is kept. False when the
+    /// ticket is not waiting.
+    async fn ask_call(&self, show: &ShowId, ticket: Uuid, channel: String) -> Result<bool>;
 }
 
 /// A ticket's state plus what a stream needs to follow it from there.
@@ -83,6 +87,33 @@ pub enum Touched {
     Over,
 }
 
+/// The "your turn" calls one tick made due (`admit.lua`), each at most once a fan.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DueCalls {
+    /// The calls, in no particular order.
+    pub calls: Vec<DueCall>,
+    /// The show's `notifyUrl` when the tick made any due.
+    pub notify_url: Option<String>,
+    /// The show's `pushServices` when the tick made any due (`None`: the default).
+    pub push_services: Option<Vec<String>>,
+}
+
+/// One call due.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DueCall {
+    /// The fan's ticket.
+    pub ticket: Uuid,
+    /// `true`: it was let in; `false`: its turn is near (`soon`).
+    pub admitted: bool,
+    /// Its place (0 once admitted).
+    pub position: u64,
+    /// Its expected wait, for `soon`.
+    pub eta_seconds: Option<u64>,
+    /// How it asked to be called, as it asked (JSON text: a Web Push subscription, or
+    /// `{"webhook":true}`).
+    pub channel: String,
+}
+
 /// What one admission step did for one show.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AdmitOutcome {
@@ -95,6 +126,8 @@ pub enum AdmitOutcome {
         head: u64,
         /// The show's version the tick was published at.
         version: u64,
+        /// The "your turn" calls this tick made due, for the admitter to send.
+        calls: DueCalls,
     },
     /// This show already had its admission in the current second of the store's clock
     /// (another admitter was first, or our clock runs ahead); that second ends in `next_in`.

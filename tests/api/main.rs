@@ -36,6 +36,7 @@ macro_rules! all_stores {
 mod abuse;
 mod bots;
 mod cadence;
+mod calls;
 mod cli;
 mod cluster;
 mod cluster_failover;

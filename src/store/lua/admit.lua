@@ -46,7 +46,8 @@ redis.call('ZREMRANGEBYSCORE', SEEN, '-inf', now - TTL)
 -- then; with a hold, fans away longer than it lose their places (the queued ones leave, and
 -- the hubs are told as of any leave).
 reap_instances(now)
-local grace, hold = away_rules(settings())
+local st_set = settings()
+local grace, hold = away_rules(st_set)
 local expired = {}
 if hold > 0 then
   local gone = redis.call('ZRANGEBYSCORE', AWAY, '-inf', now - grace - hold, 'LIMIT', 0, 1000)
@@ -57,6 +58,7 @@ if hold > 0 then
     local q = not a and redis.call('ZSCORE', Q, t)
     if a or q then
       redis.call('HSET', EXPIRED, t, hold_s)
+      uncall(t)
       expired[#expired + 1] = tonumber(a or q)
     end
     if a then
@@ -109,7 +111,10 @@ local head_before = hd
 local n = 0
 -- The arrival numbers admitted, passed over while away and let in once back, for the audit.
 local arrivals, passed, returned = {}, {}, {}
+-- The tickets let in, for their calls.
+local let = {}
 local function let_in(ticket, arrival)
+  let[#let + 1] = ticket
   redis.call('SET', ADMITTED .. ticket, epoch .. '|' .. string.format('%d', tonumber(arrival)),
     'PX', TTL)
   redis.call('ZADD', ADMISSIONS, now + TTL, ticket)
@@ -189,7 +194,39 @@ if n > 0 or #passed > 0 or #expired > 0 then
   end
   audit(record)
 end
+-- The "your turn" calls due (notify.lua): `admitted` to the fans let in, `soon` to those now
+-- within notifyAheadSeconds of the head; each at most once, and the admitter sends them
+-- after the tick (never in its way).
+local calls = {}
+if redis.call('HLEN', CALLS) > 0 then
+  for _, t in ipairs(let) do
+    local c = redis.call('HGET', CALLS, t)
+    if c then
+      calls[#calls + 1] = {ticket = t, event = 'admitted', position = 0, channel = c}
+      uncall(t)
+    end
+  end
+  local ahead = tonumber(st_set.notifyAheadSeconds or 120)
+  local within = hd + math.ceil(math.max(n_rate, 1) * ahead)
+  for _, t in ipairs(redis.call('ZRANGEBYSCORE', CALLQ, '-inf', within, 'LIMIT', 0, 1000)) do
+    redis.call('ZREM', CALLQ, t)
+    local seq = redis.call('ZSCORE', Q, t)
+    local pk = not seq and redis.call('ZSCORE', PARKED, t)
+    local where = (seq and standing(t, tonumber(seq))) or (pk and parked_standing(tonumber(pk)))
+    if where and where.position then
+      calls[#calls + 1] = {ticket = t, event = 'soon', position = where.position,
+        eta_s = math.ceil(where.position / math.max(n_rate, 1)),
+        channel = redis.call('HGET', CALLS, t)}
+    end
+  end
+end
 -- Every tick is published, one that admitted nobody too: the pace moved, so did the ETAs.
 local ver = redis.call('INCR', VER)
 publish('tick', epoch, ver, hd, nil, n, now, (#released > 0) and released or nil)
-return {outcome = 'admitted', count = n, head = hd, version = ver}
+local reply = {outcome = 'admitted', count = n, head = hd, version = ver}
+if #calls > 0 then
+  reply.calls = calls
+  reply.notify_url = st_set.notifyUrl
+  reply.push_services = st_set.pushServices
+end
+return reply

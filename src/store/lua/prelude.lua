@@ -13,13 +13,13 @@
 -- Redis, each by SHA with this prelude in front (redis/mod.rs builds both).
 local A, S
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
-  SEEN, AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED, ON
+  SEEN, AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, ON
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
 local function state_keys()
   return {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW, SEEN,
-    AUDIT, IDEM, AWAY, PARKED, BACK, INSTANCES, EXPIRED}
+    AUDIT, IDEM, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ}
 end
 -- The store's settings as last decoded: a library of functions keeps them between calls, so
 -- they are decoded again only when another store (or version) sends other ones. P: each key's
@@ -34,12 +34,12 @@ local function bind(keys, argv)
   end
   A = cjson.decode(argv[2])
   Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW, SEEN,
-    AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED =
+    AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ =
     keys[P.queue], keys[P.seq], keys[P.head], keys[P.left], keys[P.version], keys[P.rate],
     keys[P.admissions], keys[P.fence], keys[P.tick], keys[P.cap], keys[P.meta], keys[P.holds],
     keys[P.spent], keys[P.flow], keys[P.seen], keys[P.audit], keys[P.lostfans], keys[P.idem],
     keys[P.mended], keys[P.away], keys[P.parked], keys[P.back], keys[P.instances],
-    keys[P.expired]
+    keys[P.expired], keys[P.calls], keys[P.callq]
   -- Each instance's set of the tickets it holds a live stream of: `…:on:<instance>`, beside
   -- the show's other keys (same hash tag, so the same slot).
   ON = string.sub(META, 1, -5) .. 'on:'
@@ -87,6 +87,11 @@ end
 -- `st`: the settings; answers the grace and the hold, in ms (hold 0: presence not heeded).
 local function away_rules(st)
   return tonumber(st.presenceGraceSeconds or 30) * 1000, tonumber(st.awayHoldSeconds or 900) * 1000
+end
+-- `ticket` will not be called: it left, was let in, or lost its place.
+local function uncall(ticket)
+  redis.call('HDEL', CALLS, ticket)
+  redis.call('ZREM', CALLQ, ticket)
 end
 -- Whether `ticket` counts as present at `now` (ms), with the grace `grace` (ms).
 local function present(ticket, now, grace)

@@ -19,7 +19,7 @@ use redis::{Cmd, RedisError, Script, ServerError};
 use crate::store::Result;
 
 /// Every per-show script: its name (the file `lua/<name>.lua`) and its body.
-pub(super) const SCRIPTS: [(&str, &str); 25] = [
+pub(super) const SCRIPTS: [(&str, &str); 26] = [
     ("admit", include_str!("../lua/admit.lua")),
     ("challenge", include_str!("../lua/challenge.lua")),
     ("check", include_str!("../lua/check.lua")),
@@ -37,6 +37,7 @@ pub(super) const SCRIPTS: [(&str, &str); 25] = [
     ("leave", include_str!("../lua/leave.lua")),
     ("mend", include_str!("../lua/mend.lua")),
     ("meta", include_str!("../lua/meta.lua")),
+    ("notify", include_str!("../lua/notify.lua")),
     ("open", include_str!("../lua/open.lua")),
     ("order", include_str!("../lua/order.lua")),
     ("pace", include_str!("../lua/pace.lua")),

@@ -220,6 +220,9 @@ struct ScriptArgs {
     went: Option<Vec<Uuid>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     polled: Option<Vec<Uuid>>,
+    /// `notify.lua`: how the ticket asks to be called (JSON text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    channel_json: Option<String>,
     /// Seats for sale (`configure.lua`; 0 removes the stock).
     #[serde(skip_serializing_if = "Option::is_none")]
     stock: Option<u64>,
@@ -243,7 +246,7 @@ impl ScriptArgs {
 }
 
 /// A show's keys, in the order `ScriptArgs::keys` names them (`wr:{<show>}:<name>`).
-const SHOW_KEYS: [&str; 24] = [
+const SHOW_KEYS: [&str; 26] = [
     "queue",
     "seq",
     "head",
@@ -275,6 +278,10 @@ const SHOW_KEYS: [&str; 24] = [
     "back",
     "instances",
     "expired",
+    // The "your turn" call (`notify.lua`, `admit.lua`): each ticket's channel (a Web Push
+    // subscription or the operator's webhook), and those not yet called `soon`, by place.
+    "calls",
+    "callq",
 ];
 
 /// The Redis-backed store, over one Redis or a Redis Cluster.

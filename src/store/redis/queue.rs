@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use redis::aio::ConnectionLike;
 use uuid::Uuid;
 
-use super::reply::{AdmitReply, IsAdmittedReply, JoinReply, LeaveReply, StatusReply, TouchReply};
+use super::reply::{
+    AdmitReply, AskCallReply, IsAdmittedReply, JoinReply, LeaveReply, StatusReply, TouchReply,
+};
 use super::{RedisStore, ScriptArgs, ShowScript, show_script};
 use crate::model::ShowId;
 use crate::pass::Proof;
@@ -20,6 +22,7 @@ static LEAVE: LazyLock<ShowScript> = show_script!("leave");
 static IS_ADMITTED: LazyLock<ShowScript> = show_script!("is_admitted");
 static TOUCH: LazyLock<ShowScript> = show_script!("touch");
 static ADMIT: LazyLock<ShowScript> = show_script!("admit");
+static NOTIFY: LazyLock<ShowScript> = show_script!("notify");
 
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> {
@@ -91,6 +94,15 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
         };
         let r: AdmitReply = self.run(&ADMIT, show, args).await?;
         Ok(r.into())
+    }
+
+    async fn ask_call(&self, show: &ShowId, ticket: Uuid, channel: String) -> Result<bool> {
+        let args = ScriptArgs {
+            channel_json: Some(channel),
+            ..ScriptArgs::ticket(ticket)
+        };
+        let r: AskCallReply = self.run(&NOTIFY, show, args).await?;
+        Ok(matches!(r, AskCallReply::Asked))
     }
 }
 

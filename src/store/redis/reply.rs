@@ -17,6 +17,7 @@ use crate::store::{
     AdmitOutcome, Closing, Configured, Joined, Redeemed, Result, ShowMeta, Status, StoreError,
     ThrottleControl, Touched, pace_of,
 };
+use crate::store::{DueCall, DueCalls};
 
 /// Decodes `text`, the reply of the script `script` for `show`: the show's refusal as its
 /// error, else the reply as `T`; anything else is a [`StoreError::Protocol`] naming the script.
@@ -373,9 +374,22 @@ impl JoinReply {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub(super) enum AdmitReply {
-    Admitted { count: u64, head: u64, version: u64 },
-    AlreadyThisSecond { next_in_ms: i64 },
-    Fenced { fence: u64 },
+    Admitted {
+        count: u64,
+        head: u64,
+        version: u64,
+        #[serde(default, deserialize_with = "list")]
+        calls: Vec<CallReply>,
+        notify_url: Option<String>,
+        #[serde(default, deserialize_with = "list")]
+        push_services: Vec<String>,
+    },
+    AlreadyThisSecond {
+        next_in_ms: i64,
+    },
+    Fenced {
+        fence: u64,
+    },
     NotServed,
 }
 
@@ -386,10 +400,29 @@ impl From<AdmitReply> for AdmitOutcome {
                 count,
                 head,
                 version,
+                calls,
+                notify_url,
+                push_services,
             } => AdmitOutcome::Admitted {
                 count,
                 head,
                 version,
+                calls: DueCalls {
+                    notify_url: notify_url.filter(|u| !u.is_empty()),
+                    push_services: (!push_services.is_empty()).then_some(push_services),
+                    calls: calls
+                        .into_iter()
+                        .filter_map(|c| {
+                            Some(DueCall {
+                                ticket: c.ticket.parse().ok()?,
+                                admitted: c.event == "admitted",
+                                position: c.position,
+                                eta_seconds: c.eta_s,
+                                channel: c.channel?,
+                            })
+                        })
+                        .collect(),
+                },
             },
             AdmitReply::AlreadyThisSecond { next_in_ms } => AdmitOutcome::AlreadyThisSecond {
                 next_in: std::time::Duration::from_millis(next_in_ms.max(0) as u64),
@@ -398,6 +431,24 @@ impl From<AdmitReply> for AdmitOutcome {
             AdmitReply::NotServed => AdmitOutcome::NotServed,
         }
     }
+}
+
+/// One call `admit.lua` made due.
+#[derive(Debug, Deserialize)]
+pub(super) struct CallReply {
+    ticket: String,
+    event: String,
+    position: u64,
+    eta_s: Option<u64>,
+    channel: Option<String>,
+}
+
+/// `notify.lua`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum AskCallReply {
+    Asked,
+    NotWaiting,
 }
 
 /// `touch.lua`.
