@@ -693,6 +693,58 @@
     els.orderError.hidden = false;
   }
 
+  // ---- "notify me" ------------------------------------------------------------------------
+
+  // Where the browser can take pushes, the fan may ask to be called when its turn is near and
+  // close the tab: the server pushes `soon` and `admitted` (at most once each) through this
+  // browser's push service, and the worker shows them (static/notify-worker.js).
+  function offerNotify() {
+    if (!('serviceWorker' in navigator) || !('PushManager' in window) || !('Notification' in window)) return;
+    $('notify-row').hidden = false;
+    $('notify').addEventListener('click', askToBeNotified);
+  }
+
+  function base64UrlBytes(text) {
+    const b64 = text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4);
+    return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  }
+
+  async function askToBeNotified() {
+    const status = $('notify-status');
+    const button = $('notify');
+    if (!record) return;
+    button.disabled = true;
+    status.textContent = 'Asking your browser…';
+    try {
+      const permission = await Notification.requestPermission();
+      if (permission !== 'granted') throw new Error('notifications are blocked for this site');
+      const registration = await navigator.serviceWorker.register('/static/notify-worker.js');
+      await navigator.serviceWorker.ready;
+      const res = await fetch('/.well-known/vapid', { cache: 'no-store' });
+      if (!res.ok) throw new Error(`no key (status ${res.status})`);
+      const { publicKey } = await res.json();
+      const subscription = await registration.pushManager.subscribe({
+        userVisibleOnly: true,
+        applicationServerKey: base64UrlBytes(publicKey),
+      });
+      const asked = await fetch(`${route('Ticket', record.ticketId)}/notify`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(subscription.toJSON()),
+      });
+      if (asked.status !== 204) {
+        const body = await asked.json().catch(() => ({}));
+        throw new Error(body.message || body.error || `status ${asked.status}`);
+      }
+      status.textContent = 'We will notify you when your turn is near: you may close this tab.';
+      root.dataset.notify = 'on';
+    } catch (e) {
+      status.textContent = `Notifications are not available (${e.message}): keep this page open, or come back to it; your place is kept while you are away.`;
+      root.dataset.notify = 'failed';
+      button.disabled = false;
+    }
+  }
+
   // ---- start -------------------------------------------------------------------------------
 
   function start() {
@@ -701,6 +753,7 @@
     }
     $('leave').addEventListener('click', leave);
     $('leave-pre').addEventListener('click', leave);
+    offerNotify();
     els.checkout.addEventListener('submit', placeOrder);
 
     // This browser's own ticket wins: a link with someone else's ?ticket= must not take the

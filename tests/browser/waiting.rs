@@ -532,3 +532,73 @@ async fn a_link_with_another_ticket_does_not_take_the_place_this_browser_holds()
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_fan_who_steps_away_keeps_the_place_then_is_told_when_it_is_released() {
+    let app = spawn_app().await;
+    // One buyer at a time, and one fan ahead (following live) who takes that place: the page's
+    // fan waits. The show keeps an away fan's place 3 s past a grace of 1 s.
+    let show = app.queued_show("away", 0).await;
+    app.configure(
+        &show,
+        json!({"presenceGraceSeconds": 1, "awayHoldSeconds": 3, "admitPerSecond": 1,
+               "maxActiveBuyers": 1, "arrivalWindowSeconds": 0}),
+    )
+    .await;
+    let ahead = app.join_many(&show, 1).await.remove(0);
+    let ahead_stream = app.events(&show, &ahead).await;
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        visit_waiting_page(&client, &app, &show, "").await;
+        wait_for_state(&client, "waiting", SHORT).await;
+        app.open(&show).await;
+        app.wait_admitted(&show, &ahead, SHORT).await;
+        drop(ahead_stream);
+        let ticket = stored_ticket(&client, &show).await.unwrap();
+        assert!(
+            client.visible("#away-hint").await,
+            "the page says the fan may close it"
+        );
+        // "Notify me", as far as a headless browser goes: the button is offered, and with no
+        // push service reachable the page says so and keeps the fan on the page.
+        assert!(client.visible("#notify").await);
+        client.click_on("#notify").await;
+        eventually("the notify answer", SHORT, || async {
+            client.attr_of("#wait", "data-notify").await
+        })
+        .await;
+        let said = client.text_of("#notify-status").await.unwrap_or_default();
+        assert!(
+            said.contains("We will notify you") || said.contains("not available"),
+            "{said}"
+        );
+
+        // The fan closes the tab: its stream ends, and after the grace and the hold its place
+        // is released; coming back, the page says so and why.
+        client.goto("about:blank").await.unwrap();
+        // Watched as the operator looks (a fan's own poll would say it is back).
+        let lookup = format!("/admin/tickets/{ticket}?show={show}");
+        eventually("the place released", Duration::from_secs(60), || async {
+            let r = app
+                .as_operator(reqwest::Method::GET, &lookup)
+                .send()
+                .await
+                .unwrap();
+            let found: Value = r.json().await.unwrap_or_default();
+            (found["ticket"]["status"] == "EXPIRED").then_some(())
+        })
+        .await;
+        visit_waiting_page(&client, &app, &show, "").await;
+        wait_for_state(&client, "released", SHORT).await;
+        let why = client.text_of("#released-text").await.unwrap_or_default();
+        assert!(why.contains("away"), "{why}");
+        screenshot(&client, "released").await;
+        // Joining again takes a new place.
+        client
+            .click_on("[data-panel=released] .join-form button")
+            .await;
+        wait_for_state(&client, "waiting", SHORT).await;
+        assert_ne!(stored_ticket(&client, &show).await.unwrap(), ticket);
+    })
+    .await;
+}
