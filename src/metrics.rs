@@ -36,6 +36,8 @@ pub struct Metrics {
     shed: Counter,
     /// Parked fans (passed over while away) this instance saw come back.
     presence_back: Counter,
+    /// The "your turn" calls this instance sent, per channel and outcome.
+    calls: Family<Labels, Gauge>,
     at_work: Gauge,
     crowd_limit: Gauge,
     lost_writes: Family<Labels, Counter>,
@@ -211,6 +213,13 @@ impl Default for Metrics {
             "Tickets handed out by this instance",
             joins.clone(),
         );
+        let calls = Family::<Labels, Gauge>::default();
+        registry.register(
+            "calls",
+            "The your-turn calls this instance sent since it started, per channel (web_push, \
+             webhook) and outcome (sent, failed, dropped)",
+            calls.clone(),
+        );
         let queue_length = Family::<Labels, Gauge>::default();
         registry.register(
             "queue_length",
@@ -317,6 +326,7 @@ impl Default for Metrics {
         let gateway =
             GatewayOutcome::ALL.map(|outcome| gateway.get_or_create(&outcome.label()).clone());
         Metrics {
+            calls,
             presence_back,
             pass_check_counters,
             redis_failovers,
@@ -355,6 +365,14 @@ impl Metrics {
     /// One message went out to one fan.
     pub fn pushed(&self, transport: Transport) {
         self.pushed.get_or_create(&transport.label()).inc();
+    }
+
+    /// The calls sent so far over `channel`: `sent`, `failed`, `dropped`.
+    pub fn set_calls(&self, channel: &'static str, sent: u64, failed: u64, dropped: u64) {
+        for (outcome, n) in [("sent", sent), ("failed", failed), ("dropped", dropped)] {
+            let labels = vec![("channel", channel.to_owned()), ("outcome", outcome.to_owned())];
+            self.calls.get_or_create(&labels).set(n as i64);
+        }
     }
 
     /// A presence report of this instance's found `back` parked fans come back.

@@ -94,6 +94,10 @@ pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse 
             Vec::new()
         }
     };
+    let calls = state.notifier.counts();
+    for (channel, c) in [("web_push", calls.web_push), ("webhook", calls.webhook)] {
+        state.metrics.set_calls(channel, c.sent, c.failed, c.dropped);
+    }
     (
         StatusCode::OK,
         [(

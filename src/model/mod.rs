@@ -386,6 +386,23 @@ pub struct ShowStats {
     /// is in force).
     #[serde(default)]
     pub settings: ShowSettings,
+    /// Who is here (docs/presence.md).
+    #[serde(default)]
+    pub presence: PresenceStats,
+}
+
+/// A show's presence figures, as its stats answer them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PresenceStats {
+    /// Fans holding a place with no live page, unseen for longer than the grace.
+    pub away: u64,
+    /// Of them, those whose turn came and were passed over (their places kept).
+    pub passed_over: u64,
+    /// Places released after the away hold, since the show was made.
+    pub released: u64,
+    /// Fans who asked to be called and have not been called `admitted` yet.
+    pub asked_to_be_called: u64,
 }
 
 #[cfg(test)]

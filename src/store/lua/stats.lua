@@ -2,10 +2,11 @@
 -- rate in force and the configured one, tickets ever joined, the buyer cap, open, lost, the
 -- arrival window (ms; absent: the default), admissions released untaken, the join challenge's
 -- bits, the stock (0: none), the pace, and the settings as the operator set them (JSON text,
--- absent when none were).
+-- absent when none were), and presence: away, passed over, released, fans asking to be called.
 local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted', 'window', 'released')
 if m[4] or not m[1] then return {refused = 'no_such_show'} end
 local now = now_ms()
+local grace = away_rules(settings())
 return {
   queue_length = redis.call('ZCARD', Q),
   active = active(now),
@@ -21,4 +22,10 @@ return {
   stock = stock(),
   pace = pace_reply(),
   settings = redis.call('HGET', META, 'settings') or nil,
+  -- Presence: fans with no live stream seen longer ago than the grace (queued or passed
+  -- over), those passed over while away, and places released after the hold.
+  away = redis.call('ZCOUNT', AWAY, '-inf', '(' .. (now - grace)),
+  parked = redis.call('ZCARD', PARKED),
+  expired = redis.call('HLEN', EXPIRED),
+  calls_waiting = redis.call('HLEN', CALLS),
 }

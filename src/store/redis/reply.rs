@@ -624,6 +624,14 @@ pub(super) struct StatsReply {
     pub(super) pace: PaceReply,
     /// The operator's settings as `configure.lua` keeps them (JSON text).
     pub(super) settings: Option<String>,
+    #[serde(default)]
+    pub(super) away: u64,
+    #[serde(default)]
+    pub(super) parked: u64,
+    #[serde(default)]
+    pub(super) expired: u64,
+    #[serde(default)]
+    pub(super) calls_waiting: u64,
 }
 
 /// `presence.lua`: how many parked fans came back.

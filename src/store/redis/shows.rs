@@ -12,7 +12,7 @@ use super::reply::{
     PauseReply, SetThrottleReply, StatsReply, ThrottleReply,
 };
 use super::{OPEN_SHOWS, RedisStore, SHOWS, ScriptArgs, ShowScript, show_script};
-use crate::model::{EndReason, Pace, ShowId, ShowStats};
+use crate::model::{PresenceStats, EndReason, Pace, ShowId, ShowStats};
 use crate::store::{
     Configured, Indexed, Result, ShowMeta, ShowSettings, Shows, TOMBSTONE_TTL, ThrottleControl,
     Throttling, new_epoch, not_running,
@@ -189,6 +189,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             joined: r.joined,
             join_challenge_bits: r.challenge_bits,
             settings: ShowSettings::read(r.settings.as_deref()),
+            presence: PresenceStats {
+                away: r.away,
+                passed_over: r.parked,
+                released: r.expired,
+                asked_to_be_called: r.calls_waiting,
+            },
         })
     }
 
