@@ -45,9 +45,30 @@ pub fn server_url(s: &str) -> Result<reqwest::Url, String> {
     Ok(url)
 }
 
+/// A length of time as `--away-after` and `--away-for` take it: a number of seconds (`90`) or
+/// a duration (`90s`, `2m`).
+pub fn seconds_or_duration(s: &str) -> Result<std::time::Duration, String> {
+    match s.trim().parse::<u64>() {
+        Ok(seconds) => Ok(std::time::Duration::from_secs(seconds)),
+        Err(_) => {
+            waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 90, 90s or 2m)"))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::server_url;
+    use super::{seconds_or_duration, server_url};
+    use std::time::Duration;
+
+    #[test]
+    fn a_length_of_time_is_seconds_or_a_duration() {
+        assert_eq!(seconds_or_duration("4"), Ok(Duration::from_secs(4)));
+        assert_eq!(seconds_or_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(seconds_or_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(seconds_or_duration("soon").is_err());
+        assert!(seconds_or_duration("-3s").is_err());
+    }
 
     #[test]
     fn a_server_url_without_a_scheme_is_http_and_nonsense_is_refused() {

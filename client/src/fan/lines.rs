@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::{Duration, SystemTime};
 
 use reqwest::Url;
-use waiting_room::model::{Paused, TicketView};
+use waiting_room::model::{Paused, TicketStatus, TicketView};
 use waiting_room::protocol::{ADMISSION_HEADER, EventName};
 use waiting_room::words::{countdown, thousands, wait_words};
 
@@ -28,8 +28,16 @@ pub(super) fn describe(push: &Push) -> String {
                 t.ticket_id
             )
         }
+        // `EXPIRED` (a place released while its fan was away) and `LOST` come with why.
+        EventName::Expired if t.status == TicketStatus::Expired => t
+            .message
+            .clone()
+            .unwrap_or_else(|| "your place was released: you were away for too long".into()),
         EventName::Expired => "the admission ran out".into(),
-        EventName::Unknown => format!("ticket {} is not in the queue", t.ticket_id),
+        EventName::Unknown => match &t.message {
+            Some(why) => format!("ticket {} is not in the queue: {why}", t.ticket_id),
+            None => format!("ticket {} is not in the queue", t.ticket_id),
+        },
         EventName::Closed => {
             "the waiting room stepped aside: no queue now, go on to the shop".into()
         }
@@ -130,6 +138,23 @@ mod tests {
             ticket: ticket(json!({"status": "ADMITTED", "expiresInSeconds": 298})),
         };
         assert!(describe(&admitted).starts_with("your turn · valid for 4 min 58 s"));
+        let released = Push {
+            kind: EventName::Expired,
+            id: None,
+            ticket: ticket(
+                json!({"status": "EXPIRED", "message": "your place was released: away too long"}),
+            ),
+        };
+        assert_eq!(
+            describe(&released),
+            "your place was released: away too long"
+        );
+        let ran_out = Push {
+            kind: EventName::Expired,
+            id: None,
+            ticket: ticket(json!({"status": "UNKNOWN"})),
+        };
+        assert_eq!(describe(&ran_out), "the admission ran out");
         let mut out = Vec::new();
         line(&mut out, "waiting", describe(&waiting));
         let text = String::from_utf8(out).unwrap();

@@ -7,6 +7,12 @@
 //! once; when every server has failed in a row it backs off (exponentially, with jitter)
 //! before going round again, and gives up after `--give-up-after` without a single push.
 //! Over SSE it resumes with `Last-Event-ID`.
+//!
+//! With `--away-after` it steps away once, as a person who closes the waiting page would: it
+//! closes its stream, stays away `--away-for`, then follows the same ticket again (on the next
+//! `--url` when there are several), so a show's presence rules (docs/presence.md) can be seen
+//! from the fan's side: passed over while away, let in first once back, or its place released
+//! (`EXPIRED`, exit 8) after the show's hold.
 
 mod lines;
 mod servers;
@@ -15,8 +21,9 @@ use std::io::Write;
 use std::time::Duration;
 
 use reqwest::Url;
+use tokio::time::Instant;
 use uuid::Uuid;
-use waiting_room::model::ShowId;
+use waiting_room::model::{ShowId, TicketStatus};
 use waiting_room::protocol::EventName;
 use waiting_room::words::thousands;
 
@@ -48,6 +55,22 @@ pub struct FanArgs {
     /// Give up after this long without reaching any server (`90s`, `5m`).
     #[arg(long, default_value = "2m", value_parser = waiting_room::words::parse_duration)]
     pub give_up_after: Duration,
+
+    /// Step away once after following this long (seconds, or `90s`, `2m`): close the stream,
+    /// stay away --away-for, then follow the same ticket again, over the same transport, on
+    /// the next --url if there are several.
+    #[arg(long, value_name = "SECONDS", value_parser = crate::seconds_or_duration)]
+    pub away_after: Option<Duration>,
+
+    /// With --away-after: how long to stay away (seconds, or `90s`, `2m`).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "60",
+        requires = "away_after",
+        value_parser = crate::seconds_or_duration
+    )]
+    pub away_for: Duration,
 }
 
 impl FanArgs {
@@ -59,6 +82,8 @@ impl FanArgs {
             ticket: None,
             ws: transport == Transport::Ws,
             give_up_after: Duration::from_secs(120),
+            away_after: None,
+            away_for: Duration::from_secs(60),
         }
     }
 
@@ -100,6 +125,15 @@ pub enum FanError {
     /// The admission of this ticket ran out unused.
     #[error("the admission of ticket {0} ran out before it was used; join again")]
     Expired(Uuid),
+    /// The fan was away longer than the show holds a place: its place was released
+    /// (`EXPIRED`), as the server's message says.
+    #[error("ticket {ticket} expired: {message}")]
+    Released {
+        /// The ticket whose place was released.
+        ticket: Uuid,
+        /// Why, in the server's words.
+        message: String,
+    },
     /// No server could be reached for too long.
     #[error("gave up after {} without reaching a server; last error: {last}", span(*.after))]
     GaveUp {
@@ -135,6 +169,7 @@ impl FanError {
             FanError::Refused(_) => 5,
             FanError::Closed(_) => 6,
             FanError::Ended { .. } => 7,
+            FanError::Released { .. } => 8,
         }
     }
 }
@@ -163,6 +198,8 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
     let transport = args.transport();
     let mut last_event_id: Option<String> = None;
     let mut connections = 0u32;
+    // When to step away, until it has (once).
+    let mut away_at = args.away_after.map(|after| Instant::now() + after);
     loop {
         let url = servers.current().clone();
         let connecting = match transport {
@@ -192,8 +229,15 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
                 // A push that changes nothing the fan reads (a new pace whose wait rounds
                 // to the same words, a zero-admission tick) prints nothing.
                 let mut said = String::new();
-                let why = loop {
-                    match stream.next().await {
+                let left = loop {
+                    let next = match away_at {
+                        Some(at) => match tokio::time::timeout_at(at, stream.next()).await {
+                            Ok(next) => next,
+                            Err(_) => break Left::Away,
+                        },
+                        None => stream.next().await,
+                    };
+                    match next {
                         Some(Ok(push)) => {
                             servers.worked();
                             let text = describe(&push);
@@ -207,17 +251,58 @@ pub async fn run<W: Write>(args: &FanArgs, out: &mut W) -> Result<Admission, Fan
                             }
                         }
                         Some(Err(FollowError::Fatal(e))) => return Err(FanError::Refused(e)),
-                        Some(Err(FollowError::Retry(e))) => break e,
-                        Some(Err(e @ FollowError::Busy(_))) => break e.to_string(),
-                        None => break "the server ended the stream".to_owned(),
+                        Some(Err(FollowError::Retry(e))) => break Left::Failed(e),
+                        Some(Err(e @ FollowError::Busy(_))) => break Left::Failed(e.to_string()),
+                        None => break Left::Failed("the server ended the stream".to_owned()),
                     }
                 };
-                last_event_id = stream.last_event_id().map(str::to_owned);
-                (why, stream.retry_hint())
+                match left {
+                    Left::Away => {
+                        stream.close().await;
+                        away_at = None;
+                        step_away(out, &url, args.away_for).await;
+                        // Back as a page opened anew: on the next server, from its current
+                        // state rather than resuming.
+                        servers.next();
+                        last_event_id = None;
+                        continue;
+                    }
+                    Left::Failed(why) => {
+                        last_event_id = stream.last_event_id().map(str::to_owned);
+                        (why, stream.retry_hint())
+                    }
+                }
             }
         };
         servers.move_on(out, &url, &why, hint).await?;
     }
+}
+
+/// Why a connection was left.
+enum Left {
+    /// It failed or ended: why.
+    Failed(String),
+    /// The fan stepped away (`--away-after`).
+    Away,
+}
+
+/// Says the fan stepped away from `url`, stays away `away_for`, and says it came back.
+async fn step_away<W: Write>(out: &mut W, url: &Url, away_for: Duration) {
+    line(
+        out,
+        "away",
+        format_args!(
+            "stepped away: stopped following on {}, back in {}",
+            shown(url),
+            span(away_for)
+        ),
+    );
+    tokio::time::sleep(away_for).await;
+    line(
+        out,
+        "back",
+        format_args!("came back after {} away", span(away_for)),
+    );
 }
 
 /// `POST …/join` on the servers in turn until one hands out a ticket, every attempt under one
@@ -281,6 +366,16 @@ fn finished(
             server: url.clone(),
             connections,
         })),
+        // `EXPIRED`: a place released after its fan was away too long; otherwise (`UNKNOWN`)
+        // an admission that ran out.
+        EventName::Expired if push.ticket.status == TicketStatus::Expired => {
+            Some(Err(FanError::Released {
+                ticket,
+                message: push.ticket.message.unwrap_or_else(|| {
+                    "your place was released: you were away for too long".to_owned()
+                }),
+            }))
+        }
         EventName::Expired => Some(Err(FanError::Expired(ticket))),
         EventName::Unknown => Some(Err(FanError::Unknown {
             show: show.clone(),

@@ -43,6 +43,12 @@ impl<'a> Servers<'a> {
         &self.urls[self.current]
     }
 
+    /// Moves on to the next server without a failure: a fan coming back after stepping
+    /// away comes back on another instance, when there are several.
+    pub(super) fn next(&mut self) {
+        self.current = (self.current + 1) % self.urls.len();
+    }
+
     pub(super) fn worked(&mut self) {
         self.failing_since = None;
         self.failed_in_round = 0;

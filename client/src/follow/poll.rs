@@ -138,7 +138,8 @@ impl Poller {
         {
             return Ok(Answer::Wait(wait));
         }
-        // 410 is a place a Redis failover lost (`LOST`): an answer too.
+        // 410 is a place a Redis failover lost (`LOST`) or released while its fan was away
+        // (`EXPIRED`): an answer too, and a final one.
         if matches!(
             status,
             StatusCode::OK | StatusCode::NOT_FOUND | StatusCode::GONE
@@ -150,40 +151,9 @@ impl Poller {
     }
 
     fn push(&mut self, status: StatusCode, ticket: TicketView) -> Result<Push, FollowError> {
-        let kind = match ticket.status {
-            TicketStatus::Waiting => EventName::Waiting,
-            TicketStatus::Closed => {
-                self.done = true;
-                EventName::Closed
-            }
-            TicketStatus::Ended => {
-                self.done = true;
-                EventName::Ended
-            }
-            TicketStatus::Admitted => {
-                self.admitted = true;
-                EventName::Admitted
-            }
-            TicketStatus::Unknown if status == StatusCode::NOT_FOUND => {
-                self.done = true;
-                if self.admitted {
-                    EventName::Expired
-                } else {
-                    EventName::Unknown
-                }
-            }
-            // Pushed as `unknown` too, its JSON saying `LOST`: the place is gone.
-            TicketStatus::Lost if status == StatusCode::GONE => {
-                self.done = true;
-                EventName::Unknown
-            }
-            TicketStatus::Unknown | TicketStatus::Lost => {
-                return Err(FollowError::Fatal(format!(
-                    "the ticket endpoint answered {status} with a {:?} ticket",
-                    ticket.status
-                )));
-            }
-        };
+        let kind = event_of(status, ticket.status, self.admitted)?;
+        self.admitted |= kind == EventName::Admitted;
+        self.done = !matches!(kind, EventName::Waiting | EventName::Admitted);
         Ok(Push {
             kind,
             id: None,
@@ -192,10 +162,76 @@ impl Poller {
     }
 }
 
+/// The push event a polled answer stands for, as a stream would have pushed it; every one
+/// but `waiting` and `admitted` ends the ticket. `admitted`: whether an earlier answer said
+/// `ADMITTED` (a later 404 `UNKNOWN` is then the admission running out).
+fn event_of(
+    status: StatusCode,
+    ticket: TicketStatus,
+    admitted: bool,
+) -> Result<EventName, FollowError> {
+    Ok(match ticket {
+        TicketStatus::Waiting => EventName::Waiting,
+        TicketStatus::Closed => EventName::Closed,
+        TicketStatus::Ended => EventName::Ended,
+        TicketStatus::Admitted => EventName::Admitted,
+        TicketStatus::Unknown if status == StatusCode::NOT_FOUND && admitted => EventName::Expired,
+        TicketStatus::Unknown if status == StatusCode::NOT_FOUND => EventName::Unknown,
+        // Pushed as `unknown` too, its JSON saying `LOST`: the place is gone.
+        TicketStatus::Lost if status == StatusCode::GONE => EventName::Unknown,
+        // A place released while its fan was away (410, `EXPIRED` and why): pushed as
+        // `expired`, its JSON saying `EXPIRED`.
+        TicketStatus::Expired if status == StatusCode::GONE => EventName::Expired,
+        TicketStatus::Unknown | TicketStatus::Lost | TicketStatus::Expired => {
+            return Err(FollowError::Fatal(format!(
+                "the ticket endpoint answered {status} with a {ticket:?} ticket"
+            )));
+        }
+    })
+}
+
 /// What one poll came back with.
 enum Answer {
-    /// 200 or 404 with the ticket's JSON.
+    /// 200, 404 or 410 with the ticket's JSON.
     Ticket(StatusCode, Box<TicketView>),
     /// 429 or 503 with `Retry-After`: ask again after this long.
     Wait(Duration),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_polled_answer_is_read_as_the_event_a_stream_would_push() {
+        let ok = StatusCode::OK;
+        let (not_found, gone) = (StatusCode::NOT_FOUND, StatusCode::GONE);
+        let event = |status, ticket, admitted| event_of(status, ticket, admitted).ok();
+        assert_eq!(
+            event(ok, TicketStatus::Waiting, false),
+            Some(EventName::Waiting)
+        );
+        assert_eq!(
+            event(not_found, TicketStatus::Unknown, false),
+            Some(EventName::Unknown)
+        );
+        assert_eq!(
+            event(not_found, TicketStatus::Unknown, true),
+            Some(EventName::Expired),
+            "an admission that ran out"
+        );
+        // 410 is an answer, and a final one: a place lost, or released while away.
+        assert_eq!(
+            event(gone, TicketStatus::Lost, false),
+            Some(EventName::Unknown)
+        );
+        assert_eq!(
+            event(gone, TicketStatus::Expired, false),
+            Some(EventName::Expired)
+        );
+        assert!(matches!(
+            event_of(ok, TicketStatus::Expired, false),
+            Err(FollowError::Fatal(_))
+        ));
+    }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use reqwest::Url;
 use waiting_room::model::ShowId;
 
-use super::choices::Choices;
+use super::choices::{Away, Choices};
 use super::rate_change::RateChange;
 use crate::follow::Transport;
 
@@ -161,6 +161,21 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=256))]
     pub bot_concurrency: u32,
 
+    /// Share of fans who step away while waiting (0 to 1): each closes its stream (or stops
+    /// polling) --away-after after its join, stays away --away-for, then follows its ticket
+    /// again. The report counts who stepped away, came back, was admitted after coming back,
+    /// and whose place was released (`EXPIRED`).
+    #[arg(long, value_name = "FRACTION", value_parser = parse_fraction)]
+    pub away: Option<f64>,
+
+    /// With --away: how long after its join a fan steps away (seconds, or `30s`, `2m`).
+    #[arg(long, value_name = "SECONDS", default_value = "30", requires = "away", value_parser = crate::seconds_or_duration)]
+    pub away_after: Duration,
+
+    /// With --away: how long a fan stays away (seconds, or `30s`, `2m`).
+    #[arg(long, value_name = "SECONDS", default_value = "60", requires = "away", value_parser = crate::seconds_or_duration)]
+    pub away_for: Duration,
+
     /// Set the show's `joinChallengeBits` on every --url before the run (operator token).
     #[arg(long, value_name = "BITS", value_parser = clap::value_parser!(u32).range(0..=32))]
     pub join_challenge_bits: Option<u32>,
@@ -190,6 +205,12 @@ impl LoadArgs {
     /// What admitted fans do.
     pub(super) fn choices(&self) -> anyhow::Result<Choices> {
         Choices::new(self.buy, self.abandon, self.fans).map_err(anyhow::Error::msg)
+    }
+
+    /// Who steps away while waiting, when, and for how long (`--away`).
+    pub(super) fn away(&self) -> Option<Away> {
+        let share = self.away.filter(|share| *share > 0.0)?;
+        Some(Away::new(share, self.fans, self.away_after, self.away_for))
     }
 }
 

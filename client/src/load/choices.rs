@@ -1,4 +1,7 @@
-//! What an admitted fan does (`--buy`, `--abandon`, the rest stay), decided per fan.
+//! What an admitted fan does (`--buy`, `--abandon`, the rest stay), and who steps away while
+//! waiting (`--away`), decided per fan.
+
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -61,23 +64,17 @@ impl Choices {
             ));
         }
         let fans = fans.max(1);
-        let mut stride = ((fans as f64 * 0.618_033_988_75).round() as u64).max(1);
-        while gcd(stride, fans) != 1 {
-            stride += 1;
-        }
         Ok(Choices {
             buy,
             abandon,
             fans,
-            stride,
+            stride: stride(fans, 0.618_033_988_75),
         })
     }
 
     /// What fan `i` does once admitted.
     pub(super) fn of(&self, i: u64) -> Choice {
-        let spread =
-            (u128::from(i % self.fans) * u128::from(self.stride) % u128::from(self.fans)) as f64;
-        let u = (spread + 0.5) / self.fans as f64;
+        let u = point(i, self.fans, self.stride);
         if u < self.buy {
             Choice::Buy
         } else if u < self.buy + self.abandon {
@@ -86,6 +83,55 @@ impl Choices {
             Choice::Stay
         }
     }
+}
+
+/// Who steps away while waiting (`--away`), when and for how long: exactly the share of the
+/// fans (rounded as [`Choices`] rounds), spread along the queue as buyers are, on a stride of
+/// its own (near `n` times √2 − 1) so that who steps away says nothing of what a fan does once
+/// admitted.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Away {
+    share: f64,
+    fans: u64,
+    stride: u64,
+    /// How long after its join was answered a fan steps away.
+    pub after: Duration,
+    /// How long it stays away.
+    pub absence: Duration,
+}
+
+impl Away {
+    pub(super) fn new(share: f64, fans: u64, after: Duration, absence: Duration) -> Away {
+        let fans = fans.max(1);
+        Away {
+            share,
+            fans,
+            stride: stride(fans, 0.414_213_562_37),
+            after,
+            absence,
+        }
+    }
+
+    /// Whether fan `i` steps away.
+    pub(super) fn steps_away(&self, i: u64) -> bool {
+        point(i, self.fans, self.stride) < self.share
+    }
+}
+
+/// A stride near `fans · ratio` and coprime to `fans`: `i · stride mod fans` visits every fan
+/// once, neighbours far apart.
+fn stride(fans: u64, ratio: f64) -> u64 {
+    let mut stride = ((fans as f64 * ratio).round() as u64).max(1);
+    while gcd(stride, fans) != 1 {
+        stride += 1;
+    }
+    stride
+}
+
+/// Fan `i`'s point in `(0, 1)`: `((i · stride mod fans) + ½) / fans`.
+fn point(i: u64, fans: u64, stride: u64) -> f64 {
+    let spread = (u128::from(i % fans) * u128::from(stride) % u128::from(fans)) as f64;
+    (spread + 0.5) / fans as f64
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -126,6 +172,27 @@ mod tests {
                 .count();
             assert!((40..=60).contains(&buyers), "quarter {quarter}: {buyers}");
         }
+    }
+
+    #[test]
+    fn the_away_share_is_exact_spread_and_apart_from_the_buyers() {
+        let away = |share, fans| Away::new(share, fans, Duration::ZERO, Duration::ZERO);
+        for fans in [1, 3, 40, 1000, 90_000] {
+            let a = away(0.1, fans);
+            let n = (0..fans).filter(|&i| a.steps_away(i)).count() as u64;
+            assert_eq!(n, (0.1 * fans as f64 - 0.5).ceil() as u64, "{fans} fans");
+        }
+        assert!((0..10).all(|i| away(1.0, 10).steps_away(i)));
+        assert!(!(0..10).any(|i| away(0.0, 10).steps_away(i)));
+        // Half buy, a fifth step away: about half of those who step away buy.
+        let (a, choices) = (
+            away(0.2, 1000),
+            Choices::new(Some(0.5), None, 1000).unwrap(),
+        );
+        let buyers = (0..1000)
+            .filter(|&i| a.steps_away(i) && choices.of(i) == Choice::Buy)
+            .count();
+        assert!((70..=130).contains(&buyers), "{buyers} of 200");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! One fan's life in a load run: join, follow, then buy, abandon or stay.
+//! One fan's life in a load run: join, follow (stepping away and back once, for the fans
+//! `--away` picks), then buy, abandon or stay.
 
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
@@ -48,6 +49,16 @@ enum Next {
     End(Outcome),
 }
 
+/// How listening to one stream ended.
+enum Heard {
+    /// The fan's story ended, as this.
+    End(Outcome),
+    /// The stream failed or ended first.
+    Dropped,
+    /// The fan stepped away (`--away`).
+    Away,
+}
+
 /// One fan: join, follow until admitted, then buy, abandon or stay (until `expired`, or
 /// the run stops). What it was told and when it was admitted go into `record`.
 pub(super) async fn fan(
@@ -84,6 +95,11 @@ pub(super) async fn fan(
         knowledge: Knowledge::default(),
         count: PageCount::default(),
         heard_any: false,
+        away_at: run
+            .away
+            .filter(|away| away.steps_away(i))
+            .map(|away| tokio::time::Instant::now() + away.after),
+        returned: false,
     };
     follower.follow(record).await
 }
@@ -104,6 +120,10 @@ struct Follower<'a> {
     knowledge: Knowledge,
     count: PageCount,
     heard_any: bool,
+    /// When this fan steps away (`--away`), until it has.
+    away_at: Option<tokio::time::Instant>,
+    /// Whether it stepped away and came back.
+    returned: bool,
 }
 
 impl Follower<'_> {
@@ -114,14 +134,21 @@ impl Follower<'_> {
         loop {
             let asked = Instant::now();
             match self.open().await {
-                Ok(mut stream) => {
-                    if let Some(outcome) = self.listen(&mut stream, asked, record).await {
+                Ok(mut stream) => match self.listen(&mut stream, asked, record).await {
+                    Heard::End(outcome) => {
                         stream.close().await;
                         return outcome;
                     }
-                    add(&c.stream_errors);
-                    self.last_event_id = stream.last_event_id().map(str::to_owned);
-                }
+                    Heard::Away => {
+                        stream.close().await;
+                        self.step_away().await;
+                        continue;
+                    }
+                    Heard::Dropped => {
+                        add(&c.stream_errors);
+                        self.last_event_id = stream.last_event_id().map(str::to_owned);
+                    }
+                },
                 Err(FollowError::Fatal(_)) => {
                     add(&c.stream_errors);
                     return ended(record, Outcome::Lost);
@@ -141,6 +168,21 @@ impl Follower<'_> {
         }
     }
 
+    /// Away for `--away-for` with no connection, then back: the next stream starts afresh, as
+    /// a page opened again would.
+    async fn step_away(&mut self) {
+        let c = &self.run.counters;
+        self.away_at = None;
+        add(&c.stepped_away);
+        if let Some(away) = self.run.away {
+            tokio::time::sleep(away.absence).await;
+        }
+        add(&c.came_back);
+        self.returned = true;
+        self.last_event_id = None;
+        self.backoff.reset();
+    }
+
     /// A stream over the run's transport, resuming after the last event heard.
     async fn open(&self) -> Result<PushStream, FollowError> {
         let (run, url, ticket) = (self.run, self.url, self.ticket);
@@ -156,23 +198,32 @@ impl Follower<'_> {
         }
     }
 
-    /// Every push of one stream, measured and acted on: the outcome when the fan's story
-    /// ended, `None` when the stream did first.
+    /// Every push of one stream, measured and acted on, until the fan's story ends, the
+    /// stream does, or the fan steps away.
     async fn listen(
         &mut self,
         stream: &mut PushStream,
         asked: Instant,
         record: &mut FanRecord,
-    ) -> Option<Outcome> {
+    ) -> Heard {
         let _held = Held::new(&self.run.counters);
         let mut first = true;
-        while let Some(Ok(push)) = stream.next().await {
+        loop {
+            let next = match self.away_at {
+                Some(at) => match tokio::time::timeout_at(at, stream.next()).await {
+                    Ok(next) => next,
+                    Err(_) => return Heard::Away,
+                },
+                None => stream.next().await,
+            };
+            let Some(Ok(push)) = next else {
+                return Heard::Dropped;
+            };
             self.measure(&push, std::mem::take(&mut first), asked);
             if let Next::End(outcome) = self.act(&push, record).await {
-                return Some(outcome);
+                return Heard::End(outcome);
             }
         }
-        None
     }
 
     /// What one push says of the server's latency, and of when the fan knew each tick and
@@ -213,7 +264,7 @@ impl Follower<'_> {
     }
 
     /// What the fan does on hearing `push`.
-    async fn act(&self, push: &Push, record: &mut FanRecord) -> Next {
+    async fn act(&mut self, push: &Push, record: &mut FanRecord) -> Next {
         let run = self.run;
         match push.kind {
             EventName::Waiting => {
@@ -221,7 +272,17 @@ impl Follower<'_> {
                 Next::Follow
             }
             EventName::Admitted => {
+                if self.returned && record.admitted_at.is_none() {
+                    add(&run.counters.admitted_after_return);
+                }
+                // Stepping away is a waiting fan's: an admitted one who stays, stays.
+                self.away_at = None;
                 admitted(run, self.client, self.url, self.ticket, self.i, record).await
+            }
+            // A place released while its fan was away (`EXPIRED`, not an admission that ran
+            // out, whose `expired` says `UNKNOWN`).
+            EventName::Expired if push.ticket.status == TicketStatus::Expired => {
+                Next::End(ended(record, Outcome::Released))
             }
             // The show closed or ended under the run: its fans wait no more.
             EventName::Unknown | EventName::Closed | EventName::Ended => {

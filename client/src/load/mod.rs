@@ -27,7 +27,8 @@
 //!   that the server's limits per client address do not throttle it).
 //! - [`outputs`]: the timeline, the ETA rows and the plots a run writes.
 //! - [`fans`]: one fan's life (join, follow, choose); [`run`]: what the fans share.
-//! - [`choices`]: who buys, abandons or stays.
+//! - [`choices`]: who buys, abandons or stays, and who steps away while waiting (`--away`:
+//!   closes its connection `--away-after` its join, and comes back `--away-for` later).
 //! - [`report`]: the figures, printed and as JSON.
 //! - [`eta`]: the per-fan ETA records, their summary and CSV.
 //! - [`rate_change`]: `--rate-change`, the operator changing the rate mid-run.

@@ -61,7 +61,8 @@ impl fmt::Display for Percentiles {
 }
 
 /// What a run measured. The fan outcomes add up to `fans`: `not_started + join_failed +
-/// throttled + joining + join_only + admitted + unknown + expired + lost + unfinished`.
+/// throttled + joining + join_only + admitted + unknown + expired + released + lost +
+/// unfinished`.
 #[derive(Clone, Debug, Serialize)]
 pub struct LoadReport {
     /// Fans the run started (or meant to).
@@ -139,6 +140,9 @@ pub struct LoadReport {
     pub unknown: u64,
     /// Fans whose admission ran out.
     pub expired: u64,
+    /// Fans whose place was released (`EXPIRED`): away longer than the show's
+    /// `awayHoldSeconds`.
+    pub released: u64,
     /// Fans whose stream failed `ATTEMPTS` times in a row.
     pub lost: u64,
     /// Fans that joined and were still waiting in the queue when the run stopped.
@@ -152,6 +156,15 @@ pub struct LoadReport {
     pub stayers: u64,
     /// Stayers told their admission expired before the run stopped.
     pub stayers_expired: u64,
+    /// With `--away`: fans who stepped away while waiting (closed their stream, or stopped
+    /// polling).
+    pub stepped_away: u64,
+    /// With `--away`: fans who came back after `--away-for` and followed their ticket again.
+    pub came_back: u64,
+    /// With `--away`: fans admitted after they came back. (One admitted while away would
+    /// hear it only on coming back: its first state then is `admitted`. The server's rule is
+    /// that none is, past the show's `presenceGraceSeconds`.)
+    pub admitted_after_return: u64,
     /// Answers to the buyers' orders by HTTP status (`"201"`), `"failed"` when none came.
     pub orders: BTreeMap<String, u64>,
     /// From sending an order to its answer.
@@ -213,7 +226,7 @@ impl fmt::Display for LoadReport {
         )?;
         write!(
             f,
-            "fans:         {} admitted · {} joined only · {} still waiting · {} lost · {} join failed · {} unknown · {} expired · {} not started",
+            "fans:         {} admitted · {} joined only · {} still waiting · {} lost · {} join failed · {} unknown · {} expired · {} released · {} not started",
             n(self.admitted),
             n(self.join_only),
             n(self.unfinished),
@@ -221,8 +234,21 @@ impl fmt::Display for LoadReport {
             n(self.join_failed),
             n(self.unknown),
             n(self.expired),
+            n(self.released),
             n(self.not_started)
         )?;
+        if self.stepped_away > 0 {
+            writeln!(f)?;
+            write!(
+                f,
+                "stepped away: {} · {} came back · {} admitted after coming back · {} released \
+                 (EXPIRED: away longer than the show's hold)",
+                n(self.stepped_away),
+                n(self.came_back),
+                n(self.admitted_after_return),
+                n(self.released)
+            )?;
+        }
         if self.throttled + self.joining > 0 {
             writeln!(f)?;
             write!(
@@ -345,6 +371,7 @@ pub(super) fn report(
         admitted: get(&c.admitted),
         unknown: get(&c.unknown),
         expired: get(&c.expired),
+        released: get(&c.released),
         lost: get(&c.lost),
         unfinished: get(&c.unfinished),
         join_only: get(&c.join_only),
@@ -352,6 +379,9 @@ pub(super) fn report(
         abandoners: get(&c.abandoners),
         stayers: get(&c.stayers),
         stayers_expired: get(&c.stayers_expired),
+        stepped_away: get(&c.stepped_away),
+        came_back: get(&c.came_back),
+        admitted_after_return: get(&c.admitted_after_return),
         orders: run.orders.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         order_latency: pct(&run.order_latency),
         eta,

@@ -11,7 +11,7 @@ use tokio::sync::Semaphore;
 use waiting_room::model::{ShowId, TicketView};
 
 use super::LoadArgs;
-use super::choices::Choices;
+use super::choices::{Away, Choices};
 use super::eta::{FanRecord, Told};
 use super::sources::Sources;
 use crate::follow::Transport;
@@ -31,6 +31,8 @@ pub(super) enum Outcome {
     Admitted,
     Unknown,
     Expired,
+    /// Its place was released (`EXPIRED`): away longer than the show's `awayHoldSeconds`.
+    Released,
     Lost,
     /// Joined, and still waiting when the run stopped.
     Unfinished,
@@ -75,6 +77,7 @@ pub(super) struct Counters {
     pub admitted: AtomicU64,
     pub unknown: AtomicU64,
     pub expired: AtomicU64,
+    pub released: AtomicU64,
     pub lost: AtomicU64,
     pub unfinished: AtomicU64,
     pub join_only: AtomicU64,
@@ -84,6 +87,11 @@ pub(super) struct Counters {
     pub stayers: AtomicU64,
     /// Stayers who were told their admission expired.
     pub stayers_expired: AtomicU64,
+    /// Fans who stepped away while waiting (`--away`), those who came back, and those of
+    /// them admitted after coming back.
+    pub stepped_away: AtomicU64,
+    pub came_back: AtomicU64,
+    pub admitted_after_return: AtomicU64,
     /// States heard that told a fan something new (a position, an admission).
     pub positions_learned: AtomicU64,
     /// Pushes that found the page's count wrong at their tick ([`super::count`]).
@@ -133,6 +141,8 @@ pub(super) struct Run {
     /// Whether each fan sends an `Idempotency-Key` of its own (`--idempotency-key`).
     pub idempotency_key: bool,
     pub choices: Choices,
+    /// Who steps away while waiting (`--away`).
+    pub away: Option<Away>,
     /// Bounds joins in flight (`--max-in-flight`).
     pub joining: Arc<Semaphore>,
 }
@@ -168,6 +178,7 @@ impl Run {
             join_only: args.join_only,
             idempotency_key: args.idempotency_key,
             choices,
+            away: args.away(),
             joining: Arc::new(Semaphore::new(args.max_in_flight as usize)),
         }
     }
@@ -182,6 +193,7 @@ impl Run {
             Outcome::Admitted => &c.admitted,
             Outcome::Unknown => &c.unknown,
             Outcome::Expired => &c.expired,
+            Outcome::Released => &c.released,
             Outcome::Lost => &c.lost,
             Outcome::Unfinished => &c.unfinished,
             Outcome::JoinOnly => &c.join_only,

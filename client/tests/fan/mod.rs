@@ -1,5 +1,6 @@
 //! `waiting-room-client fan` against real servers: as a library call and as the real binary.
 
+mod away;
 mod failures;
 
 use std::time::Duration;

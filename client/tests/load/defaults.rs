@@ -90,6 +90,7 @@ fn outcomes(report: &Value) -> u64 {
         "admitted",
         "unknown",
         "expired",
+        "released",
         "lost",
         "unfinished",
     ]

@@ -1,6 +1,7 @@
 //! `waiting-room-client load`: small bounded runs whose counts must add up.
 
 mod admitted;
+mod away;
 mod bots;
 mod defaults;
 mod poll;
@@ -52,6 +53,9 @@ pub(super) fn args(app: &TestApp, show_name: &str, fans: u64, transport: Transpo
         bots_idempotency_key: false,
         bot_concurrency: 4,
         join_challenge_bits: None,
+        away: None,
+        away_after: Duration::from_secs(30),
+        away_for: Duration::from_secs(60),
     }
 }
 
@@ -85,6 +89,7 @@ pub(super) fn outcomes(r: &LoadReport) -> u64 {
         + r.admitted
         + r.unknown
         + r.expired
+        + r.released
         + r.lost
         + r.unfinished
 }
