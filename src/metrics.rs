@@ -370,7 +370,10 @@ impl Metrics {
     /// The calls sent so far over `channel`: `sent`, `failed`, `dropped`.
     pub fn set_calls(&self, channel: &'static str, sent: u64, failed: u64, dropped: u64) {
         for (outcome, n) in [("sent", sent), ("failed", failed), ("dropped", dropped)] {
-            let labels = vec![("channel", channel.to_owned()), ("outcome", outcome.to_owned())];
+            let labels = vec![
+                ("channel", channel.to_owned()),
+                ("outcome", outcome.to_owned()),
+            ];
             self.calls.get_or_create(&labels).set(n as i64);
         }
     }

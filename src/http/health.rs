@@ -96,7 +96,9 @@ pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse 
     };
     let calls = state.notifier.counts();
     for (channel, c) in [("web_push", calls.web_push), ("webhook", calls.webhook)] {
-        state.metrics.set_calls(channel, c.sent, c.failed, c.dropped);
+        state
+            .metrics
+            .set_calls(channel, c.sent, c.failed, c.dropped);
     }
     (
         StatusCode::OK,

@@ -12,7 +12,7 @@ use super::reply::{
     PauseReply, SetThrottleReply, StatsReply, ThrottleReply,
 };
 use super::{OPEN_SHOWS, RedisStore, SHOWS, ScriptArgs, ShowScript, show_script};
-use crate::model::{PresenceStats, EndReason, Pace, ShowId, ShowStats};
+use crate::model::{EndReason, Pace, PresenceStats, ShowId, ShowStats};
 use crate::store::{
     Configured, Indexed, Result, ShowMeta, ShowSettings, Shows, TOMBSTONE_TTL, ThrottleControl,
     Throttling, new_epoch, not_running,
