@@ -3,7 +3,8 @@
 //! It reads `GET …/draw` and every page of `GET …/audit`, recomputes the draw from the
 //! revealed seed (checking it against the commitment published before anyone joined), then
 //! walks the audit: every tick at most its rate, at most one a second, admissions in queue
-//! order (drawn order for the pre-queue, arrival order after), nobody twice. With
+//! order (drawn order for the pre-queue, arrival order after), nobody twice; with presence, a
+//! fan passed over while away let in only once back, and a released place never. With
 //! `--arrival N` it tells where that arrival was drawn and when it was let in.
 
 use std::time::Duration;
@@ -142,6 +143,15 @@ fn report(show: &str, draw: Option<&DrawView>, v: &Verified) -> String {
         thousands(v.ticks as u64),
         thousands(v.admitted)
     );
+    if v.passed > 0 || v.expired > 0 {
+        out += &format!(
+            "  presence: {} passed over while away, {} of them let in once back, {} places \
+             released after the hold\n",
+            thousands(v.passed),
+            thousands(v.returned),
+            thousands(v.expired)
+        );
+    }
     if let Some(a) = &v.arrival {
         match a.drawn_place {
             Some(p) => out += &format!("  arrival {}: drawn to place {}\n", a.arrival, p),
@@ -151,6 +161,18 @@ fn report(show: &str, draw: Option<&DrawView>, v: &Verified) -> String {
                     a.arrival, a.place
                 )
             }
+        }
+        if let Some((id, at_ms)) = &a.passed {
+            out += &format!(
+                "  arrival {}: passed over while away by tick {id} (at {at_ms} ms)\n",
+                a.arrival
+            );
+        }
+        if let Some((id, at_ms)) = &a.expired {
+            out += &format!(
+                "  arrival {}: place released after the hold by tick {id} (at {at_ms} ms)\n",
+                a.arrival
+            );
         }
         match &a.admitted {
             Some((id, at_ms)) => {

@@ -2,7 +2,7 @@
 //! and the audit walked tick by tick. `waiting-room-client verify` runs this over
 //! `GET …/draw` and every page of `GET …/audit`; the tests run it too.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use super::{Permutation, commitment, draw_key, order_key, participants_digest};
@@ -21,6 +21,13 @@ pub struct Verified {
     pub orders: u64,
     /// Of those, the ones by an arrival's admission (the rest came while the gate was lifted).
     pub orders_admitted: u64,
+    /// Presence: arrivals passed over while away, those of them let in once back, and the
+    /// places released after the hold.
+    pub passed: u64,
+    /// Of the arrivals admitted, those let in once back after being passed over.
+    pub returned: u64,
+    /// Places released, their fans away longer than the hold.
+    pub expired: u64,
     /// What the audit says of the arrival asked about.
     pub arrival: Option<ArrivalReport>,
 }
@@ -36,6 +43,10 @@ pub struct ArrivalReport {
     pub place: u64,
     /// The tick that admitted it: its record id and time (ms since the epoch).
     pub admitted: Option<(String, u64)>,
+    /// The tick that passed it over while it was away, if one did (id, ms).
+    pub passed: Option<(String, u64)>,
+    /// The tick that released its place, away longer than the hold, if one did (id, ms).
+    pub expired: Option<(String, u64)>,
 }
 
 /// The first thing that did not hold.
@@ -61,10 +72,12 @@ fn violation<T>(what: String) -> Result<T, Violation> {
 /// Checks the draw (when the show had one) and the audit: the seed matches its commitment,
 /// the digest and key follow from what was revealed, the audit holds one draw of that many
 /// participants, every tick admits at most its rate, at most one tick a second, in queue
-/// order (drawn order for the pre-queue, arrival order after), nobody twice; every order came
-/// with an admission of this show (or while the gate was lifted), no admission spent twice
-/// (by orders or redemptions),
-/// and never more orders than the stock in force.
+/// order (drawn order for the pre-queue, arrival order after), nobody twice; with presence, a
+/// tick skips only fans it passes over (away) besides those gone, a passed-over fan is let in
+/// only as a return and a return only of a fan passed over, and a released place is never
+/// let in; every order came with an admission of this show (or while the gate was lifted),
+/// no admission spent twice (by orders or redemptions), and never more orders than the
+/// stock in force.
 pub fn verify(
     draw: Option<&DrawView>,
     records: &[AuditRecord],
@@ -90,18 +103,29 @@ struct Walk {
     sales: Sales,
 }
 
-/// The admissions so far: ticks, their seconds and the last queue place let in.
+/// The admissions so far: ticks, their seconds and the last queue place reached (let in or
+/// passed over).
 #[derive(Default)]
 struct Queue {
     ticks: usize,
     admitted: u64,
     last_key: u64,
+    /// Passed over while away and neither back nor released yet: the record that passed
+    /// each over.
+    parked: HashMap<u64, String>,
+    /// Released places: the record that released each.
+    released: HashMap<u64, String>,
+    passed: u64,
+    returned: u64,
     last_second: Option<u64>,
     /// Who was let in, for the orders and redemptions after.
     let_in: HashSet<u64>,
-    /// The arrival asked about, and the tick that admitted it (id, ms).
+    /// The arrival asked about, and the ticks that admitted it, passed it over and released
+    /// its place (id, ms).
     asked: Option<u64>,
     found: Option<(String, u64)>,
+    asked_passed: Option<(String, u64)>,
+    asked_expired: Option<(String, u64)>,
 }
 
 /// What orders and redemptions are checked against: the phase, the stock, and the
@@ -200,8 +224,13 @@ impl Walk {
         let Queue {
             ticks,
             admitted,
+            released,
+            passed,
+            returned,
             asked,
             found,
+            asked_passed,
+            asked_expired,
             ..
         } = self.queue;
         let arrival = asked.map(|a| ArrivalReport {
@@ -211,6 +240,8 @@ impl Walk {
                 .map(|p| p.place(a)),
             place: order_key(a, permutation),
             admitted: found,
+            passed: asked_passed,
+            expired: asked_expired,
         });
         Ok(Verified {
             participants: permutation.map(Permutation::len),
@@ -218,13 +249,19 @@ impl Walk {
             admitted,
             orders: self.sales.orders,
             orders_admitted: self.sales.orders_admitted,
+            passed,
+            returned,
+            expired: released.len() as u64,
             arrival,
         })
     }
 }
 
 impl Queue {
-    /// A tick: at most one a second, at most its rate, in queue order, nobody twice.
+    /// A tick: at most one a second, at most its rate, nobody twice. In the order a tick
+    /// works: the places it released, then the fans it let in once back (each passed over
+    /// before), then the queue in order from the previous head, each fan let in or passed
+    /// over (skipping only those gone).
     fn tick(
         &mut self,
         r: &AuditRecord,
@@ -237,29 +274,190 @@ impl Queue {
         }
         self.last_second = Some(second);
         within_rate(r)?;
+        let rate = u64::from(r.rate.unwrap_or(0));
+        let passed = arrivals(r, "passed over", &r.passed, rate + LOOKED_PAST_PLACES)?;
+        let returned = arrivals(r, "let in once back", &r.returned, rate)?;
+        let expired = arrivals(r, "released", &r.expired, RELEASED_A_TICK)?;
+        let head = self.last_key;
+        for &a in &expired {
+            self.release(r, a, order_key(a, permutation), head)?;
+        }
+        let admitted: HashSet<u64> = r.admitted.iter().flat_map(|&[a, b]| a..=b).collect();
+        for &a in &returned {
+            self.welcome_back(r, a, &admitted)?;
+        }
+        let returned: HashSet<u64> = returned.into_iter().collect();
         for &[from, to] in &r.admitted {
             if from > to || from == 0 {
                 return violation(format!("record {}: a range {from}-{to}", r.id));
             }
             for a in from..=to {
-                let key = order_key(a, permutation);
-                if key <= self.last_key {
-                    return violation(format!(
-                        "record {}: arrival {a} (place {key}) admitted out of queue \
-                         order or twice (after place {})",
-                        r.id, self.last_key
-                    ));
+                if !returned.contains(&a) {
+                    self.in_turn(r, a, order_key(a, permutation), head)?;
                 }
-                self.last_key = key;
+                if !self.let_in.insert(a) {
+                    return violation(format!("record {}: arrival {a} admitted twice", r.id));
+                }
                 self.admitted += 1;
-                self.let_in.insert(a);
                 if self.asked == Some(a) {
                     self.found = Some((r.id.clone(), r.at_ms));
                 }
             }
         }
+        let mut reached = self.last_key;
+        for &a in &passed {
+            let key = order_key(a, permutation);
+            if admitted.contains(&a) {
+                return violation(format!(
+                    "record {}: arrival {a} both passed over and admitted",
+                    r.id
+                ));
+            }
+            if key <= head || self.parked.contains_key(&a) {
+                return violation(format!(
+                    "record {}: arrival {a} (place {key}) passed over out of queue order or \
+                     twice (after place {head})",
+                    r.id
+                ));
+            }
+            self.parked.insert(a, r.id.clone());
+            self.passed += 1;
+            reached = reached.max(key);
+            if self.asked == Some(a) {
+                self.asked_passed = Some((r.id.clone(), r.at_ms));
+            }
+        }
+        self.last_key = reached;
         Ok(())
     }
+
+    /// A place released: a fan passed over and still away, or one still queued (its place
+    /// not yet reached); never one let in, never twice.
+    fn release(&mut self, r: &AuditRecord, a: u64, key: u64, head: u64) -> Result<(), Violation> {
+        if self.let_in.contains(&a) {
+            return violation(format!(
+                "record {}: arrival {a}'s place released after it was admitted",
+                r.id
+            ));
+        }
+        if let Some(at) = self.released.get(&a) {
+            return violation(format!(
+                "record {}: arrival {a}'s place released twice (first at record {at})",
+                r.id
+            ));
+        }
+        if self.parked.remove(&a).is_none() && key <= head {
+            return violation(format!(
+                "record {}: arrival {a} (place {key}) released while queued, though a tick \
+                 went past its place (to place {head}) without passing it over",
+                r.id
+            ));
+        }
+        self.released.insert(a, r.id.clone());
+        if self.asked == Some(a) {
+            self.asked_expired = Some((r.id.clone(), r.at_ms));
+        }
+        Ok(())
+    }
+
+    /// A return: a fan passed over at an earlier tick, still holding its place, let in now.
+    fn welcome_back(
+        &mut self,
+        r: &AuditRecord,
+        a: u64,
+        admitted: &HashSet<u64>,
+    ) -> Result<(), Violation> {
+        if !admitted.contains(&a) {
+            return violation(format!(
+                "record {}: arrival {a} returned but not admitted",
+                r.id
+            ));
+        }
+        if self.parked.remove(&a).is_some() {
+            self.returned += 1;
+            return Ok(());
+        }
+        match self.released.get(&a) {
+            Some(at) => violation(format!(
+                "record {}: arrival {a} let in once back, though its place was released at \
+                 record {at}",
+                r.id
+            )),
+            None => violation(format!(
+                "record {}: a return of arrival {a}, who was never passed over (or was let \
+                 in already)",
+                r.id
+            )),
+        }
+    }
+
+    /// An admission in turn (not a return): the next place in queue order, never a fan
+    /// passed over or released.
+    fn in_turn(&mut self, r: &AuditRecord, a: u64, key: u64, head: u64) -> Result<(), Violation> {
+        if let Some(at) = self.parked.get(&a) {
+            return violation(format!(
+                "record {}: arrival {a} admitted while away: passed over at record {at}, and \
+                 not among this tick's returns",
+                r.id
+            ));
+        }
+        if let Some(at) = self.released.get(&a) {
+            return violation(format!(
+                "record {}: arrival {a} admitted after its place was released at record {at}",
+                r.id
+            ));
+        }
+        if key <= self.last_key {
+            if key < head && !self.let_in.contains(&a) {
+                return violation(format!(
+                    "record {}: arrival {a} (place {key}) admitted out of queue order: a tick \
+                     went past its place (to place {head}) though it was neither passed over \
+                     nor gone",
+                    r.id
+                ));
+            }
+            return violation(format!(
+                "record {}: arrival {a} (place {key}) admitted out of queue order or twice \
+                 (after place {})",
+                r.id, self.last_key
+            ));
+        }
+        self.last_key = key;
+        Ok(())
+    }
+}
+
+/// A tick looks at no more than this many fans past the places it fills, however many are
+/// away (`budget` in admit.lua): a tick passes over at most its rate and this many.
+const LOOKED_PAST_PLACES: u64 = 1000;
+/// A tick releases at most this many places (the `LIMIT` of admit.lua's expiries).
+const RELEASED_A_TICK: u64 = 1000;
+
+/// The arrivals of one of a tick's presence fields (`what` names it), checked: ranges that
+/// go up from 1, at most `most` in all, so a hostile server cannot have them walked forever.
+fn arrivals(
+    r: &AuditRecord,
+    what: &str,
+    ranges: &[[u64; 2]],
+    most: u64,
+) -> Result<Vec<u64>, Violation> {
+    let mut count = 0u64;
+    for &[a, b] in ranges {
+        let Some(n) = b.checked_sub(a).and_then(|d| d.checked_add(1)) else {
+            return violation(format!("record {}: a range {a}-{b}", r.id));
+        };
+        if a == 0 {
+            return violation(format!("record {}: a range {a}-{b}", r.id));
+        }
+        count = count.saturating_add(n);
+    }
+    if count > most {
+        return violation(format!(
+            "record {}: {count} {what} in one tick, more than the {most} a tick can",
+            r.id
+        ));
+    }
+    Ok(ranges.iter().flat_map(|&[a, b]| a..=b).collect())
 }
 
 /// A tick admits no more than its rate, itself no more than any show has. Ranges a hostile
@@ -484,6 +682,168 @@ mod tests {
         bad = run.to_vec();
         bad.insert(0, draw);
         assert!(refused(&bad).contains("a draw the show does not show"));
+    }
+
+    /// A tick with presence: `passed`, `returned` and `expired` besides `admitted`.
+    fn away(
+        id: &str,
+        second: u64,
+        admitted: &[[u64; 2]],
+        passed: &[[u64; 2]],
+        returned: &[[u64; 2]],
+        expired: &[[u64; 2]],
+    ) -> AuditRecord {
+        AuditRecord {
+            passed: passed.to_vec(),
+            returned: returned.to_vec(),
+            expired: expired.to_vec(),
+            ..tick(id, second, 2, admitted)
+        }
+    }
+
+    /// Eight fans, two places a tick: 1 and 4 are away when reached, 1 comes back, 4 and 9
+    /// (still queued) are released.
+    fn presence_sale() -> Vec<AuditRecord> {
+        vec![
+            phase("p", Phase::Open),
+            away("t1", 1, &[[2, 3]], &[[1, 1]], &[], &[]),
+            away("t2", 2, &[[5, 6]], &[[4, 4]], &[], &[]),
+            // Back: 1 goes first, then the next in turn.
+            away("t3", 3, &[[1, 1], [7, 7]], &[], &[[1, 1]], &[]),
+            away("t4", 4, &[[8, 8], [10, 10]], &[], &[], &[[4, 4], [9, 9]]),
+            // A tick that only passes someone over is in the audit too.
+            away("t5", 5, &[], &[[11, 11]], &[], &[]),
+            order("o1", 1),
+        ]
+    }
+
+    #[test]
+    fn a_sale_with_passes_returns_and_expiries_verifies() {
+        let v = verify(None, &presence_sale(), Some(4)).unwrap();
+        assert_eq!(
+            (
+                v.admitted,
+                v.passed,
+                v.returned,
+                v.expired,
+                v.orders_admitted
+            ),
+            (8, 3, 1, 2, 1)
+        );
+        let four = v.arrival.unwrap();
+        assert_eq!(four.passed, Some(("t2".into(), 2000)));
+        assert_eq!(four.expired, Some(("t4".into(), 4000)));
+        assert_eq!(four.admitted, None);
+        let one = verify(None, &presence_sale(), Some(1))
+            .unwrap()
+            .arrival
+            .unwrap();
+        assert_eq!(one.passed, Some(("t1".into(), 1000)));
+        assert_eq!(one.admitted, Some(("t3".into(), 3000)));
+        // The fields read as the audit's JSON names them, and records without them as ever.
+        let json = serde_json::to_value(&presence_sale()[3]).unwrap();
+        assert_eq!(json["returned"], serde_json::json!([[1, 1]]));
+        assert!(json.get("passed").is_none(), "{json}");
+    }
+
+    #[test]
+    fn an_away_fan_admitted_without_a_return_fails() {
+        let mut bad = presence_sale();
+        bad[3].returned.clear();
+        assert_eq!(
+            refused(&bad),
+            "record t3: arrival 1 admitted while away: passed over at record t1, and not \
+             among this tick's returns"
+        );
+        // Nor once its place was released.
+        bad = presence_sale();
+        bad.push(away("t6", 6, &[[9, 9]], &[], &[], &[]));
+        assert_eq!(
+            refused(&bad),
+            "record t6: arrival 9 admitted after its place was released at record t4"
+        );
+        bad = presence_sale();
+        bad.push(away("t6", 6, &[[4, 4]], &[], &[[4, 4]], &[]));
+        assert!(
+            refused(&bad).contains("arrival 4 let in once back, though its place was released"),
+            "{}",
+            refused(&bad)
+        );
+        // Passed over and let in by the same tick.
+        bad = presence_sale();
+        bad[1].admitted = vec![[1, 2]];
+        assert!(refused(&bad).contains("arrival 1 both passed over and admitted"));
+    }
+
+    #[test]
+    fn a_later_arrival_admitted_over_a_fan_neither_passed_nor_gone_fails() {
+        // Skipping 1 at t1 says it was gone; admitting it at t2 says it was not.
+        let mut bad = presence_sale();
+        bad[1].passed.clear();
+        assert_eq!(
+            refused(&bad),
+            "record t3: a return of arrival 1, who was never passed over (or was let in \
+             already)"
+        );
+        bad[3].returned.clear();
+        assert_eq!(
+            refused(&bad),
+            "record t3: arrival 1 (place 1) admitted out of queue order: a tick went past its \
+             place (to place 6) though it was neither passed over nor gone"
+        );
+        // Its place released while it still stood in line behind a later admission.
+        bad = presence_sale();
+        bad[2].passed.clear();
+        assert!(
+            refused(&bad).contains(
+                "arrival 4 (place 4) released while queued, though a tick went past its place"
+            ),
+            "{}",
+            refused(&bad)
+        );
+        // Passing over a place already reached is no pass.
+        bad = presence_sale();
+        bad[2].passed = vec![[3, 3]];
+        assert!(refused(&bad).contains("arrival 3 (place 3) passed over out of queue order"));
+    }
+
+    #[test]
+    fn a_return_of_a_fan_never_passed_over_fails() {
+        let mut bad = presence_sale();
+        bad[3] = away("t3", 3, &[[7, 8]], &[], &[[7, 7]], &[]);
+        assert_eq!(
+            refused(&bad),
+            "record t3: a return of arrival 7, who was never passed over (or was let in \
+             already)"
+        );
+        // A return is one of the tick's admissions.
+        bad = presence_sale();
+        bad[3].admitted = vec![[7, 8]];
+        assert_eq!(
+            refused(&bad),
+            "record t3: arrival 1 returned but not admitted"
+        );
+        // Back twice.
+        bad = presence_sale();
+        bad.push(away("t6", 6, &[[1, 1]], &[], &[[1, 1]], &[]));
+        assert!(refused(&bad).contains("a return of arrival 1, who was never passed over"));
+    }
+
+    #[test]
+    fn a_hostile_presence_field_is_refused_without_walking_it() {
+        let wraps = [away("t", 1, &[], &[[1, u64::MAX]], &[], &[])];
+        assert!(refused(&wraps).contains("passed over in one tick, more than the 1002"));
+        let zero = [away("t", 1, &[], &[], &[], &[[0, 3]])];
+        assert!(refused(&zero).contains("a range 0-3"));
+        let reversed = [away("t", 1, &[], &[], &[[5, 2]], &[])];
+        assert!(refused(&reversed).contains("a range 5-2"));
+    }
+
+    #[test]
+    fn the_bounds_are_those_of_the_admission_script() {
+        let script = include_str!("../store/lua/admit.lua");
+        assert!(script.contains(&format!("local budget = places + {LOOKED_PAST_PLACES}")));
+        assert!(script.contains(&format!("'LIMIT', 0, {RELEASED_A_TICK})")));
     }
 
     #[test]

@@ -87,6 +87,18 @@ pub struct AuditRecord {
     /// Ticks: the arrival numbers admitted, in admission order, as inclusive ranges.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub admitted: Vec<[u64; 2]>,
+    /// Ticks: the arrivals whose turn came while they were away, passed over and keeping
+    /// their places (see docs/presence.md), as inclusive ranges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passed: Vec<[u64; 2]>,
+    /// Ticks: the arrivals passed over before and let in this tick once back (also in
+    /// `admitted`), as ascending inclusive ranges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub returned: Vec<[u64; 2]>,
+    /// Ticks: the arrivals whose places were released, away longer than the hold, as
+    /// ascending inclusive ranges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expired: Vec<[u64; 2]>,
     /// The draw: the pre-queue's size and digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub participants: Option<u64>,
@@ -117,6 +129,9 @@ impl AuditRecord {
             epoch: 0,
             rate: None,
             admitted: Vec::new(),
+            passed: Vec::new(),
+            returned: Vec::new(),
+            expired: Vec::new(),
             participants: None,
             participants_digest: None,
             arrival: None,
@@ -190,7 +205,8 @@ impl std::fmt::Display for RecordId {
 )]
 #[serde(rename_all = "lowercase")]
 pub enum AuditKind {
-    /// An admission tick that let someone through (`rate`, `admitted`).
+    /// An admission tick that let someone through, passed someone over or released a place
+    /// (`rate`, `admitted`; `passed`, `returned`, `expired` with presence).
     Tick,
     /// The pre-queue drawn into its order (`participants`, `participantsDigest`).
     Draw,

@@ -208,6 +208,10 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
         Some("lost") => AuditKind::Lost,
         _ => return Err(bad()),
     };
+    let ranges = |name: &str| match field(name) {
+        Some(text) => parse_ranges(text).ok_or_else(bad),
+        None => Ok(Vec::new()),
+    };
     let phase = match field("phase") {
         None => None,
         Some(name) => Some(
@@ -221,10 +225,10 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
         fence: number("fence").unwrap_or(0),
         epoch: number("epoch").ok_or_else(bad)?,
         rate: number("rate").map(|r| r as u32),
-        admitted: match field("admitted") {
-            Some(text) => parse_ranges(text).ok_or_else(bad)?,
-            None => Vec::new(),
-        },
+        admitted: ranges("admitted")?,
+        passed: ranges("passed")?,
+        returned: ranges("returned")?,
+        expired: ranges("expired")?,
         participants: number("participants"),
         participants_digest: field("participants_digest").map(str::to_owned),
         arrival: number("arrival"),
