@@ -572,6 +572,11 @@
         dd.textContent = s.paused === 'full' ? 'every place taken' : s.paused === 'paused' ? 'paused' : s.paused === 'pending' ? 'not open yet' : '';
       } else if (key === 'stockWords') {
         dd.textContent = typeof s.stock === 'number' ? `${fmt(s.stockLeft ?? s.stock)} of ${fmt(s.stock)}` : 'no stock set';
+      } else if (key === 'presenceWords') {
+        // Fans holding a place with no live page (docs/presence.md), those of them passed over,
+        // places released after the hold, and fans who asked to be called.
+        const p = s.presence;
+        dd.textContent = p ? `${fmt(p.away)} (${fmt(p.passedOver)} passed over; ${fmt(p.released)} released; ${fmt(p.askedToBeCalled)} to call)` : '–';
       } else if (key === 'fansEverywhere') {
         // Every instance's count; this instance's own while the store cannot say.
         dd.textContent = fmt(s.fansEverywhere ?? s.connectedFans);

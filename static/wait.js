@@ -718,16 +718,16 @@
     try {
       const permission = await Notification.requestPermission();
       if (permission !== 'granted') throw new Error('notifications are blocked for this site');
-      const registration = await navigator.serviceWorker.register('/static/notify-worker.js');
+      const registration = await navigator.serviceWorker.register(root.dataset.notifyWorker);
       await navigator.serviceWorker.ready;
-      const res = await fetch('/.well-known/vapid', { cache: 'no-store' });
+      const res = await fetch(route('Vapid'), { cache: 'no-store' });
       if (!res.ok) throw new Error(`no key (status ${res.status})`);
       const { publicKey } = await res.json();
       const subscription = await registration.pushManager.subscribe({
         userVisibleOnly: true,
         applicationServerKey: base64UrlBytes(publicKey),
       });
-      const asked = await fetch(`${route('Ticket', record.ticketId)}/notify`, {
+      const asked = await fetch(route('Notify', record.ticketId), {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify(subscription.toJSON()),

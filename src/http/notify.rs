@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::{AppPath, AppState, ticket_path};
 use crate::error::AppError;
+use crate::model::TicketState;
 use crate::notify::{MAX_SUBSCRIPTION_JSON, WEBHOOK_CHANNEL, check_subscription};
 
 /// `POST …/tickets/{ticketId}/notify`: 204 once the waiting fan will be called `soon` (its
@@ -48,6 +49,14 @@ pub(super) async fn ask(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("a subscription is at most {MAX_SUBSCRIPTION_JSON} bytes"),
         ));
+    }
+    // A ticket that is not waiting is told so before its body is read.
+    let status = state.store.status(&show, id).await?;
+    if !matches!(
+        status.state,
+        TicketState::Waiting { .. } | TicketState::PreQueue { .. }
+    ) {
+        return Err(AppError::UnknownTicket(ticket));
     }
     let value: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|e| AppError::BadRequest(format!("the body is not JSON: {e}")))?;

@@ -388,7 +388,7 @@ async fn operator_calls_need_the_token(backend: Backend) {
     assert_eq!(stats.status(), StatusCode::OK);
     assert_eq!(
         stats.json::<Value>().await.unwrap(),
-        json!({"showId": "s", "open": false, "lost": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "effectiveAdmitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0, "outflowPerSecond": 20.0, "paused": "pending", "phase": "pending", "arrivalWindowSeconds": 60, "releasedUntaken": 0, "joinChallengeBits": 0, "settings": {}})
+        json!({"showId": "s", "open": false, "lost": false, "queueLength": 0, "admittedValid": 0, "admitPerSecond": 20, "effectiveAdmitPerSecond": 20, "maxActiveBuyers": 0, "joined": 0, "outflowPerSecond": 20.0, "paused": "pending", "phase": "pending", "arrivalWindowSeconds": 60, "releasedUntaken": 0, "joinChallengeBits": 0, "settings": {}, "presence": {"away": 0, "passedOver": 0, "released": 0, "askedToBeCalled": 0}})
     );
     app.stop().await;
 }

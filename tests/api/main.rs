@@ -54,6 +54,7 @@ mod http;
 mod hub;
 mod notify;
 mod openapi;
+mod presence;
 mod push;
 mod rate_change;
 mod silence;

@@ -24,6 +24,9 @@ use crate::words::{thousands, wait_words};
 
 /// The contract's paths and names, handed to the page's script through data attributes so
 /// that the script spells none of them.
+/// The waiting page's service worker, which shows the "your turn" calls pushed to it.
+const NOTIFY_WORKER: &str = "/static/notify-worker.js";
+
 pub(crate) struct PageRoutes {
     join: &'static str,
     ticket: &'static str,
@@ -36,6 +39,9 @@ pub(crate) struct PageRoutes {
     challenge: &'static str,
     proof_header: &'static str,
     keep_pass: &'static str,
+    notify: &'static str,
+    vapid: &'static str,
+    notify_worker: &'static str,
 }
 
 impl PageRoutes {
@@ -52,6 +58,9 @@ impl PageRoutes {
             challenge: routes::CHALLENGE,
             proof_header: crate::protocol::JOIN_PROOF_HEADER,
             keep_pass: routes::WAIT_PASS,
+            notify: routes::NOTIFY,
+            vapid: routes::VAPID,
+            notify_worker: NOTIFY_WORKER,
         }
     }
 }
