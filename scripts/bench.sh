@@ -32,7 +32,9 @@
 #                                                each; the show opens at RATE (20) a second and
 #                                                for WINDOW (120) seconds Redis commands, CPU,
 #                                                pushes and tick → knowledge per instance are
-#                                                measured, plotted over time in one plot
+#                                                measured, plotted over time in one plot;
+#                                                LOAD_EXTRA more load flags (e.g. churn:
+#                                                `--away 0.1 --away-after 20 --away-for 40`)
 #
 # Loopback only, every run bounded in fans and time. It ends only the processes it started,
 # by PID. Results go to $OUT (default target/bench/). Needs: a release build, curl, jq, and
@@ -617,8 +619,9 @@ scale)
   duration=$((per / join_rate + 60 + window))
   LOAD_PIDS=()
   for k in $(seq "$n"); do
+    # shellcheck disable=SC2086 # LOAD_EXTRA is words
     (URL=${URLS[$((k - 1))]}; loadgen "$k" --show scale --fans "$per" --transport sse \
-      --join-rate "$join_rate" --duration "${duration}s") &
+      --join-rate "$join_rate" --duration "${duration}s" ${LOAD_EXTRA:-}) &
     LOAD_PIDS+=("$!")
   done
   PIDS+=("${LOAD_PIDS[@]}")
