@@ -28,10 +28,6 @@ pub struct Pace {
     pub stock_left: Option<u64>,
     /// Why an ended show ended, when the operator said.
     pub reason: Option<EndReason>,
-    /// Of the fans holding a place, the share away (no live page, unseen past the grace), in
-    /// thousandths, where away fans are passed over (docs/presence.md): fans ahead who are
-    /// away will be skipped, so an ETA counts only the share of them present.
-    pub away_milli: u64,
 }
 
 /// Where an on-sale stands. The gate is shut in every phase but [`Phase::Closed`].
@@ -198,16 +194,7 @@ impl Pace {
             phase: Phase::Open,
             stock_left: None,
             reason: None,
-            away_milli: 0,
         }
-    }
-
-    /// The places ahead of `position` (itself included) that will really be let in before
-    /// it: away fans ahead are passed over, as many as the share away says.
-    fn present_ahead(&self, position: u64) -> u64 {
-        let away = self.away_milli.min(1000);
-        let skipped = position.saturating_sub(1) * away / 1000;
-        position - skipped
     }
 
     /// The ETA of `position`, and an honest range around it when the pace is uncertain.
@@ -215,7 +202,6 @@ impl Pace {
         // Never divide by a standstill: a queue that offers no place yet still moves once
         // buyers finish, at no less than a fiftieth of a place a second in this model.
         let flow = (self.flow_milli as f64 / 1000.0).max(0.02);
-        let position = self.present_ahead(position);
         let seconds = |per_second: f64| self.wait(position, per_second);
         let eta = seconds(flow);
         let spread = self.spread_milli as f64 / 1000.0;
@@ -298,18 +284,6 @@ mod tests {
             None,
             "a steady pace is certain"
         );
-    }
-
-    #[test]
-    fn away_fans_ahead_who_will_be_passed_over_do_not_count_in_the_eta() {
-        let mut pace = Pace::at_rate(10);
-        assert_eq!(pace.eta(101).seconds, 11);
-        // A third of the place holders away: of the 100 ahead, about 67 will be let in first.
-        pace.away_milli = 333;
-        assert_eq!(pace.eta(101).seconds, 7);
-        // However many are away, a fan's own place counts.
-        pace.away_milli = 1000;
-        assert_eq!(pace.eta(101).seconds, 1);
     }
 
     #[test]

@@ -119,9 +119,6 @@ pub struct ShowEvent {
     /// fan, so it counts in every queued fan's position.
     #[serde(default)]
     pub parked: u64,
-    /// The share of place holders away, in thousandths (see [`Pace`]).
-    #[serde(default)]
-    pub away_milli: u64,
 }
 
 impl ShowEvent {
@@ -135,7 +132,6 @@ impl ShowEvent {
             tick_sec: self.tick_sec,
             stock_left: self.stock_left,
             reason: self.reason,
-            away_milli: self.away_milli,
             ..pace_of(
                 self.rate,
                 self.flow_milli,
@@ -164,7 +160,6 @@ pub fn pace_of(rate: u32, flow_milli: u64, spread_milli: u64, phase: Phase, full
         phase,
         stock_left: None,
         reason: None,
-        away_milli: 0,
     }
 }
 

@@ -115,7 +115,6 @@ local arrivals, passed, returned = {}, {}, {}
 local let = {}
 local function let_in(ticket, arrival)
   let[#let + 1] = ticket
-  redis.call('ZREM', AWAY, ticket)
   redis.call('SET', ADMITTED .. ticket, epoch .. '|' .. string.format('%d', tonumber(arrival)),
     'PX', TTL)
   redis.call('ZADD', ADMISSIONS, now + TTL, ticket)

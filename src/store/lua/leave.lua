@@ -15,7 +15,6 @@ end
 if seq then
   seq = tonumber(seq)
   redis.call('ZREM', Q, A.ticket)
-  redis.call('ZREM', AWAY, A.ticket)
   uncall(A.ticket)
   -- Kept by its place in the queue; a pre-queue's arrival until the draw places it.
   local key = order_key(draw_phase(), seq) or seq

@@ -263,17 +263,6 @@ local function pace_reply(m)
   local mean, var, full = pace(r, c, m.window, now)
   local ph = phase_of(m)
   local left = seats_left(tonumber(m.stock or '0'))
-  -- Where away fans are passed over, the share of place holders away: ETAs skip them.
-  local away_milli
-  local grace, hold = away_rules(settings(m))
-  if hold > 0 then
-    local holders = redis.call('ZCARD', Q) + redis.call('ZCARD', PARKED)
-    if holders > 0 then
-      if now == 0 then now = now_ms() end
-      local away = redis.call('ZCOUNT', AWAY, '-inf', '(' .. (now - grace))
-      away_milli = math.floor(math.min(away, holders) * 1000 / holders)
-    end
-  end
   return {
     rate = r, flow_milli = math.floor(mean * 1000 + 0.5),
     spread_milli = math.floor(math.sqrt(var) * 1000 + 0.5), phase = PHASE_NAME[ph], full = full,
@@ -282,7 +271,6 @@ local function pace_reply(m)
     tick_sec = tonumber(k[3] or ''),
     stock_left = left >= 0 and left or nil,
     reason = ph == 4 and (m.end_reason or nil) or nil,
-    away_milli = away_milli,
   }, tonumber(k[4] or '0')
 end
 -- The fair start's draw (src/draw.rs, which says why): a keyed permutation of 1..n, eight
@@ -455,7 +443,7 @@ local function publish(kind, epoch, ver, hd, left, admitted_now, at, ended)
     open = p.phase == 'open', full = p.full, phase = p.phase, stock_left = p.stock_left,
     reason = p.reason, admitted = admitted_now, ttl_ms = TTL, at_ms = at,
     change_in_ms = p.change_in_ms, change_rate = p.change_rate, tick_sec = p.tick_sec,
-    ended = ended, parked = parked_count(), away_milli = p.away_milli,
+    ended = ended, parked = parked_count(),
   }))
 end
 

@@ -114,9 +114,6 @@ pub(super) struct PaceReply {
     stock_left: Option<u64>,
     /// Why an ended on-sale ended, as the operator said.
     reason: Option<String>,
-    /// The share of place holders away, in thousandths.
-    #[serde(default)]
-    away_milli: u64,
 }
 
 impl From<PaceReply> for Pace {
@@ -129,7 +126,6 @@ impl From<PaceReply> for Pace {
             }),
             stock_left: p.stock_left,
             reason: p.reason.as_deref().and_then(EndReason::new),
-            away_milli: p.away_milli,
             ..pace_of(
                 p.rate,
                 p.flow_milli.max(0) as u64,

@@ -21,7 +21,6 @@ all_stores!(
     the_fans_of_an_instance_that_stops_reporting_become_away_after_the_grace,
     a_fan_streaming_on_one_instance_stays_present_when_another_stream_ends,
     with_no_hold_fans_are_admitted_in_turn_present_or_not,
-    the_eta_skips_the_share_of_fans_away,
 );
 
 const REPORT: Duration = Duration::from_secs(5);
@@ -275,28 +274,4 @@ async fn with_no_hold_fans_are_admitted_in_turn_present_or_not(backend: Backend)
     assert_eq!(tick(s, &sh).await, 2);
     assert!(admitted(position(s, "p5", t[0]).await));
     assert!(admitted(position(s, "p5", t[1]).await));
-}
-
-async fn the_eta_skips_the_share_of_fans_away(backend: Backend) {
-    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
-    let s = s.as_ref();
-    let (sh, t) = queued(s, "p6", presence(1, 60, 1), 10).await;
-    // Half of them follow live; the other half went quiet.
-    s.attend(&sh, "i1", came(&t[5..]), REPORT).await.unwrap();
-    let before = s.status(&sh, t[9]).await.unwrap();
-    assert_eq!(before.pace.away_milli, 0, "everyone is present at first");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let status = s.status(&sh, t[9]).await.unwrap();
-    assert_eq!(status.pace.away_milli, 500);
-    assert_eq!(
-        status.state,
-        TicketState::Waiting {
-            position: 10,
-            arrival: 10
-        },
-        "the position counts every place holder"
-    );
-    // Of the 9 ahead, half will be passed over: about 5 go first, then this fan.
-    assert_eq!(status.pace.eta(10).seconds, 6);
-    assert_eq!(before.pace.eta(10).seconds, 10);
 }
