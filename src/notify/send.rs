@@ -27,6 +27,33 @@ const MAX_ANSWER: usize = 8 * 1024;
 /// A pooled HTTP/1 client, over TLS for `https` URLs.
 pub(crate) type HttpsClient<R> = Client<HttpsConnector<HttpConnector<R>>, Full<Bytes>>;
 
+/// A resolver the HTTP connector can take: the system's, or [`CheckedResolver`].
+pub(crate) trait Resolve:
+    tower::Service<
+        hyper_util::client::legacy::connect::dns::Name,
+        Response: Iterator<Item = std::net::SocketAddr>,
+        Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+        Future: Send,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<R> Resolve for R where
+    R: tower::Service<
+            hyper_util::client::legacy::connect::dns::Name,
+            Response: Iterator<Item = std::net::SocketAddr>,
+            Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+            Future: Send,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// The client of push services: names are resolved by [`CheckedResolver`].
 pub(crate) type PushClient = HttpsClient<CheckedResolver>;
 
@@ -35,17 +62,7 @@ pub(crate) type HookClient = HttpsClient<hyper_util::client::legacy::connect::dn
 
 /// A client whose connections open with `http`: rustls with the Mozilla roots for `https`,
 /// plain TCP for `http` (which callers allow only where the rules do).
-fn client<R>(mut http: HttpConnector<R>) -> HttpsClient<R>
-where
-    R: tower::Service<hyper_util::client::legacy::connect::dns::Name>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    R::Response: Iterator<Item = std::net::SocketAddr>,
-    R::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    R::Future: Send,
-{
+fn client<R: Resolve>(mut http: HttpConnector<R>) -> HttpsClient<R> {
     http.enforce_http(false);
     http.set_connect_timeout(Some(CONNECT_TIMEOUT));
     http.set_nodelay(true);
@@ -80,17 +97,10 @@ pub(crate) enum Attempt {
 }
 
 /// Sends `request` once with `client`, reading at most [`MAX_ANSWER`] of the answer.
-pub(crate) async fn attempt<R>(client: &HttpsClient<R>, request: Request<Full<Bytes>>) -> Attempt
-where
-    R: tower::Service<hyper_util::client::legacy::connect::dns::Name>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    R::Response: Iterator<Item = std::net::SocketAddr>,
-    R::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    R::Future: Send,
-{
+pub(crate) async fn attempt<R: Resolve>(
+    client: &HttpsClient<R>,
+    request: Request<Full<Bytes>>,
+) -> Attempt {
     let answer = match client.request(request).await {
         Ok(answer) => answer,
         Err(e) => {

@@ -353,8 +353,7 @@ end
 
 -- Where the parked ticket with arrival `a` stands: behind the parked fans who arrived before it.
 local function parked_standing(a)
-  return {state = 'waiting', arrival = a, position = redis.call('ZCOUNT', PARKED, '-inf', a),
-    parked = true}
+  return {state = 'waiting', arrival = a, position = redis.call('ZCOUNT', PARKED, '-inf', a)}
 end
 
 -- Where the queued ticket with arrival `seq` stands (`TicketReply` in redis/reply.rs):

@@ -30,10 +30,13 @@ for i, t in ipairs(A.tickets) do
       out[i] = {state = 'admitted', expires_in_ms = pttl}
     elseif redis.call('SISMEMBER', LOSTFANS, t) == 1 then
       out[i] = {state = 'lost'}
-    elseif redis.call('HEXISTS', EXPIRED, t) == 1 then
-      out[i] = {state = 'expired', away_hold_s = tonumber(redis.call('HGET', EXPIRED, t))}
     else
-      out[i] = {state = 'unknown'}
+      local hold = redis.call('HGET', EXPIRED, t)
+      if hold then
+        out[i] = {state = 'expired', away_hold_s = tonumber(hold)}
+      else
+        out[i] = {state = 'unknown'}
+      end
     end
   end
 end
