@@ -31,6 +31,38 @@ async fn reset_stats(redis: &RedisServer) {
         .unwrap();
 }
 
+/// Waits until the instances' presence reports hold `streams` live fans: a fan's first stream
+/// costs its instance's next report a few commands (docs/presence.md), paid once per connect,
+/// which a window measuring the cost per tick must not catch.
+async fn wait_reported(redis: &RedisServer, streams: usize) {
+    let mut conn = redis.conn().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let sets: Vec<String> = redis::cmd("KEYS")
+            .arg("*:on:*")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let mut held = 0;
+        for set in &sets {
+            let n: usize = redis::cmd("SCARD")
+                .arg(set)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            held += n;
+        }
+        if held >= streams {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "reported {held} of {streams} streams"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Redis commands during `secs` whole seconds while `fans` follow over SSE; asserts every
 /// fan was pushed something meanwhile.
 async fn commands_while_following(redis: &RedisServer, fans: &mut [SseReader], secs: u64) -> u64 {
@@ -61,10 +93,12 @@ async fn redis_commands_per_tick_do_not_grow_with_connected_fans() {
         fans.push(app.events("c", t).await);
     }
     app.open("c").await;
+    wait_reported(redis, fans.len()).await;
     let with_20 = commands_while_following(redis, &mut fans, 3).await;
     for t in &tickets[30..210] {
         fans.push(app.events("c", t).await);
     }
+    wait_reported(redis, fans.len()).await;
     let with_200 = commands_while_following(redis, &mut fans, 3).await;
     // Per second, for one show: the lease renewal, the open shows and the admission script
     // with the commands it runs inside, the pace check, the watchdog's check, and one status
