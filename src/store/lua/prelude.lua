@@ -1,9 +1,10 @@
 -- Shared head of every per-show script. Every key of a show carries the same hash tag, so a
 -- script touches one Redis Cluster slot. Keys and arguments come by name, from one Rust type
--- each (`SharedArgs` and `ScriptArgs` in redis/mod.rs), as JSON: ARGV[1] the store's settings,
+-- each (`SharedArgs` and `Call` in redis/mod.rs), as JSON: ARGV[1] the store's settings,
 -- the same text on every call from one store (`keys` names each of KEYS in turn), ARGV[2] the
--- show's names and the script's own arguments (absent when not given). `bind` reads them into
--- the names below: every script's first step.
+-- show's names and the script's own arguments (a struct of its own beside the Rust that runs
+-- it; absent when not given). `bind` reads them into the names below: every script's first
+-- step.
 -- Replies go by name too: a script's body returns one table, which is answered as one JSON
 -- object and decoded in Rust into one type per reply (`redis/reply.rs`). A script with several
 -- outcomes names its own in `outcome`; a show a script will not serve is answered

@@ -9,7 +9,7 @@ use redis::AsyncCommands;
 use redis::aio::ConnectionLike;
 
 use super::reply::{ClosingReply, DrawReply, ScheduleReply};
-use super::{RedisStore, SCHEDULED, ScriptArgs, ShowScript, show_script};
+use super::{RedisStore, SCHEDULED, ShowScript, show_script};
 use crate::draw;
 use crate::model::ShowId;
 use crate::store::{
@@ -20,6 +20,34 @@ use crate::store::{
 static SCHEDULE: LazyLock<ShowScript> = show_script!("schedule");
 static CLOSE_PRE_QUEUE: LazyLock<ShowScript> = show_script!("close_pre_queue");
 static DRAW: LazyLock<ShowScript> = show_script!("draw");
+
+/// `schedule.lua`'s own arguments: when the show opens (ms; absent: no longer scheduled),
+/// the draw's seed and its published commitment, and the beacon named in advance.
+#[derive(serde::Serialize)]
+struct ScheduleArgs {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    opens_at: Option<u64>,
+    seed: String,
+    commitment: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    beacon: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    beacon_value: Option<String>,
+}
+
+/// `close_pre_queue.lua`'s own arguments: the admitter's fencing token.
+#[derive(serde::Serialize)]
+struct CloseArgs {
+    fence: u64,
+}
+
+/// `draw.lua`'s own arguments: the admitter's fencing token, and the draw's digest and key.
+#[derive(serde::Serialize)]
+struct DrawArgs<'a> {
+    fence: u64,
+    digest: &'a str,
+    key: &'a str,
+}
 
 /// The meta fields `GET …/draw` shows, in the order [`Draws::draw`] reads them.
 const DRAW_FIELDS: [&str; 11] = [
@@ -40,15 +68,14 @@ const DRAW_FIELDS: [&str; 11] = [
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> {
     async fn schedule(&self, show: &ShowId, schedule: Schedule) -> Result<()> {
         let seed = draw::new_seed();
-        let args = ScriptArgs {
+        let args = ScheduleArgs {
             opens_at: schedule.opens_at_ms,
-            commitment: Some(draw::commitment(&seed)),
-            seed: Some(seed),
+            commitment: draw::commitment(&seed),
+            seed,
             beacon: schedule.beacon,
             beacon_value: schedule.beacon_value,
-            ..Default::default()
         };
-        let r: ScheduleReply = self.run(&SCHEDULE, show, args).await?;
+        let r: ScheduleReply = self.run(&SCHEDULE, show, &args).await?;
         if let ScheduleReply::Conflict { why } = r {
             return Err(why.error(show));
         }
@@ -66,11 +93,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> 
     }
 
     async fn close_pre_queue(&self, show: &ShowId, fence: u64) -> Result<Closing> {
-        let args = ScriptArgs {
-            fence: Some(fence),
-            ..Default::default()
-        };
-        let r: ClosingReply = self.run(&CLOSE_PRE_QUEUE, show, args).await?;
+        let r: ClosingReply = self
+            .run(&CLOSE_PRE_QUEUE, show, &CloseArgs { fence })
+            .await?;
         let closing = Closing::from(r);
         if let Closing::Drawn | Closing::NotScheduled = closing {
             // Drawn already (by a leader that died before it could say so), or no longer
@@ -82,13 +107,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> 
     }
 
     async fn apply_draw(&self, show: &ShowId, fence: u64, digest: &str, key: &str) -> Result<bool> {
-        let args = ScriptArgs {
-            fence: Some(fence),
-            digest: Some(digest.to_owned()),
-            key: Some(key.to_owned()),
-            ..Default::default()
-        };
-        let r: DrawReply = self.run(&DRAW, show, args).await?;
+        let args = DrawArgs { fence, digest, key };
+        let r: DrawReply = self.run(&DRAW, show, &args).await?;
         let drawn = r.drawn;
         if drawn {
             let mut conn = self.conn.clone();

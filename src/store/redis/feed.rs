@@ -11,7 +11,7 @@ use redis::aio::{ConnectionLike, PubSubSink};
 use tokio_util::sync::CancellationToken;
 
 use super::reply::SnapshotReply;
-use super::{EVENTS_CHANNEL, RedisStore, ScriptArgs, ShowScript, Subscribers, show_script};
+use super::{EVENTS_CHANNEL, NoArgs, RedisStore, ShowScript, Subscribers, show_script};
 use crate::draw::Permutation;
 use crate::model::ShowId;
 use crate::store::{DrawPhase, Feed, Result, ShowEvent, ShowSnapshot, StoreError};
@@ -42,7 +42,7 @@ async fn keep_alive(mut sink: PubSubSink, dead: CancellationToken, dropped: Canc
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Feed for RedisStore<C> {
     async fn snapshot(&self, show: &ShowId) -> Result<ShowSnapshot> {
-        let r: SnapshotReply = self.run(&SNAPSHOT, show, ScriptArgs::none()).await?;
+        let r: SnapshotReply = self.run(&SNAPSHOT, show, &NoArgs {}).await?;
         Ok(ShowSnapshot {
             draw: draw_phase(r.opens_at, r.closed_n, r.draw_key.as_deref()),
             epoch: r.epoch,

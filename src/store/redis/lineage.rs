@@ -9,12 +9,21 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::reply::list;
-use super::{RedisStore, ScriptArgs, ShowScript, show_script};
+use super::{RedisStore, ShowScript, show_script};
 use crate::model::ShowId;
 use crate::store::Result;
 use crate::store::lineage::{Arrivals, Lineage, Mended};
 
 static MEND: LazyLock<ShowScript> = show_script!("mend");
+
+/// `mend.lua`'s own arguments: the show's epoch the loss witness saw, the highest arrival it
+/// saw, and the tickets it saw join that the show no longer holds.
+#[derive(serde::Serialize)]
+struct MendArgs<'a> {
+    epoch: String,
+    high: u64,
+    tickets: &'a [Uuid],
+}
 
 /// `mend.lua`'s answer.
 #[derive(Debug, Deserialize)]
@@ -70,17 +79,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Lineage for RedisStore<C
         if self.in_process {
             return Ok(Mended::default());
         }
-        let args = ScriptArgs {
-            epoch: Some(epoch.to_string()),
-            high: Some(high),
-            tickets: Some(tickets.to_vec()),
-            ..ScriptArgs::none()
+        let args = MendArgs {
+            epoch: epoch.to_string(),
+            high,
+            tickets,
         };
         let MendReply::Mended {
             found,
             raised,
             lost,
-        } = self.run(&MEND, show, args).await?
+        } = self.run(&MEND, show, &args).await?
         else {
             return Ok(Mended::default());
         };

@@ -8,9 +8,10 @@
 //! on a cluster of Redis ≥ 7, with sharded `SPUBLISH` on a channel per show that only the
 //! instances listening to that show hear (`sharded.rs`; see [`PubSub`]).
 //!
-//! This file holds the connection and the one way a per-show script is run ([`ScriptArgs`]
-//! in, `run`, one JSON object out, decoded by name into the types of `reply.rs`); each concern
-//! of the store is implemented in a file of its own, next to the scripts it runs: `shows.rs`,
+//! This file holds the connection and the one way a per-show script is run (`run`: the
+//! script's own typed arguments in, in a [`Call`]; one JSON object out, decoded by name into
+//! the types of `reply.rs`); each concern of the store is implemented in a file of its own,
+//! next to the scripts it runs and the arguments each takes: `shows.rs`,
 //! `queue.rs`, `draws.rs`, `feed.rs` (pub/sub), `lease.rs`, `limits.rs`, `orders.rs`.
 
 mod draws;
@@ -131,121 +132,33 @@ impl SharedArgs {
     }
 }
 
-/// Every argument of one call of a per-show script, by name, as `prelude.lua` reads them
-/// (JSON in `ARGV[2]`): the show's names, then the script's own, absent when not given.
-/// Epochs travel as text: Lua numbers would not hold every one exactly.
-#[derive(Debug, Default, serde::Serialize)]
-struct ScriptArgs {
-    show: String,
+/// One call of a per-show script, by name, as `prelude.lua` reads it (JSON in `ARGV[2]`):
+/// the show's names, then the script's own arguments `A`, a struct of the concern's file
+/// beside the script (one per script, [`NoArgs`] and [`TicketArgs`] for the plainest), each
+/// field absent when not given. Epochs travel as text: Lua numbers would not hold every one
+/// exactly.
+#[derive(serde::Serialize)]
+struct Call<'a, A> {
+    show: &'a str,
     admitted_prefix: String,
     /// Where `publish` in `prelude.lua` sends the show's events.
     channel: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ticket: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fence: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    window_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    new_epoch: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    known_epoch: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rate: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cap: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    health_url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    floor: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pace: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tombstone_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    hold: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fingerprint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    order: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    change_at: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    change_rate: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    opens_at: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    seed: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    commitment: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    beacon: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    beacon_value: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    digest: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    key: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    challenge_bits: Option<u32>,
-    /// Where a join's proof of work is marked spent, for how long, and its zero bits.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    proof_key: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    proof_ttl_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    proof_bits: Option<u32>,
-    /// The tickets of one call of `status.lua` (status reads gathered per show).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tickets: Option<Vec<Uuid>>,
-    /// `mend.lua`: the show's epoch the loss witness saw, and the highest arrival it saw.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    epoch: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    high: Option<u64>,
-    /// The joins of one call (`join.lua`), each with its own ticket, key and proof.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    joins: Option<Vec<JoinArgs>>,
-    /// Why an on-sale ends (`end.lua`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<String>,
-    /// `presence.lua`: the reporting instance, until when its report holds (ms), and its news.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    instance: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    until_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    came: Option<Vec<Uuid>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    went: Option<Vec<Uuid>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    polled: Option<Vec<Uuid>>,
-    /// `notify.lua`: how the ticket asks to be called (JSON text).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    channel_json: Option<String>,
-    /// Seats for sale (`configure.lua`; 0 removes the stock).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stock: Option<u64>,
-    /// The show's settings as an operator sent them, laid whole over those it has
-    /// (`configure.lua`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    settings: Option<crate::model::ShowSettings>,
+    #[serde(flatten)]
+    own: &'a A,
 }
 
-impl ScriptArgs {
-    fn ticket(ticket: Uuid) -> Self {
-        ScriptArgs {
-            ticket: Some(ticket.to_string()),
-            ..Default::default()
-        }
-    }
+/// The own arguments of a script that takes none.
+#[derive(serde::Serialize)]
+pub(super) struct NoArgs {}
 
-    fn none() -> Self {
-        ScriptArgs::default()
-    }
+/// The own arguments of a script about one ticket (`leave.lua`, `is_admitted.lua`,
+/// `redeem.lua`).
+#[derive(serde::Serialize)]
+pub(super) struct TicketArgs {
+    pub ticket: Uuid,
 }
 
-/// A show's keys, in the order `ScriptArgs::keys` names them (`wr:{<show>}:<name>`).
+/// A show's keys, in the order [`SharedArgs`]' `keys` names them (`wr:{<show>}:<name>`).
 const SHOW_KEYS: [&str; 26] = [
     "queue",
     "seq",
@@ -512,11 +425,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
 
     /// Runs a per-show script with the shared key and argument layout of `prelude.lua`, and
     /// decodes its reply (a refusal of the show is its error).
-    async fn run<T: serde::de::DeserializeOwned>(
+    async fn run<A: serde::Serialize, T: serde::de::DeserializeOwned>(
         &self,
         script: &ShowScript,
         show: &ShowId,
-        own: ScriptArgs,
+        own: &A,
     ) -> Result<T> {
         let text = self.run_script(script, show, own).await?;
         reply::decode(show, script.name, &text)
@@ -524,22 +437,22 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
 
     /// Runs a per-show script; its reply's text. A library or script Redis no longer holds
     /// (a restart, a failover) is loaded again, and the call made again, once.
-    async fn run_script(
+    async fn run_script<A: serde::Serialize>(
         &self,
         script: &ShowScript,
         show: &ShowId,
-        own: ScriptArgs,
+        own: &A,
     ) -> Result<String> {
         let tag = format!("wr:{{{show}}}");
         let keys: Vec<String> = SHOW_KEYS.iter().map(|k| format!("{tag}:{k}")).collect();
-        let args = ScriptArgs {
-            show: show.as_str().to_owned(),
+        let args = Call {
+            show: show.as_str(),
             admitted_prefix: format!("{tag}:admitted:"),
             channel: match self.sharded {
                 Some(_) => show_channel(show),
                 None => EVENTS_CHANNEL.to_owned(),
             },
-            ..own
+            own,
         };
         let own = serde_json::to_string(&args).map_err(|e| StoreError::Protocol(e.to_string()))?;
         let (cmd, reload) = match &self.functions {

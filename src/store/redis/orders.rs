@@ -9,7 +9,7 @@ use redis::aio::ConnectionLike;
 use uuid::Uuid;
 
 use super::reply::{OrderReply, RedeemReply};
-use super::{RedisStore, ScriptArgs, ShowScript, show_script};
+use super::{RedisStore, ShowScript, TicketArgs, show_script};
 use crate::model::{NewOrder, Order, ShowId};
 use crate::store::{
     OrderBook, OrderOutcome, Redeemed, Result, StoreError, order_fingerprint, wall_ms,
@@ -17,6 +17,18 @@ use crate::store::{
 
 static ORDER: LazyLock<ShowScript> = show_script!("order");
 static REDEEM: LazyLock<ShowScript> = show_script!("redeem");
+
+/// `order.lua`'s own arguments: the hold the order claims, the admission it buys with (by id
+/// or by a verified pass; absent: the hold's own), the order's fingerprint (a replay with
+/// other contents is refused) and the id of the order written ahead.
+#[derive(serde::Serialize)]
+struct OrderArgs<'a> {
+    hold: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ticket: Option<Uuid>,
+    fingerprint: String,
+    order: String,
+}
 
 /// An order's key, outside every show's slot: `GET /orders/{id}` knows no show.
 fn order_key(id: Uuid) -> String {
@@ -41,11 +53,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> OrderBook for RedisStore
     }
 
     async fn redeem(&self, show: &ShowId, ticket: Uuid) -> Result<Redeemed> {
-        let args = ScriptArgs {
-            ticket: Some(ticket.to_string()),
-            ..Default::default()
-        };
-        let r: RedeemReply = self.run(&REDEEM, show, args).await?;
+        let r: RedeemReply = self.run(&REDEEM, show, &TicketArgs { ticket }).await?;
         Ok(r.into())
     }
 }
@@ -61,14 +69,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
         // between leaves an order nobody references, never a hold pointing at nothing. The
         // order's key lives outside the show's slot (`GET /orders/{id}` knows no show).
         let _: () = conn.set(order_key(created.id), &json).await?;
-        let args = ScriptArgs {
-            hold: Some(order.hold_id.clone()),
-            ticket: ticket.map(|t| t.to_string()),
-            fingerprint: Some(order_fingerprint(order)),
-            order: Some(created.id.to_string()),
-            ..Default::default()
+        let args = OrderArgs {
+            hold: &order.hold_id,
+            ticket,
+            fingerprint: order_fingerprint(order),
+            order: created.id.to_string(),
         };
-        let r = match self.run(&ORDER, &order.show_id, args).await {
+        let r = match self.run(&ORDER, &order.show_id, &args).await {
             // Refused before it wrote anything: the order written ahead is nobody's.
             Err(e @ (StoreError::NoSuchShow(_) | StoreError::ShowLost(_))) => Err(e),
             // Unanswered or unreadable, the script may have claimed the hold with this order:

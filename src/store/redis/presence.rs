@@ -13,13 +13,25 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::aio::ConnectionLike;
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 use super::reply::AttendReply;
-use super::{RedisStore, ScriptArgs, ShowScript, show_script};
+use super::{RedisStore, ShowScript, show_script};
 use crate::model::ShowId;
 use crate::store::{Attendance, Presence, Result, wall_ms};
 
 static PRESENCE_SCRIPT: std::sync::LazyLock<ShowScript> = show_script!("presence");
+
+/// `presence.lua`'s own arguments: the reporting instance, until when its report holds (ms),
+/// and its news since the last ([`Attendance`]).
+#[derive(serde::Serialize)]
+struct AttendArgs<'a> {
+    instance: &'a str,
+    until_ms: u64,
+    came: Vec<Uuid>,
+    went: Vec<Uuid>,
+    polled: Vec<Uuid>,
+}
 
 /// The hash of every instance's report. No show's key starts so (theirs are `wr:{show}:…`).
 const PRESENCE: &str = "wr:presence";
@@ -72,15 +84,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Presence for RedisStore<
         news: Attendance,
         ttl: Duration,
     ) -> Result<u64> {
-        let args = ScriptArgs {
-            instance: Some(instance.to_owned()),
-            until_ms: Some(wall_ms() + ttl.as_millis() as u64),
-            came: Some(news.came),
-            went: Some(news.went),
-            polled: Some(news.polled),
-            ..ScriptArgs::none()
+        let args = AttendArgs {
+            instance,
+            until_ms: wall_ms() + ttl.as_millis() as u64,
+            came: news.came,
+            went: news.went,
+            polled: news.polled,
         };
-        let r: AttendReply = self.run(&PRESENCE_SCRIPT, show, args).await?;
+        let r: AttendReply = self.run(&PRESENCE_SCRIPT, show, &args).await?;
         Ok(r.back)
     }
 

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::reply::{
     AdmitReply, AskCallReply, IsAdmittedReply, JoinReply, LeaveReply, StatusReply, TouchReply,
 };
-use super::{RedisStore, ScriptArgs, ShowScript, show_script};
+use super::{RedisStore, ShowScript, TicketArgs, show_script};
 use crate::model::ShowId;
 use crate::pass::Proof;
 use crate::store::Touched;
@@ -65,45 +65,77 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
     }
 
     async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
-        let r: LeaveReply = self.run(&LEAVE, show, ScriptArgs::ticket(ticket)).await?;
+        let r: LeaveReply = self.run(&LEAVE, show, &TicketArgs { ticket }).await?;
         Ok(r.live)
     }
 
     async fn is_admitted(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {
-        let r: IsAdmittedReply = self
-            .run(&IS_ADMITTED, show, ScriptArgs::ticket(ticket))
-            .await?;
+        let r: IsAdmittedReply = self.run(&IS_ADMITTED, show, &TicketArgs { ticket }).await?;
         Ok(r.admitted)
     }
 
     async fn touch(&self, show: &ShowId, ticket: Uuid) -> Result<Touched> {
-        let args = ScriptArgs {
-            window_ms: Some(self.settings.arrival_window.as_millis() as u64),
-            ..ScriptArgs::ticket(ticket)
+        let args = TouchArgs {
+            ticket,
+            window_ms: self.settings.arrival_window.as_millis() as u64,
         };
-        let r: TouchReply = self.run(&TOUCH, show, args).await?;
+        let r: TouchReply = self.run(&TOUCH, show, &args).await?;
         Ok(r.into())
     }
 
     async fn admit(&self, show: &ShowId, fence: u64) -> Result<AdmitOutcome> {
         let window = self.settings.arrival_window.as_millis() as u64;
-        let args = ScriptArgs {
-            fence: Some(fence),
-            window_ms: Some(window),
-            ..Default::default()
+        let args = AdmitArgs {
+            fence,
+            window_ms: window,
         };
-        let r: AdmitReply = self.run(&ADMIT, show, args).await?;
+        let r: AdmitReply = self.run(&ADMIT, show, &args).await?;
         Ok(r.into())
     }
 
     async fn ask_call(&self, show: &ShowId, ticket: Uuid, channel: String) -> Result<bool> {
-        let args = ScriptArgs {
-            channel_json: Some(channel),
-            ..ScriptArgs::ticket(ticket)
+        let args = NotifyArgs {
+            ticket,
+            channel_json: channel,
         };
-        let r: AskCallReply = self.run(&NOTIFY, show, args).await?;
+        let r: AskCallReply = self.run(&NOTIFY, show, &args).await?;
         Ok(matches!(r, AskCallReply::Asked))
     }
+}
+
+/// `touch.lua`'s own arguments: the ticket, and the store's arrival window (ms) for a show
+/// without its own.
+#[derive(serde::Serialize)]
+struct TouchArgs {
+    ticket: Uuid,
+    window_ms: u64,
+}
+
+/// `admit.lua`'s own arguments: the admitter's fencing token, and the store's arrival window
+/// (ms) for a show without its own.
+#[derive(serde::Serialize)]
+struct AdmitArgs {
+    fence: u64,
+    window_ms: u64,
+}
+
+/// `notify.lua`'s own arguments: the ticket, and how it asks to be called (JSON text).
+#[derive(serde::Serialize)]
+struct NotifyArgs {
+    ticket: Uuid,
+    channel_json: String,
+}
+
+/// `join.lua`'s own arguments: the joins of one call.
+#[derive(serde::Serialize)]
+struct JoinCall {
+    joins: Vec<JoinArgs>,
+}
+
+/// `status.lua`'s own arguments: the tickets of one call (status reads gathered per show).
+#[derive(serde::Serialize)]
+struct StatusCall {
+    tickets: Vec<Uuid>,
 }
 
 /// One join of a call of `join.lua`, as it reads it.
@@ -133,11 +165,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
         joins: Vec<JoinArgs>,
     ) -> Result<Vec<Result<(Joined, bool)>>> {
         let tickets: Vec<Uuid> = joins.iter().map(|j| j.ticket).collect();
-        let args = ScriptArgs {
-            joins: Some(joins),
-            ..ScriptArgs::none()
-        };
-        let r: JoinReply = self.run(&JOIN, show, args).await?;
+        let r: JoinReply = self.run(&JOIN, show, &JoinCall { joins }).await?;
         r.answers(show, &tickets)
     }
 
@@ -148,11 +176,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
         tickets: Vec<Uuid>,
     ) -> Result<Vec<Result<Status>>> {
         let n = tickets.len();
-        let args = ScriptArgs {
-            tickets: Some(tickets),
-            ..ScriptArgs::none()
-        };
-        let r: StatusReply = self.run(&STATUS, show, args).await?;
+        let r: StatusReply = self.run(&STATUS, show, &StatusCall { tickets }).await?;
         r.answers(n)
     }
 }

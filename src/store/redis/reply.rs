@@ -5,7 +5,7 @@
 //!
 //! Two things of Lua's `cjson` shape the types: an empty table is written `{}` (so a list may
 //! come as an empty object: [`list`]), and numbers are written with 14 significant digits (so
-//! epochs, up to 13 digits today, travel as text all the same, as they do in `ScriptArgs`).
+//! epochs, up to 13 digits today, travel as text all the same, as they do in the scripts' arguments).
 
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer, Error as _};

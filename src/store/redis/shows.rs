@@ -11,7 +11,7 @@ use super::reply::{
     ChallengeReply, CloseReply, ConfigureReply, DeleteReply, EndReply, MetaReply, OpenReply,
     PauseReply, SetThrottleReply, StatsReply, ThrottleReply,
 };
-use super::{OPEN_SHOWS, RedisStore, SHOWS, ScriptArgs, ShowScript, show_script};
+use super::{NoArgs, OPEN_SHOWS, RedisStore, SHOWS, ShowScript, show_script};
 use crate::model::{EndReason, Pace, PresenceStats, ShowId, ShowStats};
 use crate::store::{
     Configured, Indexed, Result, ShowMeta, ShowSettings, Shows, TOMBSTONE_TTL, ThrottleControl,
@@ -30,11 +30,73 @@ static STATS: LazyLock<ShowScript> = show_script!("stats");
 static PACE: LazyLock<ShowScript> = show_script!("pace");
 static CHALLENGE: LazyLock<ShowScript> = show_script!("challenge");
 
+/// `configure.lua`'s own arguments: the epoch a show made now takes, the operator's settings
+/// whole (laid over the show's), and those of them the scripts still read from fields of
+/// their own, each absent when not given.
+#[derive(serde::Serialize)]
+struct ConfigureArgs {
+    new_epoch: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cap: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    window_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    floor: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    change_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    change_rate: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    challenge_bits: Option<u32>,
+    /// Seats for sale (0 removes the stock).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stock: Option<u64>,
+    settings: ShowSettings,
+}
+
+/// `open.lua`'s own arguments: the epoch a show made now takes.
+#[derive(serde::Serialize)]
+struct OpenArgs {
+    new_epoch: String,
+}
+
+/// `check.lua`'s own arguments: the epoch the caller knows the show by, and the epoch a show
+/// made now takes.
+#[derive(serde::Serialize)]
+struct CheckArgs {
+    known_epoch: String,
+    new_epoch: String,
+}
+
+/// `end.lua`'s own arguments: why the on-sale ends.
+#[derive(serde::Serialize)]
+struct EndArgs<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+}
+
+/// `delete.lua`'s own arguments: how long the show's tombstone is kept (ms).
+#[derive(serde::Serialize)]
+struct DeleteArgs {
+    tombstone_ms: u64,
+}
+
+/// `pace.lua`'s own arguments: the rate the checkout's health now allows (absent: a read).
+#[derive(serde::Serialize)]
+struct ThrottleArgs {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pace: Option<u32>,
+}
+
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> {
     async fn configure(&self, show: &ShowId, settings: ShowSettings) -> Result<Configured> {
-        let args = ScriptArgs {
-            new_epoch: Some(new_epoch().to_string()),
+        let args = ConfigureArgs {
+            new_epoch: new_epoch().to_string(),
             rate: settings.admit_per_second,
             cap: settings.max_active_buyers,
             window_ms: settings.arrival_window().map(|w| w.as_millis() as u64),
@@ -45,21 +107,19 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             change_rate: settings.rate_change().flatten().map(|c| c.rate),
             challenge_bits: settings.join_challenge_bits,
             stock: settings.stock,
-            settings: Some(settings.without_schedule()),
-            ..Default::default()
+            settings: settings.without_schedule(),
         };
-        let r: ConfigureReply = self.run(&CONFIGURE, show, args).await?;
+        let r: ConfigureReply = self.run(&CONFIGURE, show, &args).await?;
         let mut conn = self.conn.clone();
         let _: i64 = conn.sadd(SHOWS, show.as_str()).await?;
         Ok(r.into())
     }
 
     async fn open(&self, show: &ShowId) -> Result<Configured> {
-        let args = ScriptArgs {
-            new_epoch: Some(new_epoch().to_string()),
-            ..Default::default()
+        let args = OpenArgs {
+            new_epoch: new_epoch().to_string(),
         };
-        let r: OpenReply = self.run(&OPEN, show, args).await?;
+        let r: OpenReply = self.run(&OPEN, show, &args).await?;
         let OpenReply::Opened {
             created,
             recovered,
@@ -79,14 +139,14 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
     }
 
     async fn close(&self, show: &ShowId) -> Result<()> {
-        let r: Result<CloseReply> = self.run(&CLOSE, show, ScriptArgs::none()).await;
+        let r: Result<CloseReply> = self.run(&CLOSE, show, &NoArgs {}).await;
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
         r.map(|_| ())
     }
 
     async fn pause(&self, show: &ShowId) -> Result<()> {
-        let r: PauseReply = self.run(&PAUSE, show, ScriptArgs::none()).await?;
+        let r: PauseReply = self.run(&PAUSE, show, &NoArgs {}).await?;
         if let PauseReply::NotRunning { phase } = r {
             return Err(not_running(show, Some(phase)));
         }
@@ -96,11 +156,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
     }
 
     async fn end(&self, show: &ShowId, reason: Option<EndReason>) -> Result<()> {
-        let args = ScriptArgs {
-            reason: reason.map(|r| r.as_str().to_owned()),
-            ..Default::default()
+        let args = EndArgs {
+            reason: reason.as_ref().map(|r| r.as_str()),
         };
-        let _: EndReply = self.run(&END, show, args).await?;
+        let _: EndReply = self.run(&END, show, &args).await?;
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
         // An ended show does not open by itself any more.
@@ -110,11 +169,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
 
     async fn delete(&self, show: &ShowId) -> Result<bool> {
         let tombstone = TOMBSTONE_TTL.as_millis() as u64;
-        let args = ScriptArgs {
-            tombstone_ms: Some(tombstone),
-            ..Default::default()
+        let args = DeleteArgs {
+            tombstone_ms: tombstone,
         };
-        let r: DeleteReply = self.run(&DELETE, show, args).await?;
+        let r: DeleteReply = self.run(&DELETE, show, &args).await?;
         let mut conn = self.conn.clone();
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
         let _: i64 = conn.srem(SHOWS, show.as_str()).await?;
@@ -123,7 +181,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
     }
 
     async fn show(&self, show: &ShowId) -> Result<Option<ShowMeta>> {
-        let r: MetaReply = self.run(&META, show, ScriptArgs::none()).await?;
+        let r: MetaReply = self.run(&META, show, &NoArgs {}).await?;
         Ok(r.into())
     }
 
@@ -141,12 +199,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
         known_epoch: u64,
         indexed: Indexed,
     ) -> Result<Option<ShowMeta>> {
-        let args = ScriptArgs {
-            known_epoch: Some(known_epoch.to_string()),
-            new_epoch: Some(new_epoch().to_string()),
-            ..Default::default()
+        let args = CheckArgs {
+            known_epoch: known_epoch.to_string(),
+            new_epoch: new_epoch().to_string(),
         };
-        let r: MetaReply = self.run(&CHECK, show, args).await?;
+        let r: MetaReply = self.run(&CHECK, show, &args).await?;
         let found: Option<ShowMeta> = r.into();
         // Keep the lists whole where they disagree: a lost show stays listed, an open one
         // stays served, a closed one is not.
@@ -165,7 +222,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
     }
 
     async fn stats(&self, show: &ShowId) -> Result<ShowStats> {
-        let r: StatsReply = self.run(&STATS, show, ScriptArgs::none()).await?;
+        let r: StatsReply = self.run(&STATS, show, &NoArgs {}).await?;
         let pace = Pace::from(r.pace);
         Ok(ShowStats {
             outflow_per_second: pace.flow_milli as f64 / 1000.0,
@@ -199,7 +256,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
     }
 
     async fn challenge_bits(&self, show: &ShowId) -> Result<u32> {
-        let r: ChallengeReply = self.run(&CHALLENGE, show, ScriptArgs::none()).await?;
+        let r: ChallengeReply = self.run(&CHALLENGE, show, &NoArgs {}).await?;
         Ok(r.bits)
     }
 }
@@ -207,16 +264,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Throttling for RedisStore<C> {
     async fn throttle_control(&self, show: &ShowId) -> Result<ThrottleControl> {
-        let r: ThrottleReply = self.run(&PACE, show, ScriptArgs::none()).await?;
+        let r: ThrottleReply = self.run(&PACE, show, &ThrottleArgs { pace: None }).await?;
         Ok(r.into())
     }
 
     async fn set_throttled(&self, show: &ShowId, rate: u32) -> Result<bool> {
-        let args = ScriptArgs {
-            pace: Some(rate),
-            ..Default::default()
-        };
-        let r: SetThrottleReply = self.run(&PACE, show, args).await?;
+        let args = ThrottleArgs { pace: Some(rate) };
+        let r: SetThrottleReply = self.run(&PACE, show, &args).await?;
         Ok(r.changed)
     }
 }
