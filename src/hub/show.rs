@@ -108,7 +108,7 @@ impl Mirror {
         self.version = e.version;
         self.head = e.head;
         self.parked = e.parked;
-        self.pace = e.pace();
+        self.pace = Pace::from(&e.pace);
         self.ttl_ms = e.ttl_ms;
         match e.kind {
             EventKind::Leave => {

@@ -70,30 +70,12 @@ pub struct ShowEvent {
     /// The sequence that left, for [`EventKind::Leave`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left: Option<u64>,
-    /// The admission rate in force, a second.
-    #[serde(default)]
-    pub rate: u32,
-    /// Places offered a second, smoothed, in thousandths (see [`Pace`]).
-    #[serde(default)]
-    pub flow_milli: u64,
-    /// How much that flow varies, in thousandths: the ETA's range (see [`Pace`]).
-    #[serde(default)]
-    pub spread_milli: u64,
-    /// Whether the show admits now.
+    /// Whether the show admits now (`pace.phase == open`, kept for readers of the channel).
     #[serde(default)]
     pub open: bool,
-    /// Where the on-sale stands (`open` is `phase == open`).
-    #[serde(default)]
-    pub phase: Phase,
-    /// With `ended`: why, when the operator said.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<EndReason>,
-    /// Seats still for sale, when the show has a stock.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stock_left: Option<u64>,
-    /// The last tick offered no place: every place behind the gate is taken.
-    #[serde(default)]
-    pub full: bool,
+    /// The show's pace after the change.
+    #[serde(flatten)]
+    pub pace: PaceFigures,
     /// Tickets admitted by this tick.
     #[serde(default)]
     pub admitted: u64,
@@ -102,15 +84,6 @@ pub struct ShowEvent {
     pub ttl_ms: u64,
     /// The store's clock when it happened (ms since the epoch).
     pub at_ms: u64,
-    /// An announced rate change: in how long (ms from `at_ms`), and to what rate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub change_in_ms: Option<u64>,
-    /// With `change_in_ms`: the rate announced.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub change_rate: Option<u32>,
-    /// The store's second of the show's last tick, if it had one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tick_sec: Option<u64>,
     /// Tickets whose admission ended in this change (spent, given back, released untaken):
     /// their passes let nobody in any more.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -121,45 +94,66 @@ pub struct ShowEvent {
     pub parked: u64,
 }
 
-impl ShowEvent {
-    /// The pace this event carries.
-    pub fn pace(&self) -> Pace {
+/// A show's pace as every script tells it (`pace_reply()` in `prelude.lua`): the one shape
+/// that status reads, joins, stats, snapshots and events all carry, turned into a [`Pace`]
+/// here alone. Every field may be absent (an event about spent admissions carries none).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PaceFigures {
+    /// The admission rate in force, a second.
+    pub rate: u32,
+    /// Places offered a second, smoothed, in thousandths (see [`Pace`]).
+    pub flow_milli: u64,
+    /// How much that flow varies, in thousandths: the ETA's range (see [`Pace`]).
+    pub spread_milli: u64,
+    /// Where the on-sale stands.
+    pub phase: Phase,
+    /// The last tick offered no place: every place behind the gate is taken.
+    pub full: bool,
+    /// An announced rate change: in how long (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_in_ms: Option<u64>,
+    /// With `change_in_ms`: the rate announced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_rate: Option<u32>,
+    /// The store's second of the show's last tick, if it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tick_sec: Option<u64>,
+    /// Seats still for sale, when the show has a stock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stock_left: Option<u64>,
+    /// With `ended`: why, when the operator said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl From<&PaceFigures> for Pace {
+    fn from(p: &PaceFigures) -> Pace {
         Pace {
-            change: self
-                .change_in_ms
-                .zip(self.change_rate)
-                .map(|(in_ms, rate)| RateChange { in_ms, rate }),
-            tick_sec: self.tick_sec,
-            stock_left: self.stock_left,
-            reason: self.reason,
-            ..pace_of(
-                self.rate,
-                self.flow_milli,
-                self.spread_milli,
-                self.phase,
-                self.full,
-            )
+            rate: p.rate,
+            flow_milli: p.flow_milli,
+            spread_milli: p.spread_milli,
+            paused: match p.phase {
+                Phase::Pending => Some(Paused::Pending),
+                Phase::Paused => Some(Paused::Paused),
+                Phase::Open if p.full => Some(Paused::Full),
+                Phase::Open | Phase::Closed | Phase::Ended => None,
+            },
+            change: p.change_in_ms.map(|in_ms| RateChange {
+                in_ms,
+                rate: p.change_rate.unwrap_or(0),
+            }),
+            tick_sec: p.tick_sec,
+            phase: p.phase,
+            stock_left: p.stock_left,
+            reason: p.reason.as_deref().and_then(EndReason::new),
         }
     }
 }
 
-/// A [`Pace`] from the figures the stores keep.
-pub fn pace_of(rate: u32, flow_milli: u64, spread_milli: u64, phase: Phase, full: bool) -> Pace {
-    Pace {
-        rate,
-        flow_milli,
-        spread_milli,
-        paused: match phase {
-            Phase::Pending => Some(Paused::Pending),
-            Phase::Paused => Some(Paused::Paused),
-            Phase::Open if full => Some(Paused::Full),
-            Phase::Open | Phase::Closed | Phase::Ended => None,
-        },
-        change: None,
-        tick_sec: None,
-        phase,
-        stock_left: None,
-        reason: None,
+impl From<PaceFigures> for Pace {
+    fn from(p: PaceFigures) -> Pace {
+        Pace::from(&p)
     }
 }
 

@@ -68,7 +68,7 @@ pub use self::draws::{
     RecordId, parse_ranges, ranges_text, to_ranges,
 };
 pub use self::embedded::Embedded;
-pub use self::feed::{EventKind, Feed, ShowEvent, ShowSnapshot, pace_of};
+pub use self::feed::{EventKind, Feed, PaceFigures, ShowEvent, ShowSnapshot};
 pub use self::keys::{KeySchedule, SharedKeys};
 pub use self::lease::AdmitterLease;
 pub use self::limits::JoinLimits;

@@ -312,7 +312,7 @@ async fn feed(state: AppState, watched: BTreeSet<ShowId>, tx: mpsc::Sender<Event
                 Some(event) if event.kind == EventKind::Spent => {}
                 Some(event) => {
                     // Every event carries the show's announced change (or none).
-                    let change = event.change_in_ms.zip(event.change_rate).map(|(in_ms, to)| {
+                    let change = event.pace.change_in_ms.zip(event.pace.change_rate).map(|(in_ms, to)| {
                         AnnouncedChange { at_ms: event.at_ms + in_ms, to }
                     });
                     changes.insert(event.show.clone(), change);

@@ -245,8 +245,8 @@ local function pace(r, c, w, now)
   local spread = flow * math.sqrt(var) / mean / 2
   return flow, spread * spread, full
 end
--- What a ticket's ETA is worked out from, and where its count goes on from (`PaceReply` in
--- redis/reply.rs): the rate in force, the flow and its spread (thousandths), the phase's
+-- What a ticket's ETA is worked out from, and where its count goes on from (`PaceFigures` in
+-- store/feed.rs): the rate in force, the flow and its spread (thousandths), the phase's
 -- name, whether the last tick found every place taken; when there is one, a rate change the
 -- operator announced (meta `change_at`, ms, and `change_rate`: ms until it, its rate), the
 -- second of the last tick, the seats left, and why an ended on-sale ended. Every join and
@@ -436,15 +436,13 @@ end
 -- script publishes through this one function.
 -- `ended`: the tickets whose admission ended in this change (released untaken), if any.
 local function publish(kind, epoch, ver, hd, left, admitted_now, at, ended)
-  local p = pace_reply()
-  redis.call(PUBLISH, CHANNEL, cjson.encode({
-    show = SHOW, epoch = tonumber(epoch), version = ver, kind = kind, head = hd, left = left,
-    rate = p.rate, flow_milli = p.flow_milli, spread_milli = p.spread_milli,
-    open = p.phase == 'open', full = p.full, phase = p.phase, stock_left = p.stock_left,
-    reason = p.reason, admitted = admitted_now, ttl_ms = TTL, at_ms = at,
-    change_in_ms = p.change_in_ms, change_rate = p.change_rate, tick_sec = p.tick_sec,
-    ended = ended, parked = parked_count(),
-  }))
+  -- The event carries the pace as every reply does (`PaceFigures` in store/feed.rs): a field
+  -- added to `pace_reply` travels in both.
+  local e = pace_reply()
+  e.show, e.epoch, e.version, e.kind, e.head, e.left = SHOW, tonumber(epoch), ver, kind, hd, left
+  e.open, e.admitted, e.ttl_ms, e.at_ms = e.phase == 'open', admitted_now, TTL, at
+  e.ended, e.parked = ended, parked_count()
+  redis.call(PUBLISH, CHANNEL, cjson.encode(e))
 end
 
 -- Tells every hub that `ticket`'s admission ended (spent by an order or a redemption, or

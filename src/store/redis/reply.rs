@@ -11,11 +11,11 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer, Error as _};
 use uuid::Uuid;
 
-use crate::model::{EndReason, Pace, Phase, RateChange, ShowId, TicketState};
+use crate::model::{Pace, Phase, ShowId, TicketState};
 use crate::store::draws::Refused;
 use crate::store::{
-    AdmitOutcome, Closing, Configured, Joined, Redeemed, Result, ShowMeta, Status, StoreError,
-    ThrottleControl, Touched, pace_of,
+    AdmitOutcome, Closing, Configured, Joined, PaceFigures, Redeemed, Result, ShowMeta, Status,
+    StoreError, ThrottleControl, Touched,
 };
 use crate::store::{DueCall, DueCalls};
 
@@ -92,48 +92,6 @@ where
     match serde_json::Value::deserialize(d)? {
         serde_json::Value::Object(m) if m.is_empty() => Ok(Vec::new()),
         v => Vec::<T>::deserialize(v).map_err(D::Error::custom),
-    }
-}
-
-/// The pace every script that tells a ticket where it stands adds (`pace_reply()` in
-/// `prelude.lua`; the event `publish` sends carries the same figures).
-#[derive(Debug, Deserialize)]
-pub(super) struct PaceReply {
-    /// The rate in force.
-    rate: u32,
-    flow_milli: i64,
-    spread_milli: i64,
-    phase: Phase,
-    /// Whether the last tick found every place taken.
-    full: bool,
-    /// An announced rate change: ms until it, and its rate.
-    change_in_ms: Option<u64>,
-    change_rate: Option<u32>,
-    /// The second of the show's last tick.
-    tick_sec: Option<u64>,
-    stock_left: Option<u64>,
-    /// Why an ended on-sale ended, as the operator said.
-    reason: Option<String>,
-}
-
-impl From<PaceReply> for Pace {
-    fn from(p: PaceReply) -> Pace {
-        Pace {
-            tick_sec: p.tick_sec,
-            change: p.change_in_ms.map(|in_ms| RateChange {
-                in_ms,
-                rate: p.change_rate.unwrap_or(0),
-            }),
-            stock_left: p.stock_left,
-            reason: p.reason.as_deref().and_then(EndReason::new),
-            ..pace_of(
-                p.rate,
-                p.flow_milli.max(0) as u64,
-                p.spread_milli.max(0) as u64,
-                p.phase,
-                p.full,
-            )
-        }
     }
 }
 
@@ -220,7 +178,7 @@ pub(super) struct StatusReply {
     version: u64,
     #[serde(deserialize_with = "epoch")]
     epoch: u64,
-    pace: PaceReply,
+    pace: PaceFigures,
 }
 
 impl StatusReply {
@@ -250,7 +208,7 @@ pub(super) struct JoinReply {
     #[serde(deserialize_with = "epoch")]
     epoch: u64,
     version: Option<u64>,
-    pace: Option<PaceReply>,
+    pace: Option<PaceFigures>,
     /// The arrival of the call's first new ticket (the others follow in order).
     first: Option<u64>,
     /// Set when the new tickets joined a pre-queue not drawn yet: ms until it opens, alike
@@ -621,7 +579,7 @@ pub(super) struct StatsReply {
     pub(super) challenge_bits: u32,
     /// Seats for sale (0: no stock).
     pub(super) stock: u64,
-    pub(super) pace: PaceReply,
+    pub(super) pace: PaceFigures,
     /// The operator's settings as `configure.lua` keeps them (JSON text).
     pub(super) settings: Option<String>,
     #[serde(default)]
@@ -647,7 +605,7 @@ pub(super) struct SnapshotReply {
     pub(super) epoch: u64,
     pub(super) version: u64,
     pub(super) head: u64,
-    pub(super) pace: PaceReply,
+    pub(super) pace: PaceFigures,
     /// Fans passed over while away who hold their places.
     #[serde(default)]
     pub(super) parked: u64,

@@ -160,7 +160,7 @@ async fn every_change_is_published_with_consecutive_versions(backend: Backend) {
     assert_eq!(got[1].kind, EventKind::Tick);
     assert_eq!((got[1].head, got[1].admitted), (2, 2));
     assert_eq!(got[2].kind, EventKind::Rate);
-    assert_eq!(got[2].rate, 7);
+    assert_eq!(got[2].pace.rate, 7);
     let versions: Vec<u64> = got.iter().map(|e| e.version).collect();
     // Opening was the first change (version 1), before the subscription.
     assert_eq!(versions, vec![2, 3, 4]);
