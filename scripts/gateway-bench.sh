@@ -16,7 +16,7 @@
 #   scripts/gateway-bench.sh [SECONDS] [CONNECTIONS] [ROUNDS]
 #
 # Prints requests/s, p50 and p99 of each, and each against nginx-proxy (the median of the
-# rounds); writes $OUT/gateway-bench.json and its plot, $OUT/gateway-bench.svg. Loopback only, bounded in time; ends only what it
+# rounds, and each round against that round's nginx-proxy); writes $OUT/gateway-bench.json and its plot, $OUT/gateway-bench.svg. Loopback only, bounded in time; ends only what it
 # started, by PID. Needs a release build, wrk (installed when missing, Debian), nginx, curl,
 # jq, redis-server.
 set -euo pipefail
@@ -179,13 +179,18 @@ jq -s --arg commit "$commit" --argjson conns "$CONNS" --argjson secs "$SECONDS_E
       rps: (map(.rps) | median), p50_ms: (map(.p50_ms) | median), p99_ms: (map(.p99_ms) | median),
       cpu_us_per_request: (map(if .cpu_s > 0 then .cpu_s * 1e6 / (.rps * $secs) else null end) | map(select(. != null)) | if length > 0 then median else null end),
       rounds: map(.rps)}}) | from_entries) as $by
+  | (map(select(.name == "nginx-proxy") | {key: (.round | tostring), value: .rps}) | from_entries) as $proxy
+  | (group_by(.name) | map({key: .[0].name,
+      value: (map(.rps / $proxy[.round | tostring] * 100 | round / 100))}) | from_entries) as $per_round
   | {commit: $commit, connections: $conns, seconds: $secs, serve_threads: $threads, results: $by,
-     against_nginx_proxy: ($by | with_entries(.value = (.value.rps / $by["nginx-proxy"].rps * 100 | round / 100)))}
+     against_nginx_proxy: ($by | with_entries(.value = (.value.rps / $by["nginx-proxy"].rps * 100 | round / 100))),
+     rounds_against_nginx_proxy: ($per_round | with_entries(.value = {median: (.value | median), rounds: .value}))}
 ' "$RESULTS" >"$OUT/gateway-bench.json"
 jq -r '.results | to_entries[] | [.key, (.value.rps | floor), .value.p50_ms, .value.p99_ms, (.value.cpu_us_per_request // "-")] | @tsv' "$OUT/gateway-bench.json" |
   awk -F'\t' 'BEGIN {printf "%-26s %10s %9s %9s %12s\n", "", "req/s", "p50 ms", "p99 ms", "µs CPU/req"}
     {printf "%-26s %10s %9.2f %9.2f %12s\n", $1, $2, $3, $4, ($5 == "-" ? "-" : sprintf("%.1f", $5))}'
-echo "against nginx-proxy (requests/s):"
-jq -r '.against_nginx_proxy | to_entries[] | "  \(.key): \(.value)x"' "$OUT/gateway-bench.json"
+echo "against nginx-proxy (requests/s; medians of the rounds, then each round against its own nginx-proxy):"
+jq -r '.against_nginx_proxy as $m | .rounds_against_nginx_proxy | to_entries[]
+  | "  \(.key): \($m[.key])x; per round median \(.value.median)x, rounds \(.value.rounds | map(tostring + "x") | join(" "))"' "$OUT/gateway-bench.json"
 python3 scripts/gateway-plot.py "$OUT/gateway-bench.json" "$OUT/gateway-bench.svg"
 echo "plot: $OUT/gateway-bench.svg"

@@ -9,6 +9,10 @@ GET /big            streams 64 KiB chunks (at most 4 GiB) until done or the conn
 GET /big-outcome    how each /big ended (JSON: "finished" or "aborted"), itself not counted.
 GET /ws             a WebSocket that echoes each text frame.
 GET /seen           the paths of every request before (JSON), itself not counted.
+GET .../raw/<name>  one of RAW's answers, written byte for byte (framing the gateway must read
+                    as RFC 9112 says); the connection is closed after those that say so.
+HEAD <any>          the head /echo would have, with a Content-Length and no body (.../smuggle:
+                    and then a body, itself an answer).
 Prints its port on the first line of stdout, then serves until killed.
 """
 
@@ -21,6 +25,30 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# name: (the bytes written, whether the connection is closed after them)
+RAW = {
+    "early-hints": (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n"
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhints", False),
+    "chunked": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Kind: chunked\r\n\r\n"
+                b"5;ext=1\r\nhello\r\n7 \r\n, chunk\r\n0\r\nX-Trailer: t\r\n\r\n", False),
+    "until-close": (b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end", True),
+    "no-length": (b"HTTP/1.1 200 OK\r\n\r\nread to the close", True),
+    "te-and-length": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 99\r\n\r\n"
+                      b"5\r\nfirst\r\n0\r\n\r\n", False),
+    "two-lengths": (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", True),
+    "bad-length": (b"HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello", True),
+    "not-http": (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", True),
+    "switch": (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", True),
+    "short": (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", True),
+    "bad-chunk": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n", True),
+    "no-content": (b"HTTP/1.1 204 No Content\r\nX-Kind: empty\r\n\r\n", False),
+    "not-modified": (b"HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nContent-Length: 42\r\n\r\n", False),
+    # Kept alive as far as the head says, then closed: as an origin's keep-alive timeout does.
+    "then-close": (b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbye.", True),
+    "revoke-chunked": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Waiting-Room-Command: Revoke\r\n"
+                       b"Connection: x-hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\n\r\n4\r\npaid\r\n0\r\n\r\n", False),
+}
 
 released = threading.Event()
 seen = []
@@ -71,6 +99,23 @@ class Origin(BaseHTTPRequestHandler):
         seen.append(self.path)
         self.echo()
 
+    def do_HEAD(self):
+        seen.append("HEAD " + self.path)
+        if self.path.endswith("/smuggle"):
+            # A body after a HEAD's head, which is an answer itself: never another fan's.
+            forged = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(forged)))
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(0.05)
+            self.wfile.write(forged)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "1234")
+        self.end_headers()
+
     def do_PUT(self):
         seen.append(self.path)
         self.echo()
@@ -84,6 +129,14 @@ class Origin(BaseHTTPRequestHandler):
             self.reply(200, json.dumps(big).encode(), [("Content-Type", "application/json")])
             return
         seen.append(self.path)
+        if "/raw/" in path:
+            answer, close = RAW[path.rsplit("/raw/", 1)[1]]
+            self.wfile.write(answer)
+            self.wfile.flush()
+            if close:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_WR)
+            return
         if path.startswith("/status/"):
             self.reply(int(path.rsplit("/", 1)[1]), b'{"from":"origin"}', [("Content-Type", "application/json")])
         elif path.endswith("/done"):

@@ -4,6 +4,7 @@
 //! servers that fold `_` into `-` (CGI, Python's wsgiref) would read `X_Admission_Ticket` as
 //! the `X-Admission-Ticket` the gateway vouches for, or `X_Forwarded_For` as its address.
 
+use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -51,27 +52,38 @@ fn connection_tokens(headers: &HeaderMap) -> impl Iterator<Item = &str> {
         .map(str::trim)
 }
 
+/// Whether `name` is a hop-by-hop header, `Connection` included.
+fn hop_by_hop(name: &HeaderName) -> bool {
+    HOP_BY_HOP.contains(&name.as_str())
+}
+
 /// Removes the hop-by-hop headers and every header `Connection` names; an upgrade keeps its
 /// `Upgrade` and `Connection: upgrade`.
 pub(super) fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
-    if headers.contains_key(header::CONNECTION) {
-        let named: Vec<HeaderName> = connection_tokens(headers)
-            .filter_map(|t| HeaderName::from_bytes(t.as_bytes()).ok())
-            .filter(|n| *n != header::UPGRADE)
-            .collect();
-        for name in named {
+    // One look at the names first: most messages have none of these, and cost no removal.
+    if headers
+        .keys()
+        .any(|name| hop_by_hop(name) || *name == header::UPGRADE)
+    {
+        if headers.contains_key(header::CONNECTION) {
+            let named: Vec<HeaderName> = connection_tokens(headers)
+                .filter_map(|t| HeaderName::from_bytes(t.as_bytes()).ok())
+                .filter(|n| *n != header::UPGRADE)
+                .collect();
+            for name in named {
+                headers.remove(name);
+            }
+        }
+        let present: Vec<HeaderName> = headers.keys().filter(|n| hop_by_hop(n)).cloned().collect();
+        for name in present {
             headers.remove(name);
         }
-    }
-    for name in HOP_BY_HOP {
-        if headers.contains_key(name) {
-            headers.remove(name);
+        if !upgrade {
+            headers.remove(header::UPGRADE);
         }
     }
     if upgrade {
         headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-    } else {
-        headers.remove(header::UPGRADE);
     }
 }
 
@@ -104,12 +116,13 @@ pub(super) fn for_origin(
         headers.remove(name);
     }
     strip_hop_by_hop(headers, upgrade);
+    // `X-Forwarded-For` with the client appended, written in one buffer.
     let mut chain = prior.unwrap_or_default();
     if !chain.is_empty() {
         chain.push_str(", ");
     }
-    chain.push_str(&client.to_string());
-    if let Ok(v) = HeaderValue::from_str(&chain) {
+    let _ = write!(chain, "{client}");
+    if let Ok(v) = HeaderValue::try_from(chain) {
         headers.insert(X_FORWARDED_FOR, v);
     }
     let proto = if https { "https" } else { "http" };

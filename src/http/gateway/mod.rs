@@ -21,7 +21,9 @@
 mod headers;
 pub(crate) mod path;
 mod proxy;
+mod upstream;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -63,8 +65,13 @@ pub struct Gateway {
     client: OriginClient,
 }
 
-/// A pool of connections to the origin.
-pub(crate) type OriginClient = Client<HttpConnector, Body>;
+/// The pools of connections to the origin: the lean one of [`upstream`] for bodiless `GET`s
+/// and `HEAD`s, hyper's client for every other request.
+#[derive(Clone, Debug)]
+pub(crate) struct OriginClient {
+    hyper: Client<HttpConnector, Body>,
+    lean: Arc<upstream::Pool>,
+}
 
 /// A new pool of connections to the origin: a serving thread of its own has one, so that a
 /// request and the connection it goes out on are served by one thread.
@@ -72,7 +79,10 @@ pub(crate) fn origin_client() -> OriginClient {
     let mut connector = HttpConnector::new();
     connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
     connector.set_nodelay(true);
-    Client::builder(TokioExecutor::new()).build(connector)
+    OriginClient {
+        hyper: Client::builder(TokioExecutor::new()).build(connector),
+        lean: Arc::default(),
+    }
 }
 
 /// One guarded prefix.
@@ -186,8 +196,9 @@ impl Gateway {
         self.rules.iter().find(|r| under(reading, &r.prefix))
     }
 
-    /// Where `path` (canonical) with `query` is at the origin.
-    fn upstream_uri(&self, path: &str, query: Option<&str>) -> Result<Uri, AppError> {
+    /// The request target the origin is sent for `path` (canonical) with `query`; what
+    /// follows `base_path` of it is the path as the fan asked for it.
+    fn target(&self, path: &str, query: Option<&str>) -> Result<String, AppError> {
         let mut target = String::with_capacity(
             self.base_path.len() + path.len() + query.map_or(0, |q| q.len() + 1),
         );
@@ -197,6 +208,18 @@ impl Gateway {
             target.push('?');
             target.push_str(q);
         }
+        // What hyper parsed as a request target is one, and a canonical path adds no byte
+        // outside it; checked anyway, since the lean client writes it as it is.
+        if target.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(AppError::BadRequest(
+                "a request target the origin cannot take".into(),
+            ));
+        }
+        Ok(target)
+    }
+
+    /// Where `target` (see [`Gateway::target`]) is at the origin, for hyper's client.
+    fn upstream_uri(&self, target: String) -> Result<Uri, AppError> {
         let bad = || AppError::BadRequest("a request target the origin cannot take".into());
         let mut parts = axum::http::uri::Parts::default();
         parts.scheme = Some(Scheme::HTTP);

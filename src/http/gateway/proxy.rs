@@ -6,12 +6,15 @@ use std::net::SocketAddr;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::StatusCode;
-use axum::http::header::{self, HeaderMap, HeaderValue};
+use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
+use hyper::body::Body as _;
 use hyper_util::rt::TokioIo;
 
 use super::headers::{for_origin, strip_hop_by_hop, wants_upgrade};
-use super::{Decision, GatewayOutcome, OriginClient, pass_cookie, to_the_queue};
+use super::{
+    CONNECT_TIMEOUT, Decision, GatewayOutcome, OriginClient, pass_cookie, to_the_queue, upstream,
+};
 use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::http::AppState;
@@ -57,19 +60,19 @@ pub(crate) async fn forward(
             return AppError::BadRequest(bad.to_string()).into_response();
         }
     };
-    let query = req.uri().query().map(str::to_owned);
+    let target = match gateway.target(&path.forward, req.uri().query()) {
+        Ok(target) => target,
+        Err(e) => return e.into_response(),
+    };
     // The admission the request carries, when the path needs one.
     let presented = rule.and_then(|_| presented_pass(req.headers()));
     let mut admission = None;
     if let Some(rule) = rule {
         let show = &rule.show;
-        let back = || match &query {
-            Some(q) => format!("{}?{q}", path.forward),
-            None => path.forward.clone(),
-        };
         let queued = |state: &AppState| {
             state.metrics.gateway(GatewayOutcome::Queued);
-            to_the_queue(show, &back())
+            // The way back: the path and query as the fan asked for them.
+            to_the_queue(show, &target[gateway.base_path.len()..])
         };
         let Some(pass) = &presented else {
             return queued(state);
@@ -107,14 +110,10 @@ pub(crate) async fn forward(
             }
         }
     }
-    let uri = match gateway.upstream_uri(&path.forward, query.as_deref()) {
-        Ok(uri) => uri,
-        Err(e) => return e.into_response(),
-    };
     let upgrade = wants_upgrade(req.headers());
+    let lean = upstream::takes(req.method(), req.body().is_end_stream(), upgrade);
     let client_side = upgrade.then(|| hyper::upgrade::on(&mut req));
     let client_ip = state.client_ip(peer.ip(), req.headers());
-    *req.uri_mut() = uri;
     // The origin gets the pass it may redeem (`POST …/redeem`), and only a valid one.
     let vouched = presented.as_deref().filter(|_| admission.is_some());
     for_origin(
@@ -125,11 +124,37 @@ pub(crate) async fn forward(
         &gateway.host,
         vouched,
     );
-    let answered = tokio::time::timeout(gateway.timeout, client.request(req)).await;
+    let exchange = async {
+        if lean {
+            // A bodiless GET or HEAD: written and read by this task (see `upstream`).
+            let (parts, _) = req.into_parts();
+            client
+                .lean
+                .send(
+                    &gateway.authority,
+                    CONNECT_TIMEOUT,
+                    &parts.method,
+                    &target,
+                    &parts.headers,
+                )
+                .await
+                .map(|res| res.map(Body::new))
+                .map_err(|e| e.to_string())
+        } else {
+            *req.uri_mut() = gateway.upstream_uri(target).map_err(|e| e.to_string())?;
+            client
+                .hyper
+                .request(req)
+                .await
+                .map(|res| res.map(Body::new))
+                .map_err(|e| e.to_string())
+        }
+    };
+    let answered = tokio::time::timeout(gateway.timeout, exchange).await;
     let mut res = match answered {
         Ok(Ok(res)) => res,
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "the origin is unreachable");
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "the origin is unreachable");
             state.metrics.gateway(GatewayOutcome::Unreachable);
             return AppError::Rejected(
                 StatusCode::BAD_GATEWAY,
@@ -170,17 +195,16 @@ pub(crate) async fn forward(
             }
         });
     }
-    let revoke = res
-        .headers()
-        .get(COMMAND_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("revoke"));
     let (mut parts, body) = res.into_parts();
+    // Taken out whatever it says: the fan never sees the origin's commands.
+    let revoke = parts
+        .headers
+        .remove(&COMMAND)
+        .is_some_and(|v| v.as_bytes().trim_ascii().eq_ignore_ascii_case(b"revoke"));
     strip_hop_by_hop(
         &mut parts.headers,
         parts.status == StatusCode::SWITCHING_PROTOCOLS,
     );
-    parts.headers.remove(COMMAND_HEADER);
     let spent = rule.is_some_and(|r| r.purchase);
     if revoke
         && !spent
@@ -194,8 +218,11 @@ pub(crate) async fn forward(
     {
         parts.headers.append(header::SET_COOKIE, v);
     }
-    Response::from_parts(parts, Body::new(body))
+    Response::from_parts(parts, body)
 }
+
+/// The origin's command header, parsed once.
+static COMMAND: HeaderName = HeaderName::from_static(COMMAND_HEADER);
 
 /// The pass a request carries: `X-Admission-Ticket`, else the `wr_pass` cookie.
 fn presented_pass(headers: &HeaderMap) -> Option<String> {

@@ -40,7 +40,9 @@ fn prefixes_guard_whole_segments_the_longest_first() {
     assert_eq!(show("/checkouts"), "-");
     assert_eq!(show("/"), "-");
     assert_eq!(
-        g.upstream_uri("/a", Some("b=c")).unwrap().to_string(),
+        g.upstream_uri(g.target("/a", Some("b=c")).unwrap())
+            .unwrap()
+            .to_string(),
         "http://127.0.0.1:9/shop/a?b=c"
     );
 }

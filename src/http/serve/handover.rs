@@ -37,6 +37,7 @@ use tokio_util::task::TaskTracker;
 
 use super::DRAIN_GRACE;
 use super::places::Place;
+use crate::http::wire::header_lines;
 
 /// Marks a response whose body is served outside hyper (a ticket's SSE stream).
 #[derive(Clone, Copy, Debug)]
@@ -111,12 +112,7 @@ fn head(status: StatusCode, headers: &axum::http::HeaderMap) -> Vec<u8> {
         status.as_u16(),
         status.canonical_reason().unwrap_or("")
     );
-    for (name, value) in headers {
-        head.extend_from_slice(name.as_str().as_bytes());
-        head.extend_from_slice(b": ");
-        head.extend_from_slice(value.as_bytes());
-        head.extend_from_slice(b"\r\n");
-    }
+    header_lines(&mut head, headers);
     head.extend_from_slice(b"transfer-encoding: chunked\r\n\r\n");
     head
 }

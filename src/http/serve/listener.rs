@@ -30,7 +30,7 @@ use axum::http::{HeaderValue, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -41,6 +41,7 @@ use super::DRAIN_GRACE;
 use super::handover::{Handoff, Placed};
 pub(crate) use super::places::ConnectionLimits;
 use super::places::{Place, Places};
+use super::timer::LazyTimer;
 use crate::error::AppError;
 use crate::http::credentials::presents_token;
 use crate::http::{AppState, OwnPaths, service};
@@ -131,7 +132,7 @@ async fn accept_loop(
     let client = (limits.threads > 0).then(crate::http::gateway::origin_client);
     let direct = own.map(|own| Arc::new(Direct { own, state, client }));
     let mut http = http1::Builder::new();
-    http.timer(TokioTimer::new())
+    http.timer(LazyTimer)
         .header_read_timeout(limits.header_timeout);
     let connections = TaskTracker::new();
     let mut overload = Overload::default();

@@ -4,7 +4,8 @@
 //! - [`places`]: the connection places (main pool, reserve) and each client block's share;
 //! - [`handover`]: a held SSE stream served outside hyper (a few KB a fan);
 //! - [`limits`]: streams per client block, operator-token guesses;
-//! - [`client`]: the client's address and its block; [`origin`]: where a form may come from.
+//! - [`client`]: the client's address and its block; [`origin`]: where a form may come from;
+//! - `timer`: hyper's timer, with the request-head deadline moved lazily.
 
 pub(crate) mod client;
 pub(crate) mod handover;
@@ -12,6 +13,7 @@ pub(crate) mod limits;
 pub(crate) mod listener;
 pub(crate) mod origin;
 pub(crate) mod places;
+mod timer;
 
 use std::time::Duration;
 

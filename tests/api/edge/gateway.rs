@@ -11,35 +11,16 @@ use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 use waiting_room::protocol::{ADMISSION_HEADER, routes};
 
+use super::{admitted_pass, open_gateway, with_cookie};
 use crate::support::origin::Origin;
-use crate::support::process::ServerProcess;
 use crate::support::redis::RedisServer;
 use crate::support::ticket_id;
-
-/// A gateway to `origin` guarding `/checkout` for the show `gw`, which is open.
-async fn gateway(redis: &RedisServer, origin: &Origin, extra: &[(&str, &str)]) -> ServerProcess {
-    let url = origin.url();
-    let mut env = vec![("UPSTREAM_URL", url.as_str()), ("PROTECT", "/checkout=gw")];
-    env.extend_from_slice(extra);
-    let server = ServerProcess::start(&redis.url(), 20, &env).await;
-    server.open("gw").await;
-    server
-}
-
-/// An admitted fan's pass for `gw`.
-async fn admitted_pass(server: &ServerProcess) -> String {
-    let fan = ticket_id(&server.join_ok("gw").await);
-    let t = server
-        .wait_admitted("gw", &fan, Duration::from_secs(5))
-        .await;
-    t["pass"].as_str().unwrap().to_owned()
-}
 
 #[tokio::test]
 async fn requests_go_through_to_the_origin_as_a_proxy_passes_them() {
     let redis = RedisServer::start().await;
     let origin = Origin::start();
-    let gw = gateway(&redis, &origin, &[]).await;
+    let gw = open_gateway(&redis.url(), &origin, &[]).await;
     // Any path the waiting room does not serve, and its home page, are the origin's.
     let r = gw
         .client
@@ -152,7 +133,7 @@ async fn requests_go_through_to_the_origin_as_a_proxy_passes_them() {
 async fn guarded_paths_need_a_running_admission_and_the_origin_ends_it() {
     let redis = RedisServer::start().await;
     let origin = Origin::start();
-    let gw = gateway(&redis, &origin, &[]).await;
+    let gw = open_gateway(&redis.url(), &origin, &[]).await;
     gw.open("other").await;
     // Without an admission: to the queue, with the way back; the origin never sees it.
     for (path, back) in [
@@ -180,7 +161,7 @@ async fn guarded_paths_need_a_running_admission_and_the_origin_ends_it() {
     let other = gw
         .wait_admitted("other", &other_fan, Duration::from_secs(5))
         .await;
-    let pass = admitted_pass(&gw).await;
+    let pass = admitted_pass(&gw, "gw").await;
     let forged = format!("{}x", &pass[..pass.len() - 1]);
     for bad in [
         other["pass"].as_str().unwrap(),
@@ -215,13 +196,7 @@ async fn guarded_paths_need_a_running_admission_and_the_origin_ends_it() {
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
         "{cookie}"
     );
-    let through = gw
-        .client
-        .get(gw.url("/checkout/pay"))
-        .header("cookie", format!("wr_pass={pass}"))
-        .send()
-        .await
-        .unwrap();
+    let through = with_cookie(&gw, reqwest::Method::GET, "/checkout/pay", &pass).await;
     assert_eq!(through.status(), StatusCode::OK);
     let echo: Value = through.json().await.unwrap();
     assert_eq!(echo["headers"]["x-admission-ticket"], pass.as_str());
@@ -242,13 +217,7 @@ async fn guarded_paths_need_a_running_admission_and_the_origin_ends_it() {
     );
     // The purchase is done: the origin says revoke; the fan never sees the command, its
     // cookie is cleared, the admission is spent.
-    let done = gw
-        .client
-        .get(gw.url("/checkout/done"))
-        .header("cookie", format!("wr_pass={pass}"))
-        .send()
-        .await
-        .unwrap();
+    let done = with_cookie(&gw, reqwest::Method::GET, "/checkout/done", &pass).await;
     assert_eq!(done.status(), StatusCode::OK);
     assert!(done.headers().get("x-waiting-room-command").is_none());
     let cleared = done.headers()["set-cookie"].to_str().unwrap().to_owned();
@@ -256,13 +225,7 @@ async fn guarded_paths_need_a_running_admission_and_the_origin_ends_it() {
         cleared.starts_with("wr_pass=; Path=/; Max-Age=0"),
         "{cleared}"
     );
-    let again = gw
-        .client
-        .get(gw.url("/checkout/pay"))
-        .header("cookie", format!("wr_pass={pass}"))
-        .send()
-        .await
-        .unwrap();
+    let again = with_cookie(&gw, reqwest::Method::GET, "/checkout/pay", &pass).await;
     assert_eq!(again.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         gw.redeem("gw", Some(&pass)).await.status(),
@@ -298,7 +261,7 @@ async fn guarded_paths_need_a_running_admission_and_the_origin_ends_it() {
     );
     // In every phase the path asks for a running admission: paused, an admitted fan may still
     // buy (as at POST /orders), nobody else; once the show is deleted, its passes open nothing.
-    let fresh = admitted_pass(&gw).await;
+    let fresh = admitted_pass(&gw, "gw").await;
     let through = |pass: String| {
         gw.client
             .get(gw.url("/checkout/pay"))
@@ -328,7 +291,7 @@ async fn guarded_paths_need_a_running_admission_and_the_origin_ends_it() {
 async fn a_dead_or_slow_origin_is_a_clear_502_or_504() {
     let redis = RedisServer::start().await;
     let mut origin = Origin::start();
-    let gw = gateway(&redis, &origin, &[("UPSTREAM_TIMEOUT", "1s")]).await;
+    let gw = open_gateway(&redis.url(), &origin, &[("UPSTREAM_TIMEOUT", "1s")]).await;
     let slow = gw.get("/slow").await;
     assert_eq!(slow.status(), StatusCode::GATEWAY_TIMEOUT);
     let body: Value = slow.json().await.unwrap();

@@ -10,32 +10,17 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use waiting_room::protocol::{ADMISSION_HEADER, CHECKED_HEADER};
 
+use super::{admitted_pass, open_gateway};
 use crate::support::origin::Origin;
 use crate::support::process::ServerProcess;
 use crate::support::redis::RedisServer;
-use crate::support::ticket_id;
-
-async fn admitted_pass(server: &ServerProcess, show: &str) -> String {
-    let fan = ticket_id(&server.join_ok(show).await);
-    let t = server
-        .wait_admitted(show, &fan, Duration::from_secs(10))
-        .await;
-    t["pass"].as_str().unwrap().to_owned()
-}
 
 /// wsgiref folds `_` into `-`: `X_Admission_Ticket` would be read as the gateway's vouched
 /// `X-Admission-Ticket`, `X_Forwarded_For` as the client's address. Neither reaches it.
 #[tokio::test]
 async fn headers_with_underscores_never_reach_a_cgi_style_origin() {
     let origin = Origin::start_wsgi();
-    let url = origin.url();
-    let gw = ServerProcess::start(
-        "",
-        20,
-        &[("UPSTREAM_URL", url.as_str()), ("PROTECT", "/checkout=gw")],
-    )
-    .await;
-    gw.open("gw").await;
+    let gw = open_gateway("", &origin, &[]).await;
     let forged = "eyJforged.forged.forged";
     let seen: Value = gw
         .client
@@ -122,14 +107,7 @@ async fn a_client_that_stops_reading_pins_no_origin_connection() {
 async fn after_the_store_lost_a_show_its_passes_let_nobody_in() {
     let mut redis = RedisServer::start().await;
     let origin = Origin::start();
-    let url = origin.url();
-    let gw = ServerProcess::start(
-        &redis.url(),
-        20,
-        &[("UPSTREAM_URL", url.as_str()), ("PROTECT", "/checkout=gw")],
-    )
-    .await;
-    gw.open("gw").await;
+    let gw = open_gateway(&redis.url(), &origin, &[]).await;
     let spent = admitted_pass(&gw, "gw").await;
     let unspent = admitted_pass(&gw, "gw").await;
     assert_eq!(gw.redeem("gw", Some(&spent)).await.status(), StatusCode::OK);

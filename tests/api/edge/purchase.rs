@@ -10,50 +10,17 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use waiting_room::protocol::routes;
 
+use super::{admitted_pass, gateway_to, with_cookie};
 use crate::support::origin::Origin;
-use crate::support::process::ServerProcess;
 use crate::support::redis::RedisServer;
-use crate::support::ticket_id;
 
 const PROTECT: &str = "/checkout=gw,purchase=/checkout/pay";
 
-/// A gateway to `origin` on `redis_url` ("" for the embedded store).
-async fn gateway(redis_url: &str, origin: &Origin) -> ServerProcess {
-    let url = origin.url();
-    let env = [("UPSTREAM_URL", url.as_str()), ("PROTECT", PROTECT)];
-    ServerProcess::start(redis_url, 20, &env).await
-}
-
-/// An admitted fan's pass for `gw`.
-async fn admitted_pass(server: &ServerProcess) -> String {
-    let fan = ticket_id(&server.join_ok("gw").await);
-    let t = server
-        .wait_admitted("gw", &fan, Duration::from_secs(10))
-        .await;
-    t["pass"].as_str().unwrap().to_owned()
-}
-
-/// `method` `path` through `server` with `pass` as the `wr_pass` cookie.
-async fn with_cookie(
-    server: &ServerProcess,
-    method: reqwest::Method,
-    path: &str,
-    pass: &str,
-) -> reqwest::Response {
-    server
-        .client
-        .request(method, server.url(path))
-        .header("cookie", format!("wr_pass={pass}"))
-        .send()
-        .await
-        .unwrap()
-}
-
 async fn twenty_twins_buy_once(redis_url: &str) {
     let origin = Origin::start();
-    let gw = gateway(redis_url, &origin).await;
+    let gw = gateway_to(redis_url, &origin, PROTECT, &[]).await;
     gw.open("gw").await;
-    let pass = admitted_pass(&gw).await;
+    let pass = admitted_pass(&gw, "gw").await;
     // Browsing a guarded path spends nothing.
     let cart = with_cookie(&gw, reqwest::Method::GET, "/checkout/cart", &pass).await;
     assert_eq!(cart.status(), StatusCode::OK);
@@ -135,10 +102,10 @@ async fn twenty_requests_with_one_admission_buy_once_on_redis() {
 async fn a_pass_spent_on_one_instance_is_refused_on_another_by_the_next_tick() {
     let redis = RedisServer::start().await;
     let origin = Origin::start();
-    let a = gateway(&redis.url(), &origin).await;
-    let b = gateway(&redis.url(), &origin).await;
+    let a = gateway_to(&redis.url(), &origin, PROTECT, &[]).await;
+    let b = gateway_to(&redis.url(), &origin, PROTECT, &[]).await;
     a.open("gw").await;
-    let pass = admitted_pass(&a).await;
+    let pass = admitted_pass(&a, "gw").await;
     // A show of slow ticks whose fan on B hears every one.
     a.open("beat").await;
     assert_eq!(a.set_rate("beat", 1).await.status(), StatusCode::OK);
