@@ -14,9 +14,11 @@
 //! - **show**: one on-sale (`ShowId`); its **epoch** changes whenever its state is made anew.
 //! - **arrival**: a ticket's number in its show's line, 1, 2, 3… in join order (the Redis key
 //!   keeps the original's name, `seq`); **position**: how many wait ahead, plus one.
-//! - **phase**: where the on-sale stands (pending, open, paused, closed, ended).
-//! - **flow**: the places a second really offered lately, the pace every ETA counts with
-//!   ([`model::Pace`]).
+//! - **phase**: where the on-sale stands (pending, open, paused, closed, ended); with the seats
+//!   left and why it ended, the **sale** ([`model::Sale`]).
+//! - **pace**: how fast a queue moves ([`model::Pace`]): the rate, the **flow** (the places a
+//!   second really offered lately, which every ETA counts with), an announced change, why
+//!   nothing moves. Read with every ticket beside its sale; neither carries the other.
 //! - **throttle**: the rate in force lowered while the shop's checkout struggles, and raised
 //!   again ([`throttle`]); the **rate** is what the operator set.
 //! - **admission**: the right to buy, for a while; its **pass** is the signed token that
@@ -37,9 +39,10 @@
 //! - [`protocol`]: the wire contract, spelled once: routes, push event names, frames, errors.
 //! - [`model`]: show ids, the ticket JSON, orders, a show's settings, with validation at the
 //!   edge.
-//! - [`store`]: the queue store, a small trait per concern, and its two backends, Redis
-//!   (shared, Lua scripts) and embedded (one process); the one place that decides order,
-//!   admission and the gate's data.
+//! - [`store`]: the queue store, one folder per concern (its trait, its Lua scripts, their
+//!   arguments and replies), run on Redis (shared) or embedded (one process, an in-process
+//!   Redis running the same scripts); the one place that decides order, admission and the
+//!   gate's data.
 //! - [`draw`]: the fair start's draw: commitment, digests, the keyed permutation.
 //! - [`pass`]: signed admission passes any edge can check (`PASS_KEYS`), the
 //!   [`RequireAdmission`](pass::RequireAdmission) layer, and join challenges (proof of work).
@@ -48,12 +51,11 @@
 //!   the loss witness (`loss_witness.rs`), writes a failover lost.
 //! - [`throttle`]: a show's rate in force following the health of its checkout (the
 //!   measured flow an ETA uses is [`model::Pace`]).
-//! - [`shown`]: what a fan is shown of its ticket (the JSON, the push event, the pass), the
-//!   one place the store's answer becomes it, for poll and push alike.
 //! - [`notify`]: the "your turn" call's senders: Web Push to a fan's browser (encrypted,
 //!   VAPID-signed, only to allowed push services) and the operator's signed webhook.
 //! - [`hub`]: per-instance fan-out from the store's events to every local connection, with no
-//!   store call per fan.
+//!   store call per fan; it hands each stream the ticket's state, which the HTTP face renders
+//!   (`http/shown.rs`), and holds no keys.
 //! - [`http`]: the HTTP faces (fan, operator, orders, SSE, WebSocket, health, metrics, the
 //!   waiting page and the operator console).
 //! - [`metrics`]: the Prometheus registry.
@@ -80,7 +82,6 @@ pub mod notify;
 pub mod pass;
 pub mod protocol;
 pub mod server;
-pub mod shown;
 pub mod store;
 mod throttle;
 mod watchdog;

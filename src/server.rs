@@ -72,7 +72,6 @@ impl Application {
             store.clone(),
             metrics.clone(),
             HubParts {
-                passes: passes.clone(),
                 pass_cache: pass_cache.clone(),
                 push_front: config.push_front,
                 tasks: tasks.clone(),

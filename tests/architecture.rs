@@ -48,6 +48,39 @@ fn nothing_below_http_imports_it() {
     assert_eq!(wrong, Vec::<String>::new());
 }
 
+/// The hub hands each stream a ticket's state and the HTTP face renders it (`http/shown.rs`):
+/// nothing under `src/hub/` holds the pass keys, signs a pass or builds what a fan is shown.
+#[test]
+fn the_hub_holds_no_keys_and_renders_nothing() {
+    let mut wrong = Vec::new();
+    for file in rust_files(&root().join("src/hub")) {
+        let text = fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            for word in ["Keyring", "sign_pass", "Shown", "PassKey"] {
+                if code.contains(word) {
+                    wrong.push(format!("{}:{}: {word}", file.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert_eq!(wrong, Vec::<String>::new());
+}
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
 /// The checker itself finds what it is for.
 #[test]
 fn a_cycle_and_a_face_are_told_apart() {

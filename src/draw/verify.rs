@@ -841,7 +841,7 @@ mod tests {
 
     #[test]
     fn the_bounds_are_those_of_the_admission_script() {
-        let script = include_str!("../store/lua/admit.lua");
+        let script = include_str!("../store/queue/admit.lua");
         assert!(script.contains(&format!("local budget = places + {LOOKED_PAST_PLACES}")));
         assert!(script.contains(&format!("'LIMIT', 0, {RELEASED_A_TICK})")));
     }

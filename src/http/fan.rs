@@ -10,13 +10,13 @@ use axum::response::{IntoResponse, Response};
 use super::credentials::set_ticket_cookie;
 use super::join::JoinRequest;
 use super::serve::origin::check_join_post;
+use super::shown::Shown;
 use super::{AppPath, AppState, show_id, ticket_path};
 use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::model::TicketStatus;
 use crate::pass::CHALLENGE_TTL_SECONDS;
 use crate::protocol::{Challenge, IDEMPOTENT_REPLAYED, routes};
-use crate::shown::Shown;
 
 /// `POST …/{showId}/join`: 202 with a fresh ticket. Joining a show that is not open yet is
 /// allowed: the fan waits until it opens.

@@ -7,6 +7,9 @@
 //!   page and its live feed), [`openapi`];
 //! - [`join`]: the join use case every face shares; [`extract`]: what handlers take from a
 //!   request; [`gateway`]: gateway mode, the proxy to a shop's origin;
+//! - [`shown`]: what a fan is shown of its ticket (the JSON, the push event, the signed pass),
+//!   rendered here at the edge from the state the store and the hub hand over, for the poll,
+//!   the join, SSE and the WebSocket alike;
 //! - [`shed`]: the bound on the crowd's requests at work at once, past which they are told to
 //!   come back (`MAX_STORE_CALLS`);
 //! - [`serve`]: the accept loop beneath all of it (timeouts, connection places, per-client
@@ -28,8 +31,10 @@ mod orders;
 mod page;
 pub(crate) mod serve;
 mod shed;
+mod shown;
 mod sse;
 mod state;
+mod wire;
 mod ws;
 
 use std::sync::Arc;

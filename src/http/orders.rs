@@ -10,7 +10,7 @@ use super::{AppJson, AppPath, AppState};
 use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::metrics::PassCheck;
-use crate::model::{Order, OrderRequest, Redemption};
+use crate::model::{NewOrder, Order, OrderRequest, Redemption};
 use crate::pass::{Admission, PassCache, PassError, looks_like_pass};
 use crate::protocol::{CHECKED_HEADER, JWKS_MAX_AGE_SECONDS, routes};
 use crate::store::{OrderOutcome, Redeemed};
@@ -70,28 +70,60 @@ pub(super) async fn place(
     AppJson(req): AppJson<OrderRequest>,
 ) -> Result<Response, AppError> {
     let order = req.validate().map_err(AppError::BadRequest)?;
-    // Anything but a UUID names no admission; the store decides whether one is needed.
-    let ticket = headers
-        .get(ADMISSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| uuid::Uuid::parse_str(v.trim()).ok());
+    let presented = match admission {
+        Some(Extension(admission)) => Presented::Pass(admission),
+        // Anything but a UUID names no admission; the store decides whether one is needed.
+        None => match headers
+            .get(ADMISSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| uuid::Uuid::parse_str(v.trim()).ok())
+        {
+            Some(ticket) => Presented::Ticket(ticket),
+            None => Presented::Nothing,
+        },
+    };
+    place_order(&state, &order, presented).await
+}
+
+/// What an order presents to the gate, read from its request.
+#[derive(Clone, Debug)]
+pub(crate) enum Presented {
+    /// A pass the gate layer verified (`X-Admission-Ticket: <pass>`).
+    Pass(Admission),
+    /// A ticket id (`X-Admission-Ticket: <ticketId>`), the original's way.
+    Ticket(uuid::Uuid),
+    /// No admission at all: enough only while the waiting room stands aside.
+    Nothing,
+}
+
+/// The order use case: `order` placed past the gate with what it `presented`, in one store
+/// step (the gate, the hold and the admission checked and claimed together).
+pub(crate) async fn place_order(
+    state: &AppState,
+    order: &NewOrder,
+    presented: Presented,
+) -> Result<Response, AppError> {
     let show = &order.show_id;
     // The admission an order placed now spends, passes and all.
-    let spends = admission.as_ref().map(|a| a.ticket).or(ticket);
-    // A pass the gate layer verified: the admission it names, if it is for this show.
-    let placed = match admission {
-        Some(Extension(admission)) => {
+    let (spends, placed) = match presented {
+        // A pass the gate layer verified: the admission it names, if it is for this show.
+        Presented::Pass(admission) => {
             if admission.show != *show {
                 return Err(AppError::Forbidden(
                     PassError::OtherShow(admission.show.to_string()).to_string(),
                 ));
             }
-            state
+            let placed = state
                 .store
-                .place_order_with_pass(&order, admission.ticket)
-                .await?
+                .place_order_with_pass(order, admission.ticket)
+                .await?;
+            (Some(admission.ticket), placed)
         }
-        None => state.store.place_order(&order, ticket).await?,
+        Presented::Ticket(ticket) => (
+            Some(ticket),
+            state.store.place_order(order, Some(ticket)).await?,
+        ),
+        Presented::Nothing => (None, state.store.place_order(order, None).await?),
     };
     match placed {
         OrderOutcome::Created(order) => {

@@ -11,11 +11,11 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
 use super::serve::handover::HandOver;
+use super::shown::Shown;
 use super::{AppPath, AppState, ticket_path};
 use crate::error::AppError;
 use crate::metrics::Transport;
 use crate::protocol::LAST_EVENT_ID;
-use crate::shown::Shown;
 
 /// Keep-alive comments go out this often, well inside proxies' idle timeouts (spec: ≤ 15 s).
 pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(10);
@@ -70,10 +70,12 @@ pub(super) async fn events(
     let retry = Duration::from_millis(rand::random_range(RETRY_MS.0..=RETRY_MS.1));
     let connected = state.metrics.connected(Transport::Sse);
     let metrics = state.metrics.clone();
+    // Rendered here, as each goes out: the hub hands over the ticket's state.
+    let keys = state.passes.keys.clone();
     let stream = updates.enumerate().map(move |(i, update)| {
         let _still_connected = (&connected, &slot);
         metrics.pushed(Transport::Sse);
-        let event = to_event(&update);
+        let event = to_event(&Shown::of_update(&keys, &show, id, &update));
         Ok::<_, Infallible>(if i == 0 { event.retry(retry) } else { event })
     });
     let mut response = Sse::new(stream)

@@ -14,11 +14,11 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::{Sink, SinkExt, Stream, StreamExt};
 
+use super::shown::Shown;
 use super::{AppPath, AppState, ticket_path};
 use crate::error::AppError;
 use crate::metrics::{Metrics, Transport};
 use crate::protocol::Frame;
-use crate::shown::Shown;
 
 /// Server pings go out this often (spec: ≤ 15 s).
 pub(super) const PING_EVERY: Duration = Duration::from_secs(10);
@@ -72,11 +72,14 @@ pub(super) async fn upgrade(
     let slot = state.open_stream(peer.ip(), &headers)?;
     // Boxed: the socket's task would otherwise hold the follower's state twice, once in the
     // closure it is handed and once in the future that closure makes (BENCHMARKS.md §1).
+    // Rendered here, as each goes out: the hub hands over the ticket's state.
+    let keys = state.passes.keys.clone();
     let updates = Box::pin(
         state
             .hub
             .follow(&show, id, state.life.shutdown.clone())
-            .await?,
+            .await?
+            .map(move |update| Shown::of_update(&keys, &show, id, &update)),
     );
     let metrics = state.metrics.clone();
     Ok(ws
@@ -180,7 +183,11 @@ mod tests {
                 position,
                 arrival: position,
             }
-            .view(ticket, &crate::model::Pace::at_rate(1)),
+            .view(
+                ticket,
+                &crate::model::Pace::at_rate(1),
+                &crate::model::Sale::open(),
+            ),
             version: position,
             expires_at: None,
         }

@@ -1,5 +1,5 @@
 //! Push cadence: which fans a change is pushed to, so that 90,000 fans do not cost 90,000
-//! writes a second while every figure a page shows stays exact.
+//! writes a second while every figure a page shows stays exact (the ETA within a bound, below).
 //!
 //! Under a steady pace the ticket JSON carries `countdownPerSecond` and `lastTickSecond`:
 //! the page counts its position down by `countdownPerSecond` at each tick, one a second from
@@ -14,8 +14,13 @@
 //! fan pushed in a burst (a tick that pushed more than [`BURST`] fans here and over twice the
 //! tick before: the opening, a rate change) once more within [`AFTER_BURST`] ticks, spread by
 //! arrival, since a push that waited behind thousands teaches its page a late phase.
+//!
+//! One figure is an estimate and is held to a bound instead: where away fans are passed over,
+//! the ETA skips about `awayAhead` of the places ahead, a count the share of fans away moves a
+//! little at every tick. A page whose ETA is within a second or a twentieth of the truth is
+//! not pushed for it (its `awayAhead` is refreshed with its next push, on its cadence).
 
-use crate::model::{Pace, TicketState, TicketView};
+use crate::model::{Pace, Sale, TicketState, TicketView};
 
 /// Fans at or ahead of this place are pushed every tick by default (`PUSH_FRONT`).
 pub const DEFAULT_PUSH_FRONT: u64 = 1000;
@@ -59,7 +64,7 @@ impl Moment {
         let Some(shown) = counted(last, self.tick_sec) else {
             return true; // what the page shows cannot be known: tell it
         };
-        if shown != *truth {
+        if !agrees(&shown, truth) {
             return true;
         }
         let (Some(position), Some(arrival), Some(_)) =
@@ -90,9 +95,30 @@ impl Moment {
     }
 }
 
+/// Whether a page showing `shown` shows the truth: every figure alike, but that where away
+/// fans are passed over, the ETA, which skips an estimate of them (`awayAhead`), may be off
+/// by a second or a twentieth. That estimate moves a little at every tick as fans go away and
+/// come back; a page whose ETA is that close is not pushed for it.
+fn agrees(shown: &TicketView, truth: &TicketView) -> bool {
+    if shown.away_ahead.is_none() && truth.away_ahead.is_none() {
+        return shown == truth;
+    }
+    let close = match (shown.eta_seconds, truth.eta_seconds) {
+        (Some(a), Some(b)) => a.abs_diff(b) <= (b / 20).max(1),
+        (a, b) => a == b,
+    };
+    close
+        && TicketView {
+            eta_seconds: truth.eta_seconds,
+            away_ahead: truth.away_ahead,
+            ..shown.clone()
+        } == *truth
+}
+
 /// What a page told `last` shows once the show's last tick is `tick_sec`: the same state, or,
 /// counting down, the position `countdownPerSecond` lower for each second since
-/// `lastTickSecond` (never below 1: the admission is pushed). `None` when that cannot be known.
+/// `lastTickSecond` (never below 1: the admission is pushed), its ETA skipping the same
+/// `awayAhead`. `None` when that cannot be known.
 pub(super) fn counted(last: &TicketView, tick_sec: Option<u64>) -> Option<TicketView> {
     let Some(per_second) = last.countdown_per_second else {
         return Some(last.clone());
@@ -111,7 +137,12 @@ pub(super) fn counted(last: &TicketView, tick_sec: Option<u64>) -> Option<Ticket
         tick_sec: Some(tick_sec),
         ..Pace::at_rate(per_second)
     };
-    Some(state.view(last.ticket_id, &pace))
+    let mut view = state.view(last.ticket_id, &pace, &Sale::open());
+    if let Some(away) = last.away_ahead {
+        view.away_ahead = Some(away);
+        view.eta_seconds = Some(pace.eta_skipping(position, away).seconds);
+    }
+    Some(view)
 }
 
 #[cfg(test)]
@@ -128,7 +159,7 @@ mod tests {
             position,
             arrival: 7,
         }
-        .view(Uuid::nil(), &pace)
+        .view(Uuid::nil(), &pace, &Sale::open())
     }
 
     fn moment(tick_sec: u64, on_tick: bool) -> Moment {
@@ -173,6 +204,39 @@ mod tests {
         assert_eq!(after.iter().filter(|&&p| p).count(), 1, "{after:?}");
         // Between ticks a right count is never pushed.
         assert!(!moment(11, false).should_push(&last, Phase::Unknown, &view(4_990, 10, 11)));
+    }
+
+    #[test]
+    fn a_count_skipping_away_fans_is_pushed_only_when_its_eta_drifts() {
+        let away = |position: u64, passed_over: u32, away_milli: u16, sec: u64| {
+            let pace = Pace {
+                tick_sec: Some(sec),
+                away_milli,
+                passed_over,
+                ..Pace::at_rate(10)
+            };
+            TicketState::Waiting {
+                position,
+                arrival: 7,
+            }
+            .view(Uuid::nil(), &pace, &Sale::open())
+        };
+        // 1,000 places ahead, 100 passed over and three in ten of the 900 queued away: 370
+        // skipped, 631 let in first (this fan the last) at 10 a tick.
+        let last = away(1_001, 100, 300, 10);
+        assert_eq!((last.away_ahead, last.eta_seconds), (Some(370), Some(64)));
+        // Ten ticks on, 100 let in and 43 more passed over: the share of those queued ahead
+        // is the same, and the page's count agrees with the truth. Nothing is pushed.
+        let truth = away(901, 143, 300, 20);
+        assert_eq!((truth.away_ahead, truth.eta_seconds), (Some(370), Some(54)));
+        assert_eq!(counted(&last, Some(20)).unwrap().eta_seconds, Some(54));
+        assert!(!moment(20, false).should_push(&last, Phase::Known, &truth));
+        // A few more fans away than the page counted: a second off, not pushed.
+        assert!(!moment(20, false).should_push(&last, Phase::Known, &away(901, 143, 310, 20)));
+        // Half the queue gone away: the ETA is far off, pushed.
+        assert!(moment(20, false).should_push(&last, Phase::Known, &away(901, 143, 500, 20)));
+        // A position off by one is pushed whatever the ETA says.
+        assert!(moment(20, false).should_push(&last, Phase::Known, &away(900, 143, 300, 20)));
     }
 
     #[test]

@@ -1,48 +1,101 @@
-//! What one connection sees: the state updates of one ticket, as a stream that ends when the
-//! ticket's journey does.
+//! What one connection sees: the states of one ticket, as a stream that ends when the ticket's
+//! journey does. The hub hands over state, never a rendered view: the HTTP face words it
+//! (and signs an admission's pass) as it sends it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::time::Instant;
+use uuid::Uuid;
 
 use super::FanGuard;
-use crate::model::ShowId;
-use crate::protocol::EventName;
-use crate::shown::Shown;
-use crate::store::{Queue, StoreError, Touched};
+use crate::model::{Pace, Sale, ShowId, TicketState, TicketStatus, TicketView};
+use crate::store::{Queue, Status, StoreError, Touched};
 
 /// How often a live stream of an admitted ticket says its fan is still there: well inside the
 /// shortest arrival window ([`crate::store::MIN_ARRIVAL_WINDOW`]).
 pub(super) const TOUCH_EVERY: Duration = Duration::from_secs(4);
 
+/// One thing a stream of a ticket learns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "nearly every update is a status; boxing it would cost an allocation a push"
+)]
+pub enum Update {
+    /// The ticket's status: as the store answered it, or as the hub worked it out from the
+    /// show's events at the status's version.
+    Now(Status),
+    /// The admission ran out (or was released or given back): the stream's last, after which
+    /// the ticket is unknown. `version` is the last status's.
+    Expired {
+        /// The version of the status this follows.
+        version: u64,
+    },
+}
+
+impl Update {
+    /// The status word its fan is shown ([`TicketState::status`]; `expired` shows `UNKNOWN`).
+    pub fn shown_as(&self) -> TicketStatus {
+        match self {
+            Update::Now(status) => status.state.status(&status.sale),
+            Update::Expired { .. } => TicketStatus::Unknown,
+        }
+    }
+
+    /// The ticket JSON of `ticket` it shows, but for an admission's pass, which only the
+    /// edge signs.
+    pub fn view(&self, ticket: Uuid) -> TicketView {
+        match self {
+            Update::Now(status) => status.state.view(ticket, &status.pace, &status.sale),
+            Update::Expired { .. } => {
+                TicketState::Unknown.view(ticket, &Pace::default(), &Sale::default())
+            }
+        }
+    }
+
+    /// The show version it holds at (SSE's event `id`).
+    pub fn version(&self) -> u64 {
+        match self {
+            Update::Now(status) => status.version,
+            Update::Expired { version } => *version,
+        }
+    }
+}
+
 pub(super) struct Follow {
     /// Where to say the fan is still there while its admission runs.
     pub(super) store: Arc<dyn Queue>,
     pub(super) show: ShowId,
-    pub(super) current: Shown,
-    pub(super) rx: Option<watch::Receiver<Shown>>,
+    pub(super) ticket: Uuid,
+    pub(super) current: Update,
+    /// When `current` was learnt: an admission runs out counted from there.
+    pub(super) since: Instant,
+    pub(super) rx: Option<watch::Receiver<Status>>,
     pub(super) _guard: Option<FanGuard>,
     pub(super) first: bool,
 }
 
-pub(super) async fn next_update(mut f: Follow) -> Option<(Shown, Follow)> {
+pub(super) async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
     if f.first {
         f.first = false;
-        return Some((f.current.clone(), f));
+        return Some((f.current, f));
     }
-    match f.current.event {
-        EventName::Unknown | EventName::Expired | EventName::Closed | EventName::Ended => None,
-        EventName::Admitted => {
+    let Update::Now(status) = f.current else {
+        return None; // the admission ran out: nothing follows
+    };
+    match f.current.shown_as() {
+        TicketStatus::Admitted => {
             // The admission runs out on its own; nothing is published for it. Until then a
             // live stream tells the store now and then that its fan is there to buy, so the
             // admission is not released as untaken after the arrival window.
-            if let Some(at) = f.current.expires_at {
+            if let TicketState::Admitted { expires_in_ms } = status.state {
+                let at = f.since + Duration::from_millis(expires_in_ms);
                 let mut over = false;
-                while !over && tokio::time::Instant::now() + TOUCH_EVERY < at {
+                while !over && Instant::now() + TOUCH_EVERY < at {
                     tokio::time::sleep(TOUCH_EVERY).await;
-                    let ticket = f.current.view.ticket_id;
-                    match f.store.touch(&f.show, ticket).await {
+                    match f.store.touch(&f.show, f.ticket).await {
                         // Released, given back, or the show is gone: the admission is over.
                         Ok(Touched::Over)
                         | Err(StoreError::NoSuchShow(_) | StoreError::ShowLost(_)) => {
@@ -58,19 +111,27 @@ pub(super) async fn next_update(mut f: Follow) -> Option<(Shown, Follow)> {
                     tokio::time::sleep_until(at).await;
                 }
             }
-            f.current = Shown::expired(f.current.view.ticket_id, f.current.version);
-            Some((f.current.clone(), f))
+            f.current = Update::Expired {
+                version: status.version,
+            };
+            Some((f.current, f))
         }
-        EventName::Waiting => {
+        TicketStatus::Waiting => {
             let rx = f.rx.as_mut()?;
             rx.changed().await.ok()?;
-            f.current = rx.borrow_and_update().clone();
-            if f.current.event != EventName::Waiting {
+            f.current = Update::Now(*rx.borrow_and_update());
+            f.since = Instant::now();
+            if f.current.shown_as() != TicketStatus::Waiting {
                 // The hub lets go of finished fans; so do we.
                 f.rx = None;
                 f._guard = None;
             }
-            Some((f.current.clone(), f))
+            Some((f.current, f))
         }
+        TicketStatus::Unknown
+        | TicketStatus::Closed
+        | TicketStatus::Ended
+        | TicketStatus::Expired
+        | TicketStatus::Lost => None,
     }
 }

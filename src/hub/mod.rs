@@ -8,7 +8,9 @@
 //! O(fans + leavers) per event.
 //!
 //! Each connection holds a `watch` receiver: the hub overwrites the latest state and never
-//! waits for a reader, so a stalled client costs one value and delays nobody.
+//! waits for a reader, so a stalled client costs one value and delays nobody. What goes
+//! through it is the ticket's state ([`Update`]), not words: the HTTP face renders it, and
+//! signs an admission's pass, as it sends it; the hub holds no keys.
 //!
 //! A version gap, a lagging subscription or a reconnect marks a show as loading: the hub
 //! re-reads a snapshot (one store call per show), replays what arrived meanwhile and
@@ -42,14 +44,13 @@ use uuid::Uuid;
 
 use self::attendance::Ledger;
 pub use self::cadence::{DEFAULT_PUSH_FRONT, MAX_PUSH_EVERY};
+pub use self::follow::Update;
 use self::follow::{Follow, next_update};
 use self::show::{Applied, Fan, Mirror, ShowFans};
 use crate::clock::wall_ms;
 use crate::metrics::{Metrics, StoreCaller};
-use crate::model::{ShowId, TicketState};
-use crate::pass::{Keyring, PassCache};
-use crate::protocol::EventName;
-use crate::shown::Shown;
+use crate::model::{ShowId, TicketState, TicketStatus};
+use crate::pass::PassCache;
 use crate::store::{Attendance, EventKind, Feed, Queue, Result, ShowEvent, ShowSnapshot, Status};
 
 /// The most streams one ticket holds on one instance; a newer one replaces the oldest.
@@ -74,8 +75,6 @@ struct Inner {
     /// Who is here: streams held and polls seen, until the next presence report.
     attendance: Mutex<Ledger>,
     next_id: AtomicU64,
-    /// Signs the pass of every admission pushed.
-    passes: Arc<Keyring>,
     /// Passes confirmed lately: told of every admission that ends, trusted only while the
     /// hub is subscribed.
     pass_cache: Arc<PassCache>,
@@ -89,8 +88,6 @@ struct Inner {
 
 /// What a hub needs beside its store and metrics.
 pub struct HubParts {
-    /// Signs the pass of every admission the hub pushes.
-    pub passes: Arc<Keyring>,
     /// The passes gateway mode and `GET …/pass` confirmed lately, which the hub keeps
     /// honest: every admission the feed says ended is forgotten, and all of them whenever
     /// the subscription drops.
@@ -121,7 +118,6 @@ impl Hub {
                 shows: Mutex::new(HashMap::new()),
                 attendance: Mutex::new(Ledger::default()),
                 next_id: AtomicU64::new(1),
-                passes: parts.passes,
                 pass_cache: parts.pass_cache,
                 front: parts.push_front,
                 tasks: parts.tasks,
@@ -237,12 +233,7 @@ impl Hub {
                 }
             }
             Applied::Moved => {
-                let admitted = show.recompute(
-                    event.kind == EventKind::Tick,
-                    self.front(),
-                    &self.inner.passes,
-                    &event.show,
-                );
+                let admitted = show.recompute(event.kind == EventKind::Tick, self.front());
                 drop(shows);
                 self.confirm(&event.show, admitted);
                 self.inner.metrics.hub_lag(lag_ms);
@@ -273,7 +264,7 @@ impl Hub {
             if !show.recompute_pending {
                 return; // a tick recomputed in the meantime
             }
-            let admitted = show.recompute(false, hub.front(), &hub.inner.passes, &name);
+            let admitted = show.recompute(false, hub.front());
             drop(shows);
             hub.confirm(&name, admitted);
         });
@@ -296,9 +287,8 @@ impl Hub {
                             if status.epoch != fan.epoch {
                                 status.state = TicketState::Unknown;
                             }
-                            let shown = Shown::of(&hub.inner.passes, &show, fan.ticket, &status);
-                            let waits = shown.event == EventName::Waiting;
-                            let _ = fan.tx.send(shown);
+                            let waits = status.state.status(&status.sale) == TicketStatus::Waiting;
+                            let _ = fan.tx.send(status);
                             if waits {
                                 // Passed over while away (parked): it still waits, ahead of
                                 // the queue; followed on, and confirmed again next tick.
@@ -405,7 +395,7 @@ impl Hub {
             return self.spawn_load(name.clone());
         }
         show.state = Some(mirror);
-        let admitted = show.recompute(false, self.front(), &self.inner.passes, name);
+        let admitted = show.recompute(false, self.front());
         if show.fans.is_empty() {
             shows.remove(name);
         }
@@ -426,22 +416,21 @@ impl Hub {
         show: &ShowId,
         ticket: Uuid,
         shutdown: CancellationToken,
-    ) -> Result<impl Stream<Item = Shown> + Send + 'static> {
+    ) -> Result<impl Stream<Item = Update> + Send + 'static> {
         let status = self.inner.queue.status(show, ticket).await?;
-        let first = Shown::of(&self.inner.passes, show, ticket, &status);
         let (rx, guard) = match status {
             Status {
                 state: TicketState::Waiting { .. } | TicketState::PreQueue { .. },
                 arrival: Some(arrival),
                 epoch,
                 ..
-            } if first.event == EventName::Waiting => {
+            } if status.state.status(&status.sale) == TicketStatus::Waiting => {
                 // The feed carries this show's events from here on (sharded pub/sub asks for
                 // them); the snapshot the hub reads for it comes after. Matched by the guard.
                 if let Err(e) = self.inner.feed.listen(show).await {
                     tracing::warn!(%show, error = %e, "cannot listen to a show; resubscribing");
                 }
-                let (rx, guard) = self.register(show, ticket, arrival, epoch, first.clone());
+                let (rx, guard) = self.register(show, ticket, arrival, epoch, status);
                 (Some(rx), Some(guard))
             }
             _ => (None, None),
@@ -449,7 +438,9 @@ impl Hub {
         let follow = Follow {
             store: self.inner.queue.clone(),
             show: show.clone(),
-            current: first,
+            ticket,
+            current: Update::Now(status),
+            since: tokio::time::Instant::now(),
             rx,
             _guard: guard,
             first: true,
@@ -463,10 +454,10 @@ impl Hub {
         ticket: Uuid,
         arrival: u64,
         epoch: u64,
-        first: Shown,
-    ) -> (watch::Receiver<Shown>, FanGuard) {
+        first: Status,
+    ) -> (watch::Receiver<Status>, FanGuard) {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = watch::channel(first.clone());
+        let (tx, rx) = watch::channel(first);
         let mut shows = self.shows();
         let mut load = false;
         let show = shows.entry(name.clone()).or_insert_with(|| {
@@ -493,7 +484,7 @@ impl Hub {
             },
         );
         // The mirror may already be past the version the status was read at.
-        let admitted = show.recompute(false, self.front(), &self.inner.passes, name);
+        let admitted = show.recompute(false, self.front());
         drop(shows);
         self.confirm(name, admitted);
         if load {
@@ -523,8 +514,11 @@ impl Hub {
         let Some(show) = shows.get_mut(name) else {
             return;
         };
-        let pace = show.state.as_ref().map(|m| m.pace).unwrap_or_default();
-        let passes = &self.inner.passes;
+        let (pace, sale) = show
+            .state
+            .as_ref()
+            .map(|m| (m.pace, m.sale))
+            .unwrap_or_default();
         show.fans.retain(|_, fan| {
             if !lost.contains(&fan.ticket) {
                 return true;
@@ -534,10 +528,10 @@ impl Hub {
                 epoch: fan.epoch,
                 arrival: None,
                 pace,
+                sale,
                 version: fan.tx.borrow().version,
             };
-            fan.tx
-                .send_replace(Shown::of(passes, name, fan.ticket, &status));
+            fan.tx.send_replace(status);
             false
         });
     }

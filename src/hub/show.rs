@@ -9,10 +9,7 @@ use uuid::Uuid;
 
 use super::cadence::{BURST, Moment, Phase};
 use crate::clock::wall_ms;
-use crate::model::{Pace, ShowId, TicketState};
-use crate::pass::Keyring;
-use crate::protocol::EventName;
-use crate::shown::Shown;
+use crate::model::{Pace, Sale, TicketState, TicketStatus, TicketView};
 use crate::store::{DrawPhase, EventKind, ShowEvent, ShowSnapshot, Status, position};
 
 /// Fans of one show on this instance, and the show state their positions derive from.
@@ -37,7 +34,8 @@ pub(super) struct Fan {
     pub(super) epoch: u64,
     /// The version of the state this fan was last told; older events are not for it.
     pub(super) from_version: u64,
-    pub(super) tx: watch::Sender<Shown>,
+    /// The ticket's state, as its streams here are to show it.
+    pub(super) tx: watch::Sender<Status>,
     /// Its drawn place, once worked out (a show is drawn once an epoch).
     pub(super) place: Option<u64>,
     /// What its page knows of the ticks' phase, from the pushes it had right after a tick.
@@ -54,6 +52,7 @@ pub(super) struct Mirror {
     /// Fans passed over while away who hold their places, ahead of every queued fan.
     pub(super) parked: u64,
     pub(super) pace: Pace,
+    pub(super) sale: Sale,
     pub(super) ttl_ms: u64,
     pub(super) draw: DrawPhase,
 }
@@ -67,6 +66,7 @@ impl From<ShowSnapshot> for Mirror {
             left: s.left.into_iter().collect(),
             parked: s.parked,
             pace: s.pace,
+            sale: s.sale,
             ttl_ms: s.ttl_ms,
             draw: s.draw,
         }
@@ -109,6 +109,7 @@ impl Mirror {
         self.head = e.head;
         self.parked = e.parked;
         self.pace = Pace::from(&e.pace);
+        self.sale = Sale::from(&e.pace);
         self.ttl_ms = e.ttl_ms;
         match e.kind {
             EventKind::Leave => {
@@ -151,15 +152,10 @@ impl ShowFans {
     /// admission is pushed only once the store confirms it, so a ticket the store does not
     /// know (its state was lost and its sequence reused) is never told it may buy.
     ///
-    /// `passes` and `show` say what the fans are shown ([`Shown::of`]); no state worked out
-    /// here is an admission, so nothing is signed.
-    pub(super) fn recompute(
-        &mut self,
-        on_tick: bool,
-        front: u64,
-        passes: &Keyring,
-        show: &ShowId,
-    ) -> Vec<((u64, u64), Fan)> {
+    /// The cadence compares what each page shows with the truth in the words of the ticket
+    /// JSON ([`TicketState::view`]); no state worked out here is an admission, so there is
+    /// nothing to sign.
+    pub(super) fn recompute(&mut self, on_tick: bool, front: u64) -> Vec<((u64, u64), Fan)> {
         self.recompute_pending = false;
         let Some(m) = &self.state else {
             return Vec::new();
@@ -215,21 +211,22 @@ impl ShowFans {
                 epoch: m.epoch,
                 arrival: None,
                 pace: m.pace,
+                sale: m.sale,
                 version: m.version,
             };
-            let update = Shown::of(passes, show, fan.ticket, &status);
+            let truth = state.view(fan.ticket, &m.pace, &m.sale);
             // Told it no longer waits (unknown, or the on-sale closed or ended): let go.
-            let waits = update.event == EventName::Waiting;
+            let waits = truth.status == TicketStatus::Waiting;
             if !waits {
                 finished.push((arrival, id));
             }
             let push = {
-                let last = &fan.tx.borrow().view;
+                let last = shown(&fan.tx.borrow(), fan.ticket);
                 match state {
                     TicketState::Waiting { .. } if waits => {
-                        moment.should_push(last, fan.phase, &update.view)
+                        moment.should_push(&last, fan.phase, &truth)
                     }
-                    _ => *last != update.view,
+                    _ => last != truth,
                 }
             };
             if push {
@@ -239,7 +236,7 @@ impl ShowFans {
                     fan.phase = Phase::Known;
                     on_this_tick.push(((arrival, id), first));
                 }
-                fan.tx.send_replace(update);
+                fan.tx.send_replace(status);
             }
         }
         if on_tick {
@@ -263,6 +260,12 @@ impl ShowFans {
             .filter_map(|key| self.fans.remove(&key).map(|fan| (key, fan)))
             .collect()
     }
+}
+
+/// What the page of `ticket` was told with `status`: the ticket JSON (an admission's pass
+/// aside, which the hub never handles).
+fn shown(status: &Status, ticket: Uuid) -> TicketView {
+    status.state.view(ticket, &status.pace, &status.sale)
 }
 
 /// The fans in queue order, each with its place in the queue (`None` while its pre-queue

@@ -12,6 +12,7 @@ use uuid::Uuid;
 mod draw;
 mod order;
 mod pace;
+mod sale;
 mod settings;
 
 pub use self::draw::{
@@ -19,7 +20,8 @@ pub use self::draw::{
     parse_ranges, ranges_text, to_ranges,
 };
 pub use self::order::{MAX_AMOUNT, NewOrder, Order, OrderRequest, Redemption};
-pub use self::pace::{EndReason, Eta, Pace, Paused, Phase, RateChange, SOLD_OUT};
+pub use self::pace::{Eta, Pace, Paused, RateChange};
+pub use self::sale::{EndReason, Phase, SOLD_OUT, Sale};
 pub use self::settings::{
     AnnouncedRate, MAX_ACTIVE_BUYERS, MAX_ARRIVAL_WINDOW, MAX_BEACON, MAX_BEACON_VALUE,
     MAX_CHALLENGE_BITS, MAX_HEALTH_URL, MAX_RATE, MAX_STOCK, MIN_ARRIVAL_WINDOW, Schedule,
@@ -127,13 +129,35 @@ pub enum TicketState {
 }
 
 impl TicketState {
-    /// The ticket JSON a fan is shown, with the ETA at the show's `pace`.
-    pub fn view(self, ticket: Uuid, pace: &Pace) -> TicketView {
+    /// The status word its fan is shown while the on-sale stands as `sale` says: the
+    /// `status` of [`TicketState::view`], worked out without the rest of the JSON (a stream
+    /// follows on while it is `WAITING`).
+    pub fn status(self, sale: &Sale) -> TicketStatus {
+        let in_queue = matches!(
+            self,
+            TicketState::Waiting { .. } | TicketState::PreQueue { .. }
+        );
+        match self {
+            // A fan still in the queue of a show that closed or ended waits for nothing.
+            _ if in_queue && sale.phase == Phase::Closed => TicketStatus::Closed,
+            _ if in_queue && sale.phase == Phase::Ended => TicketStatus::Ended,
+            TicketState::Waiting { .. } | TicketState::PreQueue { .. } => TicketStatus::Waiting,
+            TicketState::Admitted { .. } => TicketStatus::Admitted,
+            TicketState::Unknown => TicketStatus::Unknown,
+            TicketState::Lost => TicketStatus::Lost,
+            TicketState::Expired { .. } => TicketStatus::Expired,
+        }
+    }
+
+    /// The ticket JSON a fan is shown, with the ETA at the show's `pace`, while its on-sale
+    /// stands as `sale` says.
+    pub fn view(self, ticket: Uuid, pace: &Pace, sale: &Sale) -> TicketView {
         let mut view = TicketView {
             ticket_id: ticket,
-            status: TicketStatus::Unknown,
+            status: self.status(sale),
             position: None,
             eta_seconds: None,
+            away_ahead: None,
             eta_min_seconds: None,
             eta_max_seconds: None,
             paused: None,
@@ -150,33 +174,26 @@ impl TicketState {
         };
         // A fan still in the queue of a show that closed or ended waits for nothing: it is
         // told so (and sent on, or told why it ended) instead of a place.
-        let in_queue = matches!(
-            self,
-            TicketState::Waiting { .. } | TicketState::PreQueue { .. }
-        );
-        match pace.phase {
-            Phase::Closed if in_queue => {
-                view.status = TicketStatus::Closed;
-                return view;
-            }
-            Phase::Ended if in_queue => {
-                view.status = TicketStatus::Ended;
-                view.reason = pace.reason.map(|r| r.to_string());
+        match view.status {
+            TicketStatus::Closed => return view,
+            TicketStatus::Ended => {
+                view.reason = sale.reason.map(|r| r.to_string());
                 return view;
             }
             _ => {}
         }
         match self {
             TicketState::Waiting { position, arrival } => {
-                let eta = pace.eta(position);
-                view.status = TicketStatus::Waiting;
+                let away = pace.away_ahead(position);
+                let eta = pace.eta_skipping(position, away);
                 view.position = Some(position);
+                view.away_ahead = (away > 0).then_some(away);
                 view.eta_seconds = Some(eta.seconds);
                 view.eta_min_seconds = eta.range.map(|r| r.0);
                 view.eta_max_seconds = eta.range.map(|r| r.1);
                 view.paused = pace.paused;
                 view.arrival = Some(arrival);
-                view.stock_left = pace.stock_left;
+                view.stock_left = sale.stock_left;
                 if pace.paused.is_some_and(Paused::halts) {
                     // Nothing moves until an operator opens or resumes it: no ETA pretends
                     // otherwise.
@@ -184,7 +201,11 @@ impl TicketState {
                     view.eta_min_seconds = None;
                     view.eta_max_seconds = None;
                 } else {
-                    view.countdown_per_second = pace.steady();
+                    // A fan passed over while away holds one of the first `passed_over`
+                    // places (they stand ahead of every queued fan): back, it is let in at
+                    // the next tick, and its place does not move by the rate meanwhile.
+                    let passed_over = position <= u64::from(pace.passed_over);
+                    view.countdown_per_second = pace.steady().filter(|_| !passed_over);
                     view.last_tick_second = view.countdown_per_second.and(pace.tick_sec);
                 }
             }
@@ -192,24 +213,20 @@ impl TicketState {
                 arrival,
                 opens_in_ms,
             } => {
-                view.status = TicketStatus::Waiting;
                 view.pre_queue = Some(true);
                 view.opens_in_seconds = Some(opens_in_ms.div_ceil(1000));
                 view.arrival = Some(arrival);
-                view.stock_left = pace.stock_left;
+                view.stock_left = sale.stock_left;
             }
             TicketState::Admitted { expires_in_ms } => {
-                view.status = TicketStatus::Admitted;
                 // Redis' own TTL rounding, so the two stores answer alike.
                 view.expires_in_seconds = Some((expires_in_ms + 500) / 1000);
             }
             TicketState::Unknown => {}
             TicketState::Lost => {
-                view.status = TicketStatus::Lost;
                 view.message = Some(LOST_MESSAGE.to_owned());
             }
             TicketState::Expired { hold_seconds } => {
-                view.status = TicketStatus::Expired;
                 view.message = Some(expired_message(hold_seconds));
             }
         }
@@ -286,6 +303,11 @@ pub struct TicketView {
     /// while the queue does not move (`paused`: `pending` or `paused`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta_seconds: Option<u64>,
+    /// While waiting, where away fans are passed over: of the places ahead, about how many
+    /// are held by fans away, who will be skipped (docs/presence.md). The position counts
+    /// them; the ETA does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub away_ahead: Option<u64>,
     /// With `etaMaxSeconds`: the likely range of the wait, when the pace is uncertain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta_min_seconds: Option<u64>,
@@ -315,7 +337,8 @@ pub struct TicketView {
     pub pass: Option<String>,
     /// While waiting at a steady pace (no pause, no announced change, every tick letting in
     /// the rate): the position drops by this much at each tick, once a second, until a new
-    /// state says otherwise; the ETA is then `ceil(position / countdownPerSecond)`. Pages
+    /// state says otherwise; the ETA is then `ceil((position - awayAhead) / countdownPerSecond)`
+    /// (never below one place's worth). Pages
     /// count down between pushes; the server pushes at once whenever the count would be
     /// wrong (docs/push.md: Push cadence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -439,7 +462,7 @@ mod tests {
                 position: 3,
                 arrival: 7,
             }
-            .view(id, &Pace::at_rate(2)),
+            .view(id, &Pace::at_rate(2), &Sale::open()),
         )
         .unwrap();
         assert_eq!(
@@ -456,7 +479,7 @@ mod tests {
                 position: 3,
                 arrival: 7,
             }
-            .view(id, &ticked),
+            .view(id, &ticked, &Sale::open()),
         )
         .unwrap();
         assert_eq!(
@@ -467,7 +490,7 @@ mod tests {
             TicketState::Admitted {
                 expires_in_ms: 298_400,
             }
-            .view(id, &Pace::at_rate(2)),
+            .view(id, &Pace::at_rate(2), &Sale::open()),
         )
         .unwrap();
         assert_eq!(
@@ -475,15 +498,123 @@ mod tests {
             serde_json::json!({"ticketId": id, "status": "ADMITTED", "expiresInSeconds": 298})
         );
         let unknown =
-            serde_json::to_value(TicketState::Unknown.view(id, &Pace::at_rate(2))).unwrap();
+            serde_json::to_value(TicketState::Unknown.view(id, &Pace::at_rate(2), &Sale::open()))
+                .unwrap();
         assert_eq!(
             unknown,
             serde_json::json!({"ticketId": id, "status": "UNKNOWN"})
         );
-        let lost = serde_json::to_value(TicketState::Lost.view(id, &Pace::at_rate(2))).unwrap();
+        let lost =
+            serde_json::to_value(TicketState::Lost.view(id, &Pace::at_rate(2), &Sale::open()))
+                .unwrap();
         assert_eq!(
             lost,
             serde_json::json!({"ticketId": id, "status": "LOST", "message": LOST_MESSAGE})
         );
+    }
+
+    #[test]
+    fn a_fan_passed_over_is_told_no_count_down() {
+        let pace = Pace {
+            tick_sec: Some(1_700_000_000),
+            passed_over: 3,
+            ..Pace::at_rate(2)
+        };
+        let view = |position| {
+            TicketState::Waiting {
+                position,
+                arrival: 9,
+            }
+            .view(Uuid::nil(), &pace, &Sale::open())
+        };
+        // Third of the three passed over: let in at the next tick once back, not counted
+        // down by the rate.
+        let passed = view(3);
+        assert_eq!(
+            (passed.countdown_per_second, passed.eta_seconds),
+            (None, Some(1))
+        );
+        // The first queued fan, behind them: its place moves by the rate.
+        let queued = view(4);
+        assert_eq!(
+            (queued.countdown_per_second, queued.away_ahead),
+            (Some(2), Some(3))
+        );
+    }
+
+    #[test]
+    fn a_queue_nobody_opened_or_a_paused_one_tells_no_eta() {
+        let id = Uuid::nil();
+        let waiting = TicketState::Waiting {
+            position: 3,
+            arrival: 7,
+        };
+        for (phase, paused) in [
+            (Phase::Pending, Paused::Pending),
+            (Phase::Paused, Paused::Paused),
+        ] {
+            let pace = Pace {
+                paused: Some(paused),
+                ..Pace::at_rate(2)
+            };
+            let sale = Sale {
+                phase,
+                ..Sale::default()
+            };
+            let view = waiting.view(id, &pace, &sale);
+            assert_eq!((view.position, view.paused), (Some(3), Some(paused)));
+            assert_eq!(
+                (
+                    view.eta_seconds,
+                    view.eta_min_seconds,
+                    view.countdown_per_second
+                ),
+                (None, None, None),
+                "{phase:?}"
+            );
+        }
+        // A full cap still moves, as buyers finish: an ETA, and why it is slow.
+        let full = Pace {
+            paused: Some(Paused::Full),
+            ..Pace::at_rate(2)
+        };
+        assert_eq!(waiting.view(id, &full, &Sale::open()).eta_seconds, Some(2));
+    }
+
+    #[test]
+    fn the_status_word_is_the_views() {
+        let states = [
+            TicketState::Waiting {
+                position: 1,
+                arrival: 1,
+            },
+            TicketState::PreQueue {
+                arrival: 1,
+                opens_in_ms: 5,
+            },
+            TicketState::Admitted { expires_in_ms: 9 },
+            TicketState::Unknown,
+            TicketState::Expired { hold_seconds: 60 },
+            TicketState::Lost,
+        ];
+        for state in states {
+            for phase in [
+                Phase::Pending,
+                Phase::Open,
+                Phase::Paused,
+                Phase::Closed,
+                Phase::Ended,
+            ] {
+                let sale = Sale {
+                    phase,
+                    ..Sale::default()
+                };
+                assert_eq!(
+                    state.status(&sale),
+                    state.view(Uuid::nil(), &Pace::at_rate(2), &sale).status,
+                    "{state:?} {phase:?}"
+                );
+            }
+        }
     }
 }

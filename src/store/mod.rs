@@ -6,22 +6,29 @@
 //! reader and a test double need only the part they use; [`QueueStore`] is all of them at
 //! once, and what the server holds (`Arc<dyn QueueStore>`):
 //!
-//! - [`Shows`] (`shows.rs`): what operators make, open, close and delete, and what they see;
+//! - [`Shows`] (`shows/`): what operators make, open, close and delete, and what they see;
 //!   [`Throttling`], the rate in force while it follows a checkout.
-//! - [`Queue`] (`queue.rs`): joins, a ticket's state, leaving, the gate's question, and the
-//!   admission step.
-//! - [`Feed`] (`feed.rs`): what a hub mirrors, a show's snapshot and every show's events.
-//! - [`AdmitterLease`] (`lease.rs`): which instance admits, with a fencing token.
-//! - [`Draws`] (`draws.rs`): scheduled openings, the pre-queue's draw, the audit of ticks.
-//! - [`JoinLimits`] (`limits.rs`): joins a second per client, shared by every instance.
-//! - [`OrderBook`] (`orders.rs`): orders placed through the gate.
-//! - [`SharedKeys`] (`keys.rs`): the pass key instances share when none is configured.
-//! - [`Presence`] (`presence.rs`): fans following each show live, on every instance together.
+//! - [`Queue`] (`queue/`): joins, a ticket's state, leaving, the gate's question, and the
+//!   admission step; [`position()`].
+//! - [`Feed`] (`feed/`): what a hub mirrors, a show's snapshot and every show's events.
+//! - [`AdmitterLease`] (`lease/`): which instance admits, with a fencing token.
+//! - [`Draws`] (`draw/`): scheduled openings, the pre-queue's draw, the audit of ticks.
+//! - [`JoinLimits`] (`limits/`): joins a second per client, shared by every instance.
+//! - [`OrderBook`] (`orders/`): orders placed through the gate.
+//! - [`SharedKeys`] (`keys/`): the pass key instances share when none is configured.
+//! - [`Presence`] (`presence/`): fans following each show live, on every instance together.
+//! - [`Lineage`] (`lineage/`): a show's arrival counter, mended after a failover lost writes.
 //! - [`Health`]: whether the store answers.
 //!
-//! The store lives in `redis/` (its scripts in `lua/`), one file per concern again; the
-//! in-process Redis it runs on when embedded lives in `embedded/` (the commands the store and
-//! its scripts send, and Lua 5.1 as Redis runs it). The conformance suite
+//! Each concern is one folder: its `mod.rs` (the trait and its types), its scripts (`*.lua`),
+//! `calls.rs` (how the store calls them, each with a typed struct of its own arguments) and
+//! the types of what they answer (`reply.rs`, or in `calls.rs` where there are one or two).
+//! There is one implementation of each, on [`RedisStore`], which both stores are. What every
+//! concern shares is the engine in `redis/`: the connection (one Redis, a Cluster, Sentinel),
+//! the one way a per-show script is run, the library of functions and `prelude.lua`, gathered
+//! calls, confirmed writes, sharded pub/sub, and the decoding every reply shares. The
+//! in-process Redis the embedded store runs on lives in `embedded/` (the commands the store
+//! and its scripts send, and Lua 5.1 as Redis runs it). The conformance suite
 //! (`tests/api/store/`) runs on both, and on a Redis Cluster.
 //!
 //! The model is the original's: per show a sorted set scored by an arrival counter, admission
@@ -43,7 +50,7 @@
 //! instance that notices ([`Shows::check_show`]); it refuses everything with
 //! [`StoreError::ShowLost`] until an operator opens it again.
 
-mod draws;
+mod draw;
 mod embedded;
 mod feed;
 mod keys;
@@ -51,7 +58,6 @@ mod lease;
 mod limits;
 mod lineage;
 mod orders;
-mod position;
 mod presence;
 mod queue;
 mod redis;
@@ -63,7 +69,7 @@ use async_trait::async_trait;
 
 use crate::model::ShowId;
 
-pub use self::draws::{
+pub use self::draw::{
     AUDIT_MAX_RECORDS, AuditKind, AuditRecord, Closing, DrawPhase, DrawState, Drawn, Draws,
     RecordId, parse_ranges, ranges_text, to_ranges,
 };
@@ -74,8 +80,8 @@ pub use self::lease::AdmitterLease;
 pub use self::limits::JoinLimits;
 pub use self::lineage::{Arrivals, Lineage, Mended};
 pub use self::orders::{OrderBook, OrderOutcome, Redeemed, order_fingerprint};
-pub use self::position::position;
 pub use self::presence::{Attendance, Presence};
+pub use self::queue::position;
 pub use self::queue::{AdmitOutcome, DueCall, DueCalls, Joined, Queue, Status, Touched};
 pub use self::redis::{
     Durability, GATHER_WINDOW, PubSub, RedisStore, SentinelConnection, SentinelSettings,

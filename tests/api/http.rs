@@ -407,11 +407,13 @@ async fn leave_and_rate_change_over_http(backend: Backend) {
     );
     assert_eq!(app.ticket_json("s", &a).await["position"], 1);
     assert_eq!(app.ticket_json("s", &c).await["position"], 2);
-    // rate 1 a second: the second in line waits 2 s
+    // Not open, and no opening announced: a place, and no wait promised, whatever the rate.
     let r = app.set_rate("s", 1).await;
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.json::<Value>().await.unwrap()["admitPerSecond"], 1);
-    assert_eq!(app.ticket_json("s", &c).await["etaSeconds"], 2);
+    let waiting = app.ticket_json("s", &c).await;
+    assert_eq!(waiting["paused"], "pending", "{waiting}");
+    assert_eq!(waiting.get("etaSeconds"), None, "{waiting}");
     let r = app.put_config("s", &json!({"maxActiveBuyers": 50})).await;
     assert_eq!(r.json::<Value>().await.unwrap()["maxActiveBuyers"], 50);
     for empty in [json!({}), json!({"admitPerSecond": 2, "bogus": 1})] {

@@ -9,10 +9,10 @@ use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
-use waiting_room::hub::{DEFAULT_PUSH_FRONT, Hub, HubParts};
+use waiting_room::hub::{DEFAULT_PUSH_FRONT, Hub, HubParts, Update};
 use waiting_room::metrics::Metrics;
-use waiting_room::pass::{Keyring, PassCache};
-use waiting_room::shown::Shown;
+use waiting_room::model::TicketStatus;
+use waiting_room::pass::PassCache;
 use waiting_room::store::{MemoryStore, Queue, QueueStore, ShowSettings, Shows};
 
 use crate::support::backend::settings;
@@ -32,8 +32,8 @@ impl XorShift {
 
 struct Follower {
     ticket: Uuid,
-    updates: BoxStream<'static, Shown>,
-    latest: Option<Shown>,
+    updates: BoxStream<'static, Update>,
+    latest: Option<Update>,
 }
 
 #[tokio::test(start_paused = true)]
@@ -46,7 +46,6 @@ async fn pushed_states_equal_polled_states_through_random_changes() {
         dyn_store.clone(),
         Arc::new(Metrics::default()),
         HubParts {
-            passes: Arc::new(Keyring::generate()),
             pass_cache: Arc::new(PassCache::new(3600)),
             push_front: DEFAULT_PUSH_FRONT,
             tasks: TaskTracker::new(),
@@ -110,14 +109,15 @@ async fn pushed_states_equal_polled_states_through_random_changes() {
                 f.latest = Some(u);
             }
             let status = store.status(&sh, f.ticket).await.unwrap();
-            let polled = status.state.view(f.ticket, &status.pace);
+            let polled = status.state.view(f.ticket, &status.pace, &status.sale);
             let pushed = f.latest.as_ref().expect("the first state comes at once");
-            if pushed.view.status == waiting_room::model::TicketStatus::Waiting {
-                assert_eq!(pushed.view, polled, "step {step}: pushed and polled differ");
-            } else if polled.status == waiting_room::model::TicketStatus::Waiting {
+            let pushed = pushed.view(f.ticket);
+            if pushed.status == TicketStatus::Waiting {
+                assert_eq!(pushed, polled, "step {step}: pushed and polled differ");
+            } else if polled.status == TicketStatus::Waiting {
                 panic!(
                     "step {step}: pushed {:?} while still waiting: {polled:?}",
-                    pushed.view
+                    pushed
                 );
             }
         }
@@ -127,7 +127,7 @@ async fn pushed_states_equal_polled_states_through_random_changes() {
         .filter(|f| {
             f.latest
                 .as_ref()
-                .is_some_and(|u| u.event.as_str() == "admitted")
+                .is_some_and(|u| u.shown_as() == TicketStatus::Admitted)
         })
         .count();
     assert!(admitted > 10, "the walk admitted followed fans: {admitted}");

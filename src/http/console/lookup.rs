@@ -92,8 +92,8 @@ pub(in crate::http) async fn lookup(
         }
         return Ok(Json(TicketLookup {
             show_id: show.to_string(),
-            phase: status.pace.phase,
-            ticket: status.state.view(id, &status.pace),
+            phase: status.sale.phase,
+            ticket: status.state.view(id, &status.pace, &status.sale),
         }));
     }
     Err(AppError::NotFound(format!(

@@ -17,8 +17,8 @@ use utoipa::openapi::{Content, RefOr, Response, Schema};
 use utoipa::{ToResponse, ToSchema};
 
 use super::build::{integer, object, ref_path, reference, string};
+use crate::http::shown::statuses_of;
 use crate::protocol::{EventName, Frame, TicketView};
-use crate::shown::statuses_of;
 
 /// No show of that id (404).
 pub(in crate::http) const NO_SHOW: &str = "No show of that id";

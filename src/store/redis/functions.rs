@@ -18,44 +18,46 @@ use redis::{Cmd, RedisError, Script, ServerError};
 
 use crate::store::Result;
 
-/// Every per-show script: its name (the file `lua/<name>.lua`) and its body.
+/// Every per-show script: its name (its file, `<name>.lua`, in the folder of its concern) and
+/// its body.
 pub(super) const SCRIPTS: [(&str, &str); 26] = [
-    ("admit", include_str!("../lua/admit.lua")),
-    ("challenge", include_str!("../lua/challenge.lua")),
-    ("check", include_str!("../lua/check.lua")),
-    ("close", include_str!("../lua/close.lua")),
+    ("admit", include_str!("../queue/admit.lua")),
+    ("challenge", include_str!("../shows/challenge.lua")),
+    ("check", include_str!("../shows/check.lua")),
+    ("close", include_str!("../shows/close.lua")),
     (
         "close_pre_queue",
-        include_str!("../lua/close_pre_queue.lua"),
+        include_str!("../draw/close_pre_queue.lua"),
     ),
-    ("configure", include_str!("../lua/configure.lua")),
-    ("delete", include_str!("../lua/delete.lua")),
-    ("draw", include_str!("../lua/draw.lua")),
-    ("end", include_str!("../lua/end.lua")),
-    ("is_admitted", include_str!("../lua/is_admitted.lua")),
-    ("join", include_str!("../lua/join.lua")),
-    ("leave", include_str!("../lua/leave.lua")),
-    ("mend", include_str!("../lua/mend.lua")),
-    ("meta", include_str!("../lua/meta.lua")),
-    ("notify", include_str!("../lua/notify.lua")),
-    ("open", include_str!("../lua/open.lua")),
-    ("order", include_str!("../lua/order.lua")),
-    ("pace", include_str!("../lua/pace.lua")),
-    ("pause", include_str!("../lua/pause.lua")),
-    ("presence", include_str!("../lua/presence.lua")),
-    ("redeem", include_str!("../lua/redeem.lua")),
-    ("schedule", include_str!("../lua/schedule.lua")),
-    ("snapshot", include_str!("../lua/snapshot.lua")),
-    ("stats", include_str!("../lua/stats.lua")),
-    ("status", include_str!("../lua/status.lua")),
-    ("touch", include_str!("../lua/touch.lua")),
+    ("configure", include_str!("../shows/configure.lua")),
+    ("delete", include_str!("../shows/delete.lua")),
+    ("draw", include_str!("../draw/draw.lua")),
+    ("end", include_str!("../shows/end.lua")),
+    ("is_admitted", include_str!("../queue/is_admitted.lua")),
+    ("join", include_str!("../queue/join.lua")),
+    ("leave", include_str!("../queue/leave.lua")),
+    ("mend", include_str!("../lineage/mend.lua")),
+    ("meta", include_str!("../shows/meta.lua")),
+    ("notify", include_str!("../queue/notify.lua")),
+    ("open", include_str!("../shows/open.lua")),
+    ("order", include_str!("../orders/order.lua")),
+    ("pace", include_str!("../shows/pace.lua")),
+    ("pause", include_str!("../shows/pause.lua")),
+    ("presence", include_str!("../presence/presence.lua")),
+    ("redeem", include_str!("../orders/redeem.lua")),
+    ("schedule", include_str!("../draw/schedule.lua")),
+    ("snapshot", include_str!("../feed/snapshot.lua")),
+    ("stats", include_str!("../shows/stats.lua")),
+    ("status", include_str!("../queue/status.lua")),
+    ("touch", include_str!("../queue/touch.lua")),
 ];
 
 /// The per-show scripts that write nothing, registered `no-writes`: like a script run by SHA,
 /// which Redis refuses only at its first write, they still answer when Redis is out of memory.
 const READ_ONLY: [&str; 5] = ["challenge", "is_admitted", "meta", "snapshot", "stats"];
 
-const PRELUDE: &str = include_str!("../lua/prelude.lua");
+/// The helpers every per-show script runs with, and `bind`, which names its keys and arguments.
+pub(super) const PRELUDE: &str = include_str!("prelude.lua");
 
 /// The library: its text, and the prefix of its functions' names.
 pub(super) struct Library {
@@ -139,6 +141,14 @@ pub(super) fn cluster_loader(conn: ClusterConnection) -> Loader {
     })
 }
 
+/// The text of the per-show script `name`.
+pub(super) fn body(name: &str) -> Option<&'static str> {
+    SCRIPTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, body)| *body)
+}
+
 /// Whether Redis answered that it holds no such function (the library must be loaded).
 pub(super) fn is_missing(e: &RedisError) -> bool {
     e.to_string().contains("Function not found")
@@ -154,22 +164,44 @@ pub(super) fn is_missing_reply(e: &ServerError) -> bool {
 mod tests {
     use super::*;
 
-    /// Every per-show script in `lua/` is in the library, and nothing else is.
+    /// Every `.lua` file under `src/store/`, by name, with its text.
+    fn lua_files(dir: &std::path::Path, into: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                lua_files(&path, into);
+            } else if let Some(name) = path
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .strip_suffix(".lua")
+            {
+                into.push((name.to_owned(), std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+
+    /// Every per-show script of the store's folders is in the library, under its file's
+    /// name and with its text, and nothing else is.
     #[test]
     fn the_library_holds_every_per_show_script() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/store/lua");
-        let mut files: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter_map(|f| f.strip_suffix(".lua").map(str::to_owned))
-            // The prelude, and the scripts that serve no show (run by SHA, keys of their own).
-            .filter(|f| {
-                !["prelude", "lease", "release", "limit", "pass_keys"].contains(&f.as_str())
-            })
-            .collect();
+        let mut files = Vec::new();
+        lua_files(
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/store")),
+            &mut files,
+        );
+        // The prelude, and the scripts that serve no show (run by SHA, keys of their own).
+        files.retain(|(f, _)| {
+            !["prelude", "lease", "release", "limit", "pass_keys"].contains(&f.as_str())
+        });
         files.sort();
-        let names: Vec<&str> = SCRIPTS.iter().map(|(n, _)| *n).collect();
-        assert_eq!(files, names);
+        let mut scripts: Vec<(String, String)> = SCRIPTS
+            .iter()
+            .map(|(n, body)| (n.to_string(), body.to_string()))
+            .collect();
+        scripts.sort();
+        assert_eq!(files, scripts);
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! callers is answered. One show's keys share a hash tag, so a call touches one Redis Cluster
 //! slot.
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -43,8 +44,30 @@ pub const WINDOW: Duration = Duration::from_millis(2);
 
 /// One call for a show's gathered items: each one's answer, in their order (the call's error
 /// when it failed as a whole).
-pub(super) type Call<C, T, A> =
+pub(in crate::store) type Call<C, T, A> =
     fn(RedisStore<C>, ShowId, Vec<T>) -> BoxFuture<'static, Result<Vec<Result<A>>>>;
+
+/// Every kind of gathered call of one store, each made on first use: a kind is named by the
+/// types of what its callers ask and are answered (a join: its arguments, and its ticket), so
+/// that the concern that gathers (the queue) declares its kinds itself.
+#[derive(Default)]
+pub(in crate::store) struct Gatherings {
+    kinds: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl Gatherings {
+    /// The callers of the kind that asks `T` and is answered `A`.
+    fn of<T: Send + 'static, A: Send + 'static>(&self) -> Arc<Gathering<T, A>> {
+        let mut kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
+        let kind = kinds
+            .entry(TypeId::of::<Gathering<T, A>>())
+            .or_insert_with(|| Arc::new(Gathering::<T, A>::default()))
+            .clone();
+        drop(kinds);
+        kind.downcast()
+            .unwrap_or_else(|_| unreachable!("a kind is kept under its own type"))
+    }
+}
 
 /// A caller waiting for its show's next call: what it asks, and where its answer goes.
 struct Pending<T, A> {
@@ -54,7 +77,7 @@ struct Pending<T, A> {
 
 /// The callers of one kind waiting, by show; a show is listed exactly while a task makes its
 /// calls.
-pub(super) struct Gathering<T, A> {
+struct Gathering<T, A> {
     shows: Mutex<HashMap<ShowId, Vec<Pending<T, A>>>>,
 }
 
@@ -126,11 +149,10 @@ impl<T, A> Drop for Unlist<'_, T, A> {
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
-    /// Asks `item` of `show` in the next `call` of its kind (gathered with the others of
-    /// `gathering` that arrive meanwhile); its answer.
-    pub(super) async fn gathered<T, A>(
+    /// Asks `item` of `show` in the next `call` of its kind (gathered with the others of its
+    /// kind that arrive meanwhile); its answer.
+    pub(in crate::store) async fn gathered<T, A>(
         &self,
-        gathering: &Arc<Gathering<T, A>>,
         show: &ShowId,
         item: T,
         call: Call<C, T, A>,
@@ -139,14 +161,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
         T: Send + 'static,
         A: Send + 'static,
     {
+        let gathering = self.gatherings.of::<T, A>();
         let (answer, answered) = oneshot::channel();
         if gathering.add(show, Pending { item, answer }) {
-            self.tasks.spawn(make_calls(
-                self.clone(),
-                gathering.clone(),
-                show.clone(),
-                call,
-            ));
+            self.tasks
+                .spawn(make_calls(self.clone(), gathering, show.clone(), call));
         }
         answered
             .await

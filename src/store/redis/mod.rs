@@ -1,5 +1,8 @@
-//! The Redis store: the original's keys, each show's under one hash tag, changed only by the Lua
-//! scripts in `../lua/` (run by SHA), over one reconnecting multiplexed connection.
+//! The store's engine, which every concern of the store runs on: the Redis store, the
+//! original's keys, each show's under one hash tag, changed only by the Lua scripts of the
+//! concerns (run as a library of functions, or by SHA), over one reconnecting multiplexed
+//! connection. It speaks the Redis protocol to whatever holds the keys: a Redis server, a
+//! Redis Cluster, the primary Sentinel names, or the embedded store's in-process Redis.
 //!
 //! The same code runs on one Redis (`ConnectionManager`) and on a Redis Cluster
 //! (`ClusterConnection`): every script touches the keys of one show, which share a slot, and
@@ -9,26 +12,21 @@
 //! instances listening to that show hear (`sharded.rs`; see [`PubSub`]).
 //!
 //! This file holds the connection and the one way a per-show script is run (`run`: the
-//! script's own typed arguments in, in a [`Call`]; one JSON object out, decoded by name into
-//! the types of `reply.rs`); each concern of the store is implemented in a file of its own,
-//! next to the scripts it runs and the arguments each takes: `shows.rs`,
-//! `queue.rs`, `draws.rs`, `feed.rs` (pub/sub), `lease.rs`, `limits.rs`, `orders.rs`.
+//! script's own typed arguments in, in a [`Call`]; one JSON object out, decoded by name with
+//! `reply.rs`); beside it the library of every per-show script and `prelude.lua`
+//! (`functions.rs`), gathered calls (`gather.rs`), confirmed writes (`durable.rs`), Sentinel
+//! (`sentinel.rs`) and sharded pub/sub (`sharded.rs`). Each concern of the store (`queue/`,
+//! `shows/`, `draw/`, …, beside this folder) holds its scripts, the arguments each takes, its
+//! replies and the calls that run them. The engine imports none of their folders: what it
+//! needs of them (the events it carries, the audit's bound) it names through the store's
+//! face, and the library lists their script files.
 
-mod draws;
 mod durable;
-mod feed;
 mod functions;
 mod gather;
-mod lease;
-mod limits;
-mod lineage;
-mod orders;
-mod presence;
-mod queue;
-mod reply;
+pub(super) mod reply;
 mod sentinel;
 mod sharded;
-mod shows;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,11 +42,10 @@ use uuid::Uuid;
 use self::durable::{Confirmer, Reload};
 use self::functions::{LIBRARY, Loader};
 pub use self::gather::WINDOW as GATHER_WINDOW;
-use self::queue::JoinArgs;
 pub use self::sentinel::{SentinelConnection, SentinelSettings};
 use self::sharded::{Sharded, show_channel};
 use super::embedded::Embedded;
-use super::{Health, Joined, Result, Status, StoreError, StoreSettings};
+use super::{Health, Result, StoreError, StoreSettings};
 use crate::model::ShowId;
 
 /// How a Redis Cluster carries events (`REDIS_PUBSUB`).
@@ -65,36 +62,49 @@ pub enum PubSub {
 
 /// The pub/sub channel every show's events go out on; every hub subscribes once.
 pub(super) const EVENTS_CHANNEL: &str = "wr:events";
-const OPEN_SHOWS: &str = "wr:open";
-/// Every show an operator made (the open ones too).
-const SHOWS: &str = "wr:shows";
-/// Scheduled shows not drawn yet, scored by their opening time (ms).
-const SCHEDULED: &str = "wr:scheduled";
+/// How often a subscription is PINGed, and how long its PONG may take.
+pub(super) const PUBSUB_PING_EVERY: Duration = Duration::from_secs(5);
+pub(super) const PUBSUB_PONG_WITHIN: Duration = Duration::from_secs(3);
 
-/// A per-show script, named after its file in `lua/` (the name its reply's errors give).
+pub(super) const OPEN_SHOWS: &str = "wr:open";
+/// Every show an operator made (the open ones too).
+pub(super) const SHOWS: &str = "wr:shows";
+/// Scheduled shows not drawn yet, scored by their opening time (ms).
+pub(super) const SCHEDULED: &str = "wr:scheduled";
+
+/// A per-show script, named after its file (`<name>.lua`, beside the Rust of its concern that
+/// calls it; the name its reply's errors give).
 pub(super) struct ShowScript {
     name: &'static str,
     script: Script,
 }
 
-/// A per-show script, run by SHA where Redis has no Functions: `prelude.lua` (keys and
-/// arguments by name, shared helpers), then the script's own file in `lua/` as the body of a
-/// function whose table is answered as JSON (`functions.rs` holds the same bodies as a library).
+impl ShowScript {
+    /// The per-show script `name` of the library (`functions.rs`), to run by SHA where Redis
+    /// has no Functions: `prelude.lua` (keys and arguments by name, shared helpers), then the
+    /// script's own text as the body of a function whose table is answered as JSON.
+    pub(super) fn named(name: &'static str) -> ShowScript {
+        let body = functions::body(name)
+            .unwrap_or_else(|| panic!("no per-show script {name} in the library"));
+        ShowScript {
+            name,
+            script: Script::new(&format!(
+                "{}bind(KEYS, ARGV)\nreturn cjson.encode((function()\n{body}\nend)())\n",
+                functions::PRELUDE
+            )),
+        }
+    }
+}
+
+/// A per-show script of the library by name, made on first use: `static JOIN:
+/// LazyLock<ShowScript> = show_script!("join");`.
 macro_rules! show_script {
     ($name:literal) => {
-        ::std::sync::LazyLock::new(|| super::ShowScript {
-            name: $name,
-            script: ::redis::Script::new(concat!(
-                include_str!("../lua/prelude.lua"),
-                "bind(KEYS, ARGV)\nreturn cjson.encode((function()\n",
-                include_str!(concat!("../lua/", $name, ".lua")),
-                "\nend)())\n"
-            )),
-        })
+        ::std::sync::LazyLock::new(|| $crate::store::redis::ShowScript::named($name))
     };
 }
-// The concerns' files below name it by path (`super::show_script`).
-use show_script;
+// The concerns' files name it by path (`crate::store::redis::show_script`).
+pub(super) use show_script;
 
 /// The store's settings every per-show script reads, by name, as `prelude.lua` does (JSON in
 /// `ARGV[1]`): the same text on every call from one store, so a library of functions decodes
@@ -202,11 +212,11 @@ const SHOW_KEYS: [&str; 26] = [
 pub struct RedisStore<C = ConnectionManager> {
     /// Where to subscribe to events, tried in turn: the server, or every cluster seed node;
     /// behind Sentinel, the current primary.
-    subscribers: Subscribers,
+    pub(super) subscribers: Subscribers,
     /// Sharded pub/sub, on a cluster that has it.
-    sharded: Option<Arc<Sharded>>,
-    conn: C,
-    settings: StoreSettings,
+    pub(super) sharded: Option<Arc<Sharded>>,
+    pub(super) conn: C,
+    pub(super) settings: StoreSettings,
     /// `REDIS_WAIT_REPLICAS`: every script's writes are confirmed by replicas (`WAIT`, one
     /// per batch: `durable.rs`) before it answers; `None`: not waited for.
     confirmer: Option<Arc<Confirmer>>,
@@ -215,20 +225,19 @@ pub struct RedisStore<C = ConnectionManager> {
     functions: Option<Loader>,
     /// [`SharedArgs`] as every call sends them.
     shared: Arc<str>,
-    /// Joins waiting for their show's next call (group commit: `gather.rs`).
-    joins: Arc<gather::Gathering<JoinArgs, (Joined, bool)>>,
-    /// Status reads waiting for their show's next call, likewise.
-    statuses: Arc<gather::Gathering<Uuid, Status>>,
+    /// The calls waiting for their show's next call of their kind (group commit: joins and
+    /// status reads, `gather.rs`).
+    gatherings: Arc<gather::Gatherings>,
     /// The least time between the starts of two gathered calls of a busy show
     /// (`REDIS_GATHER_WINDOW`).
     gather_window: Duration,
     /// The embedded store ([`Embedded`]): one process, which shares its keys with no other
     /// instance and loses no write it answered, so it has no pass keys to share and nothing to
     /// mend after a failover.
-    in_process: bool,
+    pub(super) in_process: bool,
     /// Every task the store runs (confirming writes, gathered calls, keeping subscriptions
     /// and the Sentinel watch alive), so that a server's stop waits for them.
-    tasks: TaskTracker,
+    pub(super) tasks: TaskTracker,
 }
 
 /// How many replicas must confirm a write, and how long they may take.
@@ -242,7 +251,7 @@ pub struct Durability {
 
 /// Where the feed subscribes.
 #[derive(Clone)]
-enum Subscribers {
+pub(super) enum Subscribers {
     /// These, tried in turn.
     Fixed(Vec<Client>),
     /// The primary the Sentinels name now.
@@ -252,7 +261,7 @@ enum Subscribers {
 }
 
 impl Subscribers {
-    fn clients(&self) -> Vec<Client> {
+    pub(super) fn clients(&self) -> Vec<Client> {
         match self {
             Subscribers::Fixed(clients) => clients.clone(),
             Subscribers::Sentinel(conn) => vec![conn.client()],
@@ -415,8 +424,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
             conn,
             settings,
             confirmer: None,
-            joins: Arc::default(),
-            statuses: Arc::default(),
+            gatherings: Arc::default(),
             gather_window: gather::WINDOW,
             in_process: false,
             tasks,
@@ -425,7 +433,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
 
     /// Runs a per-show script with the shared key and argument layout of `prelude.lua`, and
     /// decodes its reply (a refusal of the show is its error).
-    async fn run<A: serde::Serialize, T: serde::de::DeserializeOwned>(
+    pub(super) async fn run<A: serde::Serialize, T: serde::de::DeserializeOwned>(
         &self,
         script: &ShowScript,
         show: &ShowId,
@@ -512,12 +520,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {
     /// confirmer, its window), and the task making them lingers for the window, so callers of
     /// the two must not share it.
     fn gathering_its_own(mut self) -> Self {
-        self.joins = Arc::default();
-        self.statuses = Arc::default();
+        self.gatherings = Arc::default();
         self
     }
 
-    fn ttl_ms(&self) -> u64 {
+    pub(super) fn ttl_ms(&self) -> u64 {
         self.settings.admission_ttl.as_millis() as u64
     }
 }
@@ -569,46 +576,6 @@ fn major_version(info: &str) -> Option<u32> {
         .lines()
         .find_map(|l| l.strip_prefix("redis_version:"))?;
     version.trim().split('.').next()?.parse().ok()
-}
-
-/// The pass keys instances share when `PASS_KEYS` is unset (one key, outside every show's
-/// slot): a sorted set of `kid:base64secret` by when each was made.
-pub(super) const PASS_KEYS: &str = "wr:passkeys";
-
-static SHARE_KEYS: std::sync::LazyLock<Script> =
-    std::sync::LazyLock::new(|| Script::new(include_str!("../lua/pass_keys.lua")));
-
-#[async_trait]
-impl<C: ConnectionLike + Clone + Send + Sync + 'static> super::SharedKeys for RedisStore<C> {
-    async fn pass_keys(
-        &self,
-        ours: &str,
-        fresh: &str,
-        schedule: super::KeySchedule,
-    ) -> Result<Option<String>> {
-        if self.in_process {
-            // One process, one instance: nothing to share.
-            return Ok(None);
-        }
-        let ms = |d: Duration| d.as_millis() as u64;
-        let mut conn = self.conn.clone();
-        let text: String = SHARE_KEYS
-            .key(PASS_KEYS)
-            .arg(ours)
-            .arg(fresh)
-            .arg(ms(schedule.rotate_every))
-            .arg(ms(schedule.keep_for))
-            .arg(ms(schedule.settle))
-            .invoke_async(&mut conn)
-            .await?;
-        let keys = reply::decode_plain::<reply::PassKeysReply>("pass_keys", &text)?.keys;
-        if keys.is_empty() {
-            return Err(StoreError::Protocol(
-                "the shared pass keys came back empty".into(),
-            ));
-        }
-        Ok(Some(keys.join(",")))
-    }
 }
 
 #[async_trait]

@@ -32,7 +32,7 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::feed::{PUBSUB_PING_EVERY, PUBSUB_PONG_WITHIN};
+use super::{PUBSUB_PING_EVERY, PUBSUB_PONG_WITHIN};
 use crate::model::ShowId;
 use crate::store::{Result, ShowEvent, StoreError};
 
@@ -49,7 +49,7 @@ fn channel_show(channel: &str) -> Option<ShowId> {
 }
 
 /// The sharded feed of one store: who listens to what, and the subscriptions alive.
-pub(super) struct Sharded {
+pub(in crate::store) struct Sharded {
     /// The store's tasks: each subscription's keep-alive runs on them.
     tasks: TaskTracker,
     nodes: Vec<String>,
@@ -87,13 +87,13 @@ impl Sharded {
     }
 
     /// One more listener of `show`; returns once every live subscription carries it.
-    pub(super) async fn listen(&self, show: &ShowId) -> Result<()> {
+    pub(in crate::store) async fn listen(&self, show: &ShowId) -> Result<()> {
         *self.listened().entry(show.clone()).or_default() += 1;
         self.reconcile(show).await
     }
 
     /// One listener of `show` fewer; the subscriptions drop it once nobody listens any more.
-    pub(super) fn unlisten(self: &Arc<Self>, show: &ShowId) {
+    pub(in crate::store) fn unlisten(self: &Arc<Self>, show: &ShowId) {
         {
             let mut listened = self.listened();
             match listened.get_mut(show) {
@@ -145,7 +145,9 @@ impl Sharded {
     }
 
     /// A new subscription carrying every show listened to now (and later, until it ends).
-    pub(super) async fn subscribe(self: &Arc<Self>) -> Result<BoxStream<'static, ShowEvent>> {
+    pub(in crate::store) async fn subscribe(
+        self: &Arc<Self>,
+    ) -> Result<BoxStream<'static, ShowEvent>> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<PushInfo>();
         let client = ClusterClient::builder(self.nodes.clone())
             .use_protocol(ProtocolVersion::RESP3)

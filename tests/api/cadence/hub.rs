@@ -11,11 +11,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
-use waiting_room::hub::{Hub, HubParts};
+use waiting_room::hub::{Hub, HubParts, Update};
 use waiting_room::metrics::Metrics;
 use waiting_room::model::TicketStatus;
-use waiting_room::pass::{Keyring, PassCache};
-use waiting_room::shown::Shown;
+use waiting_room::pass::PassCache;
 use waiting_room::store::{MemoryStore, Queue, QueueStore, ShowSettings, Shows};
 
 use super::PageClock;
@@ -25,8 +24,8 @@ use crate::support::show;
 /// A page following one ticket: the last state pushed, and when it came.
 struct Page {
     ticket: Uuid,
-    updates: BoxStream<'static, Shown>,
-    last: Option<Shown>,
+    updates: BoxStream<'static, Update>,
+    last: Option<Update>,
     clock: PageClock,
 }
 
@@ -58,14 +57,18 @@ async fn check(
     let mut pushes = 0;
     for p in pages.iter_mut() {
         let status = store.status(&sh, p.ticket).await.unwrap();
-        let polled = status.state.view(p.ticket, &status.pace);
+        let polled = status.state.view(p.ticket, &status.pace, &status.sale);
         // Unconstrained: tokio's cooperative budget would hold back pushes that are there.
         while let Some(Some(u)) = tokio::task::unconstrained(p.updates.next()).now_or_never() {
             pushes += 1;
-            if u.view.status == TicketStatus::Waiting && u.version == status.version {
-                assert_eq!(u.view, polled, "{when:?}: a push differs from the poll");
+            if u.view(p.ticket).status == TicketStatus::Waiting && u.version() == status.version {
+                assert_eq!(
+                    u.view(p.ticket),
+                    polled,
+                    "{when:?}: a push differs from the poll"
+                );
             }
-            p.clock.heard(ms(start), &u.view);
+            p.clock.heard(ms(start), &u.view(p.ticket));
             p.last = Some(u);
         }
         let last = p.last.as_ref().expect("the first state comes at once");
@@ -76,11 +79,11 @@ async fn check(
             continue;
         }
         assert_eq!(
-            p.clock.shows(&last.view, ms(start)),
+            p.clock.shows(&last.view(p.ticket), ms(start)),
             polled,
             "{when}: the page of {} counts wrong (told {:?})",
             p.ticket,
-            last.view
+            last.view(p.ticket)
         );
     }
     pushes
@@ -96,7 +99,6 @@ async fn pages_count_right_between_sparse_pushes() {
         dyn_store,
         Arc::new(Metrics::default()),
         HubParts {
-            passes: Arc::new(Keyring::generate()),
             pass_cache: Arc::new(PassCache::new(3600)),
             push_front: 4,
             tasks: TaskTracker::new(),
@@ -190,7 +192,7 @@ async fn pages_count_right_between_sparse_pushes() {
         .filter(|p| {
             p.last
                 .as_ref()
-                .is_some_and(|l| l.event.as_str() == "admitted")
+                .is_some_and(|l| l.shown_as() == TicketStatus::Admitted)
         })
         .count();
     assert!(
@@ -208,5 +210,5 @@ async fn pages_count_right_between_sparse_pushes() {
 fn waiting(p: &Page) -> bool {
     p.last
         .as_ref()
-        .is_some_and(|l| l.view.status == TicketStatus::Waiting)
+        .is_some_and(|l| l.shown_as() == TicketStatus::Waiting)
 }

@@ -6,7 +6,7 @@
 mod hub;
 mod instances;
 
-use waiting_room::model::{Pace, TicketState, TicketView};
+use waiting_room::model::{Pace, Sale, TicketState, TicketView};
 
 /// A waiting page's count, as README's Push cadence words it (and wait.js does): the ticks'
 /// phase is the smallest gap seen between a push's arrival (on the page's own clock, in ms)
@@ -46,6 +46,6 @@ impl PageClock {
             tick_sec: Some(now_tick),
             ..Pace::at_rate(per)
         };
-        TicketState::Waiting { position, arrival }.view(last.ticket_id, &pace)
+        TicketState::Waiting { position, arrival }.view(last.ticket_id, &pace, &Sale::open())
     }
 }

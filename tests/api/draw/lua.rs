@@ -29,7 +29,7 @@ async fn the_lua_draws_the_places_rust_draws() {
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let prelude = include_str!(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/src/store/lua/prelude.lua"
+        "/src/store/redis/prelude.lua"
     ));
     let script = redis::Script::new(&format!("{prelude}\n{SCRIPT_TAIL}"));
     for n in [1u64, 2, 3, 70, 255, 256, 257, 4097, 1_000_000] {

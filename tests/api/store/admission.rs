@@ -100,7 +100,7 @@ async fn a_rate_of_its_own_changes_admissions_and_eta(backend: Backend) {
     s.configure(&sh, rate(4)).await.unwrap();
     let st = s.status(&sh, t[9]).await.unwrap();
     assert_eq!(st.pace.rate, 4);
-    assert_eq!(st.state.view(t[9], &st.pace).eta_seconds, Some(3));
+    assert_eq!(st.state.view(t[9], &st.pace, &st.sale).eta_seconds, Some(3));
     assert!(matches!(
         s.admit(&sh, 1).await.unwrap(),
         AdmitOutcome::Admitted { count: 4, .. }

@@ -21,6 +21,7 @@ all_stores!(
     the_fans_of_an_instance_that_stops_reporting_become_away_after_the_grace,
     a_fan_streaming_on_one_instance_stays_present_when_another_stream_ends,
     with_no_hold_fans_are_admitted_in_turn_present_or_not,
+    the_eta_skips_the_fans_away_ahead,
 );
 
 const REPORT: Duration = Duration::from_secs(5);
@@ -255,4 +256,56 @@ async fn with_no_hold_fans_are_admitted_in_turn_present_or_not(backend: Backend)
     assert_eq!(tick(s, &sh).await, 2);
     assert!(admitted(position(s, "p5", t[0]).await));
     assert!(admitted(position(s, "p5", t[1]).await));
+}
+
+async fn the_eta_skips_the_fans_away_ahead(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let s = s.as_ref();
+    let (sh, t) = queued(s, "p6", presence(1, 60, 2), 12).await;
+    // Fans 1 and 2 went quiet, 3 and 4 poll; of 5 to 12, every other one went quiet, the
+    // others follow live.
+    let live: Vec<Uuid> = [5, 7, 9, 11].iter().map(|&i| t[i]).collect();
+    s.attend(&sh, "i1", came(&live), REPORT).await.unwrap();
+    let last = t[11];
+    let view =
+        |status: &waiting_room::store::Status| status.state.view(last, &status.pace, &status.sale);
+    s.open(&sh).await.unwrap();
+    let before = s.status(&sh, last).await.unwrap();
+    assert_eq!(
+        (view(&before).away_ahead, view(&before).eta_seconds),
+        (None, Some(6)),
+        "no tick has measured anyone away: 11 ahead and this fan, at 2 a second"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    s.attend(&sh, "i1", polled(&t[2..4]), REPORT).await.unwrap();
+    // Two places: fans 1 and 2 are passed over, 3 and 4 (polled just now) let in.
+    assert_eq!(tick(s, &sh).await, 2);
+    let after = s.status(&sh, last).await.unwrap();
+    assert_eq!(
+        after.state,
+        TicketState::Waiting {
+            position: 10,
+            arrival: 12
+        },
+        "the position counts every place holder, those passed over too"
+    );
+    assert_eq!((after.pace.passed_over, after.pace.away_milli), (2, 500));
+    // Of the 9 ahead: the 2 passed over, and half of the 7 queued: 5 skipped, 5 let in
+    // first (this fan the last) at 2 a second.
+    let shown = view(&after);
+    assert_eq!((shown.away_ahead, shown.eta_seconds), (Some(5), Some(3)));
+    // Past the grace again, the fans away are the six quiet ones holding places: the two
+    // let in, whose last poll is as old, hold none and are not counted.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let away = s.stats(&sh).await.unwrap().presence.away;
+    assert_eq!(away, 6);
+    // A quiet fan that leaves holds no place: it is no longer counted away.
+    assert!(s.leave(&sh, t[10]).await.unwrap());
+    assert_eq!(s.stats(&sh).await.unwrap().presence.away, away - 1);
+    // With presence not heeded nobody is skipped.
+    s.configure(&sh, presence(1, 0, 2)).await.unwrap();
+    tick(s, &sh).await;
+    let plain = s.status(&sh, last).await.unwrap();
+    assert_eq!((plain.pace.passed_over, plain.pace.away_milli), (0, 0));
+    assert_eq!(view(&plain).away_ahead, None);
 }

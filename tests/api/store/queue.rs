@@ -47,7 +47,7 @@ async fn joins_get_dense_sequences_and_positions(backend: Backend) {
         assert_eq!(st.arrival, Some(i as u64 + 1));
         assert_eq!(st.pace.rate, 2);
         // ETA = ceil(position / rate): 1, 1, 2, 2, 3
-        let view = st.state.view(*t, &st.pace);
+        let view = st.state.view(*t, &st.pace, &st.sale);
         assert_eq!(view.eta_seconds, Some((i as u64 + 2) / 2));
     }
     // Another show has its own queue.

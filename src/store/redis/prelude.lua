@@ -1,0 +1,512 @@
+-- Shared head of every per-show script. Every key of a show carries the same hash tag, so a
+-- script touches one Redis Cluster slot. Keys and arguments come by name, from one Rust type
+-- each (`SharedArgs` and `Call` in redis/mod.rs), as JSON: ARGV[1] the store's settings,
+-- the same text on every call from one store (`keys` names each of KEYS in turn), ARGV[2] the
+-- show's names and the script's own arguments (a struct of its own beside the Rust that runs
+-- it; absent when not given). `bind` reads them into the names below: every script's first
+-- step.
+-- Replies go by name too: a script's body returns one table, which is answered as one JSON
+-- object and decoded in Rust into one type per reply (`<concern>/reply.rs`). A script with several
+-- outcomes names its own in `outcome`; a show a script will not serve is answered
+-- `{refused = 'no_such_show' | 'lost' | 'ended'}`, alike from every script. Epochs travel as
+-- text both ways: cjson writes numbers with 14 significant digits.
+-- The scripts run as one library of Redis Functions (loaded once; Redis >= 7) or, on an older
+-- Redis, each by SHA with this prelude in front (redis/mod.rs builds both).
+local A, S
+local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
+  SEEN, AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, ON
+local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
+-- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
+-- out by themselves and are void under another epoch).
+local function state_keys()
+  return {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW, SEEN,
+    AUDIT, IDEM, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ}
+end
+-- The store's settings as last decoded: a library of functions keeps them between calls, so
+-- they are decoded again only when another store (or version) sends other ones. P: each key's
+-- name to its place in KEYS, worked out with them.
+local shared_text, P
+local function bind(keys, argv)
+  if argv[1] ~= shared_text then
+    S = cjson.decode(argv[1])
+    shared_text = argv[1]
+    P = {}
+    for i, name in ipairs(S.keys) do P[name] = i end
+  end
+  A = cjson.decode(argv[2])
+  Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW, SEEN,
+    AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ =
+    keys[P.queue], keys[P.seq], keys[P.head], keys[P.left], keys[P.version], keys[P.rate],
+    keys[P.admissions], keys[P.fence], keys[P.tick], keys[P.cap], keys[P.meta], keys[P.holds],
+    keys[P.spent], keys[P.flow], keys[P.seen], keys[P.audit], keys[P.lostfans], keys[P.idem],
+    keys[P.mended], keys[P.away], keys[P.parked], keys[P.back], keys[P.instances],
+    keys[P.expired], keys[P.calls], keys[P.callq]
+  -- Each instance's set of the tickets it holds a live stream of: `…:on:<instance>`, beside
+  -- the show's other keys (same hash tag, so the same slot).
+  ON = string.sub(META, 1, -5) .. 'on:'
+  SHOW, ADMITTED, CHANNEL = A.show, A.admitted_prefix, A.channel
+  DEFAULT_RATE, TTL, DEFAULT_CAP = S.default_rate, S.ttl_ms, S.default_cap
+  -- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
+  PUBLISH = S.sharded and 'SPUBLISH' or 'PUBLISH'
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The configured rate, and the rate in force: lower while the pace follows a struggling
+-- checkout (meta field `pace`, set by the admitter).
+local function configured_rate() return tonumber(redis.call('GET', RATE) or DEFAULT_RATE) end
+local function rate()
+  local r = configured_rate()
+  local p = tonumber(redis.call('HGET', META, 'pace') or '')
+  if p and p < r then return p end
+  return r
+end
+-- Most fans admitted and not yet done buying at once; 0: no cap.
+local function cap() return tonumber(redis.call('GET', CAP) or DEFAULT_CAP) end
+-- Admissions still running that have not bought yet (the buyers in the system behind).
+local function active(now) return redis.call('ZCOUNT', ADMISSIONS, '(' .. now, '+inf') end
+local function head() return tonumber(redis.call('GET', HEAD) or '0') end
+local function is_open() return redis.call('HGET', META, 'open') == '1' end
+-- The show's settings as its operator set them (`ShowSettings` in model/settings.rs, by its
+-- JSON names, kept whole by configure.lua): a rule reads its setting here, nil when never set.
+-- `m`: the meta as `show_meta` read it, which holds them (no second read), if it did.
+local function settings(m)
+  local text
+  if m then text = m.settings else text = redis.call('HGET', META, 'settings') end
+  return cjson.decode(text or '{}')
+end
+-- Presence (docs/presence.md). A waiting fan is present while a live stream of its ticket is
+-- open on some instance (each instance's set ON..instance, reported by presence.lua), or for
+-- `presenceGraceSeconds` after its last poll or its last stream ended: AWAY keeps, for the
+-- fans with no stream open, when they were last seen (ms); a ticket absent from it is present.
+-- With `awayHoldSeconds` (not 0), a tick passes over away fans: PARKED keeps them by arrival,
+-- holding their place ahead of everyone queued; BACK, those of them seen again, whom the next
+-- tick lets in first. Away longer than the hold, the place is released (`expired`).
+-- `st`: the settings; answers the grace and the hold, in ms (hold 0: presence not heeded).
+local function away_rules(st)
+  return tonumber(st.presenceGraceSeconds or 30) * 1000, tonumber(st.awayHoldSeconds or 900) * 1000
+end
+-- `ticket` will not be called: it left, was let in, or lost its place.
+local function uncall(ticket)
+  redis.call('HDEL', CALLS, ticket)
+  redis.call('ZREM', CALLQ, ticket)
+end
+-- Whether `ticket` counts as present at `now` (ms), with the grace `grace` (ms).
+local function present(ticket, now, grace)
+  local seen = redis.call('ZSCORE', AWAY, ticket)
+  return (not seen) or tonumber(seen) >= now - grace
+end
+-- Parked fans who hold a place ahead of every queued one.
+local function parked_count() return redis.call('ZCARD', PARKED) end
+-- Instances whose report of live streams still holds, at `now`: {instance = until_ms}; and
+-- those whose report ran out (the same, `all`: HGETALL's answer, when read already).
+local function live_instances(now, all)
+  all = all or redis.call('HGETALL', INSTANCES)
+  local live, dead = {}, {}
+  for i = 1, #all, 2 do
+    local u = tonumber(all[i + 1])
+    if u and u > now then live[all[i]] = u else dead[all[i]] = u or now end
+  end
+  return live, dead
+end
+-- Whether some live instance but `except` holds a stream of `ticket`.
+local function streamed_elsewhere(ticket, except, live)
+  for instance in pairs(live) do
+    if instance ~= except and redis.call('SISMEMBER', ON .. instance, ticket) == 1 then
+      return true
+    end
+  end
+  return false
+end
+-- Whether `ticket` still holds a place: queued, or parked.
+local function holds_place(ticket)
+  return redis.call('ZSCORE', Q, ticket) or redis.call('ZSCORE', PARKED, ticket)
+end
+-- `ticket` was seen at `at` (ms) with no stream open: its away clock starts there.
+local function last_seen(ticket, at)
+  if holds_place(ticket) then redis.call('ZADD', AWAY, at, ticket) end
+end
+-- A parked fan seen again goes to BACK, for the next tick to let in first.
+local function came_back(ticket)
+  local a = redis.call('ZSCORE', PARKED, ticket)
+  if a then redis.call('ZADD', BACK, a, ticket) end
+end
+-- Instances that stopped reporting (they died): their streams ended when their report ran
+-- out, so each of their fans streamed nowhere else is last seen then.
+local function reap_instances(now)
+  local live, dead = live_instances(now)
+  for instance, u in pairs(dead) do
+    for _, t in ipairs(redis.call('SMEMBERS', ON .. instance)) do
+      if not streamed_elsewhere(t, instance, live) then last_seen(t, u) end
+    end
+    redis.call('DEL', ON .. instance)
+    redis.call('HDEL', INSTANCES, instance)
+  end
+end
+
+-- Where the on-sale stands (`Phase` in model/pace.rs, by code): 0 pending (made, not opened
+-- yet, or scheduled), 1 open, 2 paused, 3 closed (no gate), 4 ended. Meta `open` says whether
+-- the admitter serves it; meta `phase` names paused, closed and ended.
+local PHASE_CODE = {paused = 2, closed = 3, ended = 4}
+local PHASE_NAME = {[0] = 'pending', 'open', 'paused', 'closed', 'ended'}
+-- The phase and the seats for sale (meta `stock`; 0: none set), in one read.
+local function sale()
+  local m = redis.call('HMGET', META, 'open', 'phase', 'stock')
+  local ph = (m[1] == '1') and 1 or (PHASE_CODE[m[2] or ''] or 0)
+  return ph, tonumber(m[3] or '0')
+end
+-- The meta fields a join and the pace it answers with read, in one call (HMGET): a table of
+-- field to value (false when unset), which the helpers below take instead of reading them
+-- one by one (`live_show`, `phase_of`, `draw_phase`, `pace_reply`, `standing`).
+local JOIN_META = {'epoch', 'lost', 'deleted', 'open', 'phase', 'stock', 'challenge_bits',
+  'opens_at', 'closed_n', 'draw_key', 'pace', 'change_at', 'change_rate', 'end_reason', 'window',
+  'settings'}
+local function show_meta()
+  local v = redis.call('HMGET', META, unpack(JOIN_META))
+  return {epoch = v[1], lost = v[2], deleted = v[3], open = v[4], phase = v[5], stock = v[6],
+    challenge_bits = v[7], opens_at = v[8], closed_n = v[9], draw_key = v[10], pace = v[11],
+    change_at = v[12], change_rate = v[13], end_reason = v[14], window = v[15], settings = v[16]}
+end
+-- The phase's code, from meta read by `show_meta`.
+local function phase_of(m) return (m.open == '1') and 1 or (PHASE_CODE[m.phase or ''] or 0) end
+local function phase() return (sale()) end
+local function stock()
+  local _, st = sale()
+  return st
+end
+-- The seats left once orders took theirs (-1: no stock).
+local function seats_left(st)
+  if st == 0 then return -1 end
+  return math.max(st - redis.call('HLEN', HOLDS), 0)
+end
+
+-- The longest an admission nobody takes up holds its place (ms): the arrival window, when
+-- it is shorter than the TTL and a cap makes it release places; else the TTL. `c`: the cap;
+-- `w`: meta `window` as read (false: the store's default).
+local function longest_untaken_hold(c, w)
+  local window = tonumber(w or S.default_window_ms)
+  if c > 0 and window > 0 and window < TTL then return window end
+  return TTL
+end
+
+-- How long an admission holds its place behind the gate (seconds), and a variance for the
+-- range. Counted as time held over admissions ended: the ended ones' holds plus the ages of
+-- those still running (a buyer who is quick is measured at once, one who takes the whole TTL
+-- only when it runs out; counting only ended holds would be biased short until then), with the
+-- prior — a hold anywhere from nothing to the longest an untaken admission holds (the arrival
+-- window, or the whole TTL), mean half of it — weighing as one turnover of the cap. FLOW keeps: done_n/done_sum (ended, their holds), run_n/run_sum (running, the sum
+-- of their admission times), all in seconds; `f` holds them as read (`pace`), `now` is in ms.
+local function hold(c, w, f, now)
+  local dn, ds = tonumber(f[2]) or 0, tonumber(f[3]) or 0
+  local rn, rs = tonumber(f[4]) or 0, tonumber(f[5]) or 0
+  local longest = longest_untaken_hold(c, w) / 1000
+  local k = math.max(c, 1)
+  local running = math.max(rn * now / 1000 - rs, 0)
+  local mean = (k * longest / 2 + ds + running) / (k + dn)
+  return mean, longest * longest / 12 * k / (k + dn)
+end
+
+-- `times` admissions made at `at` ms (they run from now).
+local function admitted_now(times, at)
+  redis.call('HINCRBY', FLOW, 'run_n', times)
+  redis.call('HINCRBYFLOAT', FLOW, 'run_sum', times * at / 1000)
+end
+
+-- An admission made at `since` ms ended at `now` ms (bought, given back, released, run out).
+local function held(since, now)
+  redis.call('HINCRBY', FLOW, 'done_n', 1)
+  redis.call('HINCRBYFLOAT', FLOW, 'done_sum', (now - since) / 1000)
+  redis.call('HINCRBY', FLOW, 'run_n', -1)
+  redis.call('HINCRBYFLOAT', FLOW, 'run_sum', -since / 1000)
+end
+
+-- An admitted ticket's admission ends now: its hold is measured.
+local function ended(ticket, now)
+  local expires = redis.call('ZSCORE', ADMISSIONS, ticket)
+  if expires then held(tonumber(expires) - TTL, now) end
+end
+
+-- The pace at the rate in force `r` under the cap `c` (meta `window` `w`, the time `now` in
+-- ms): places offered a second (mean, variance), and whether the last tick found every place
+-- taken. Without a cap, the rate in force. With one, places free up as fast as buyers finish:
+-- cap over the mean time a place stays taken (Little's law behind the gate), never above the
+-- rate. FLOW is read once; it also answers the last tick's away figures (`away_figures`).
+local function pace(r, c, w, now)
+  local f = redis.call('HMGET', FLOW, 'full', 'done_n', 'done_sum', 'run_n', 'run_sum', 'away',
+    'passed_over')
+  local full = f[1] == '1'
+  local away = {tonumber(f[6]) or 0, tonumber(f[7]) or 0}
+  if c == 0 then return r, 0, full, away, 0 end
+  local mean, var = hold(c, w, f, now)
+  -- Little's law takes the places behind the gate to free one by one, the oldest first: in
+  -- its stride a full cap's admissions are of every age, and the first frees in half a
+  -- hold. Admissions all made lately (a cap that just filled at an opening or after a lull)
+  -- free later: by half a hold less their mean age (`settle`, seconds, when the cap is full).
+  local settle = 0
+  local rn = tonumber(f[4]) or 0
+  if rn >= c and rn > 0 then
+    local age = (rn * now / 1000 - (tonumber(f[5]) or 0)) / rn
+    settle = math.max(mean / 2 - age, 0)
+  end
+  -- A place freed is filled at the next tick: half a second later, on average.
+  mean = mean + 0.5
+  local flow = math.min(r, c / mean)
+  local spread = flow * math.sqrt(var) / mean / 2
+  return flow, spread * spread, full, away, settle
+end
+-- Where away fans are passed over (`hold` > 0), what every ETA skips, measured once a tick
+-- at `now` (ms) with the grace `grace` (ms) and kept in FLOW for `pace` to read: the share of
+-- the queued fans away (thousandths) and the fans passed over who hold their places and are
+-- not back (those back are let in first, so they are not skipped). AWAY keeps place holders
+-- only (a fan let in or gone leaves it); the parked ones in it past the grace are those not
+-- back.
+local function away_figures(now, grace, hold)
+  if hold == 0 then
+    redis.call('HDEL', FLOW, 'away', 'passed_over')
+    return
+  end
+  local parked = redis.call('ZCARD', PARKED)
+  local back = parked > 0 and redis.call('ZCARD', BACK) or 0
+  local away = redis.call('ZCOUNT', AWAY, '-inf', '(' .. (now - grace))
+  local share = 0
+  if away > 0 then
+    local queued = redis.call('ZCARD', Q)
+    away = math.max(away - parked + back, 0)
+    share = queued > 0 and math.floor(math.min(away, queued) * 1000 / queued) or 0
+  end
+  redis.call('HSET', FLOW, 'away', share, 'passed_over', parked - back)
+end
+-- What a ticket's ETA is worked out from, and where its count goes on from (`PaceFigures` in
+-- store/feed/mod.rs): the rate in force, the flow and its spread (thousandths), the phase's
+-- name, whether the last tick found every place taken; when there is one, a rate change the
+-- operator announced (meta `change_at`, ms, and `change_rate`: ms until it, its rate), the
+-- second of the last tick, the seats left, and why an ended on-sale ended. Every join and
+-- status answers with it, so what it needs is read in few calls: the meta fields `m` (read by
+-- `show_meta`, or here when not given), the show's rate, cap, last tick and version in one
+-- MGET, FLOW in one HMGET. Answers the pace, and the show's version.
+local function pace_reply(m)
+  m = m or show_meta()
+  local k = redis.call('MGET', RATE, CAP, TICK, VER)
+  local r = tonumber(k[1] or DEFAULT_RATE)
+  local following = tonumber(m.pace or '')
+  if following and following < r then r = following end
+  local c = tonumber(k[2] or DEFAULT_CAP)
+  local now = (c > 0 or m.change_at) and now_ms() or 0
+  local mean, var, full, away, settle = pace(r, c, m.window, now)
+  local ph = phase_of(m)
+  local left = seats_left(tonumber(m.stock or '0'))
+  return {
+    rate = r, flow_milli = math.floor(mean * 1000 + 0.5),
+    spread_milli = math.floor(math.sqrt(var) * 1000 + 0.5), phase = PHASE_NAME[ph], full = full,
+    change_in_ms = m.change_at and math.max(tonumber(m.change_at) - now, 0) or nil,
+    change_rate = m.change_at and tonumber(m.change_rate) or nil,
+    tick_sec = tonumber(k[3] or ''),
+    stock_left = left >= 0 and left or nil,
+    reason = ph == 4 and (m.end_reason or nil) or nil,
+    away_milli = away[1], passed_over = away[2],
+    settle_ms = settle > 0 and math.floor(settle * 1000 + 0.5) or nil,
+  }, tonumber(k[4] or '0')
+end
+-- The fair start's draw (src/draw.rs, which says why): a keyed permutation of 1..n, eight
+-- Feistel rounds over 2h bits with cycle-walking, round function MurmurHash3's fmix32 of the
+-- half XOR the round's key word. Lua numbers are doubles and `bit` works on 32-bit signed
+-- integers, so products are taken in 16-bit halves and results kept unsigned.
+local TWO32 = 4294967296
+local function u32(x) if x < 0 then return x + TWO32 end return x end
+local function mul32(a, b)
+  local al, ah = a % 65536, math.floor(a / 65536)
+  local bl, bh = b % 65536, math.floor(b / 65536)
+  return (((ah * bl + al * bh) % 65536) * 65536 + al * bl) % TWO32
+end
+local function fmix32(x)
+  x = u32(bit.bxor(x, bit.rshift(x, 16)))
+  x = mul32(x, 2246822507)
+  x = u32(bit.bxor(x, bit.rshift(x, 13)))
+  x = mul32(x, 3266489909)
+  return u32(bit.bxor(x, bit.rshift(x, 16)))
+end
+-- {n, h, keys} for `n` arrivals under the hex `key`.
+local function permutation(key, n)
+  local keys = {}
+  for i = 1, 8 do keys[i] = tonumber(string.sub(key, i * 8 - 7, i * 8), 16) end
+  local bits, m = 0, n - 1
+  while m > 0 do bits = bits + 1; m = math.floor(m / 2) end
+  local h = math.max(math.ceil(bits / 2), 1)
+  return {n = n, h = h, size = 2 ^ h, keys = keys}
+end
+local function feistel_round(p, i, half)
+  return fmix32(u32(bit.bxor(half, p.keys[i]))) % p.size
+end
+local function encrypt(p, x)
+  local l, r = math.floor(x / p.size), x % p.size
+  for i = 1, 8 do
+    l, r = r, u32(bit.bxor(l, feistel_round(p, i, r)))
+  end
+  return l * p.size + r
+end
+local function decrypt(p, x)
+  local l, r = math.floor(x / p.size), x % p.size
+  for i = 8, 1, -1 do
+    l, r = u32(bit.bxor(r, feistel_round(p, i, l))), l
+  end
+  return l * p.size + r
+end
+-- The place arrival `a` was drawn to, and the arrival drawn to place `k` (both 1..n).
+local function drawn_place(p, a)
+  local x = encrypt(p, a - 1)
+  while x >= p.n do x = encrypt(p, x) end
+  return x + 1
+end
+local function drawn_arrival(p, k)
+  local x = decrypt(p, k - 1)
+  while x >= p.n do x = decrypt(p, x) end
+  return x + 1
+end
+
+-- Where a scheduled show's draw stands (meta fields `opens_at`, `closed_n` once the pre-queue
+-- closed, `draw_key` once drawn): nil when the show was never scheduled, else {opens_at,
+-- closed, p (the permutation once drawn)}. `sm`: the meta as `show_meta` read it, if it did.
+local function draw_phase(sm)
+  local m
+  if sm then m = {sm.opens_at, sm.closed_n, sm.draw_key}
+  else m = redis.call('HMGET', META, 'opens_at', 'closed_n', 'draw_key') end
+  if not m[1] then return nil end
+  local d = {opens_at = tonumber(m[1]), closed = tonumber(m[2] or '')}
+  if m[3] and d.closed then d.p = permutation(m[3], d.closed) end
+  return d
+end
+
+-- The place in the queue of arrival `a` (its drawn place, or its arrival number after the
+-- pre-queue); nil while it waits in a pre-queue not drawn yet.
+local function order_key(d, a)
+  if not d then return a end
+  if d.closed and a > d.closed then return a end
+  if d.p then return drawn_place(d.p, a) end
+  return nil
+end
+
+-- Where the parked ticket with arrival `a` stands: behind the parked fans who arrived before it.
+local function parked_standing(a)
+  return {state = 'waiting', arrival = a, position = redis.call('ZCOUNT', PARKED, '-inf', a)}
+end
+
+-- Where the queued ticket with arrival `seq` stands (`TicketReply` in queue/reply.rs):
+-- waiting at a position or, in a pre-queue not drawn yet, ms until the show opens. `m`: the
+-- meta as `show_meta` read it, if it did.
+local function standing(ticket, seq, m)
+  local d = draw_phase(m)
+  local key = order_key(d, seq)
+  if not key then
+    local opens_in = d.closed and 0 or math.max(d.opens_at - now_ms(), 0)
+    return {state = 'pre_queue', arrival = seq, opens_in_ms = opens_in}
+  end
+  -- Parked fans (passed over while away) hold their places ahead of every queued one.
+  local parked = parked_count()
+  if d and d.p and seq <= d.closed then
+    local hd = head()
+    return {state = 'waiting', arrival = seq,
+      position = key - hd - redis.call('ZCOUNT', LEFT, '(' .. hd, '(' .. key) + parked}
+  end
+  -- Everyone ahead is still in the queue, whatever their order: the rank says it.
+  return {state = 'waiting', arrival = seq,
+    position = redis.call('ZRANK', Q, ticket) + 1 + parked}
+end
+
+-- Appends a record (field, value, …) to the show's audit, keeping the newest S.audit_max.
+local function audit(fields)
+  redis.call('XADD', AUDIT, 'MAXLEN', '~', S.audit_max, '*', unpack(fields))
+end
+
+-- Arrival numbers as inclusive ranges of consecutive numbers: '4-6,9,2-3'.
+local function ranges(arrivals)
+  local out, from, to = {}, nil, nil
+  local function flush()
+    if from then out[#out + 1] = (from == to) and tostring(from) or (from .. '-' .. to) end
+  end
+  for _, a in ipairs(arrivals) do
+    if from and a == to + 1 then to = a else flush(); from, to = a, a end
+  end
+  flush()
+  return table.concat(out, ',')
+end
+
+local function version() return tonumber(redis.call('GET', VER) or '0') end
+
+-- The show's epoch (a string of digits) if an operator made it and its state is whole;
+-- else nil and the reply the script must give: nobody made it, or it was lost. `sm`: the meta
+-- as `show_meta` read it, if it did.
+local function live_show(sm)
+  local m
+  if sm then m = {sm.epoch, sm.lost, sm.deleted}
+  else m = redis.call('HMGET', META, 'epoch', 'lost', 'deleted') end
+  if not m[1] or m[3] then return nil, {refused = 'no_such_show'} end
+  if m[2] == '1' then return nil, {refused = 'lost'} end
+  return m[1], nil
+end
+
+-- A rule's refusal for now: `why`, in words a client may read, and when to try again (ms).
+-- The whole call's reply ({refused = unavailable(…)}), or one join's outcome (`join.lua`),
+-- alike: the client is answered 503 with `Retry-After` (`StoreError::NotNow`).
+local function unavailable(why, retry_after_ms)
+  return {outcome = 'unavailable', why = why, retry_after_ms = retry_after_ms}
+end
+
+-- Whether `ticket` holds an admission of this epoch that has not run out. The admission
+-- keeps `epoch|arrival` (the arrival number the audit names the buyer by).
+local function admitted(ticket, epoch)
+  local v = redis.call('GET', ADMITTED .. ticket)
+  return v == epoch or (v and string.match(v, '^(%d+)|') == epoch) or false
+end
+-- The arrival number `ticket` was admitted under (0 when unknown).
+local function admitted_arrival(ticket)
+  local v = redis.call('GET', ADMITTED .. ticket)
+  return tonumber(v and string.match(v, '|(%d+)$') or '0')
+end
+
+-- One message per change, published inside the script that made it: subscribers see the
+-- changes of a show in the order they happened, each with its epoch and version. Its fields
+-- are `ShowEvent`'s (protocol.rs), which a test decodes from what is published here. Every
+-- script publishes through this one function.
+-- `ended`: the tickets whose admission ended in this change (released untaken), if any.
+local function publish(kind, epoch, ver, hd, left, admitted_now, at, ended)
+  -- The event carries the pace as every reply does (`PaceFigures` in store/feed/mod.rs): a field
+  -- added to `pace_reply` travels in both.
+  local e = pace_reply()
+  e.show, e.epoch, e.version, e.kind, e.head, e.left = SHOW, tonumber(epoch), ver, kind, hd, left
+  e.open, e.admitted, e.ttl_ms, e.at_ms = e.phase == 'open', admitted_now, TTL, at
+  e.ended, e.parked = ended, parked_count()
+  redis.call(PUBLISH, CHANNEL, cjson.encode(e))
+end
+
+-- Tells every hub that `ticket`'s admission ended (spent by an order or a redemption, or
+-- given back), so that no instance lets its pass through any more. No position moved: the
+-- version stays, and the hubs' mirrors take nothing from it.
+local function publish_ended(epoch, ticket, at)
+  redis.call(PUBLISH, CHANNEL, cjson.encode({
+    show = SHOW, epoch = tonumber(epoch), version = version(), kind = 'spent', head = head(),
+    ended = {ticket}, ttl_ms = TTL, at_ms = at,
+  }))
+end
+
+-- Puts the on-sale in `name`d phase (paused, closed, ended; admission stops in each) and
+-- tells every hub; nothing when it stood there already. With ended, `why` (or none).
+local function enter_phase(name, epoch, why)
+  local m = redis.call('HMGET', META, 'open', 'phase', 'end_reason')
+  if m[1] ~= '1' and m[2] == name and m[3] == why then return end
+  redis.call('HSET', META, 'open', '0', 'phase', name)
+  if why then redis.call('HSET', META, 'end_reason', why) else redis.call('HDEL', META, 'end_reason') end
+  local now = now_ms()
+  audit({'kind', 'phase', 'at_ms', now, 'epoch', epoch, 'phase', name})
+  publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now)
+end
+
+-- Creates the show's meta under `epoch` after wiping whatever state an earlier incarnation
+-- left behind.
+local function create(epoch, now)
+  redis.call('DEL', unpack(state_keys()))
+  redis.call('DEL', META)
+  redis.call('HSET', META, 'epoch', epoch, 'open', '0', 'lost', '0', 'created_ms', now)
+end
