@@ -22,6 +22,12 @@
 #                                                 released after a 10 s arrival window when
 #                                                 untaken; one in three buys at once, the
 #                                                 others abandon: late joiners under a cap
+#   scripts/eta-bench.sh away   [embedded|redis]  a fair start: 300 fans in the pre-queue,
+#                                                 5 a second; three in ten step away before
+#                                                 the opening and come back after the rest
+#   scripts/eta-bench.sh cap-away [embedded|redis]  as `away` under `cap`'s cap: 130 fans
+#   scripts/eta-bench.sh lull   [embedded|redis]  as `cap`, after a trickle of 20 fans and
+#                                                 30 s of an empty queue
 #   scripts/eta-bench.sh summary CASE             the summary of CASE's last run again
 #
 # Loopback only, every run bounded in fans and time; it ends only the processes it started,
@@ -206,8 +212,40 @@ crowd)
   watch_pace eta-crowd
   load --show eta-crowd --fans 300 --join-rate 500 --open --rate-change 10s:5 --duration 120s
   ;;
+away)
+  # A 10:00 on-sale with a fair start: 300 fans join the pre-queue, three in ten close their
+  # page a second later and come back only after everyone present was let in. Each present
+  # fan's first ETA (told with the draw) skips the fans away ahead, who are passed over.
+  start_server
+  operator PUT /orders/waiting-room/eta-away \
+    "{\"admitPerSecond\":5,\"presenceGraceSeconds\":2,\"opensAt\":\"$(date -u -d '+20 seconds' +%FT%TZ)\"}"
+  watch_pace eta-away
+  load --show eta-away --fans 300 --join-rate 500 --away 0.3 --away-after 1s --away-for 90s \
+    --duration 150s
+  ;;
+cap-away)
+  # As `away`, under a cap: rate 10, at most 10 active buyers, 6 s admissions; of those
+  # present, one in three buys at once and the others abandon.
+  start_server ADMISSION_TTL=6s
+  operator PUT /orders/waiting-room/eta-cap-away \
+    "{\"admitPerSecond\":10,\"maxActiveBuyers\":10,\"presenceGraceSeconds\":2,\"opensAt\":\"$(date -u -d '+20 seconds' +%FT%TZ)\"}"
+  watch_pace eta-cap-away
+  load --show eta-cap-away --fans 130 --join-rate 500 --buy 0.34 --abandon 0.66 --away 0.3 \
+    --away-after 1s --away-for 120s --duration 200s
+  ;;
+lull)
+  # A capped show (as `cap`) that served a trickle, then stood empty for 30 s, then a crowd:
+  # the crowd's first ETAs must not read the empty queue as a slow checkout.
+  start_server ADMISSION_TTL=6s
+  operator PUT /orders/waiting-room/eta-lull '{"admitPerSecond":10,"maxActiveBuyers":10}'
+  watch_pace eta-lull
+  CASE=lull-trickle load --show eta-lull --fans 20 --join-rate 1 --open --buy 0.34 --abandon 0.66 \
+    --duration 60s
+  sleep 30
+  load --show eta-lull --fans 90 --join-rate 500 --buy 0.34 --abandon 0.66 --duration 180s
+  ;;
 *)
-  sed -n '2,26p' "$0"
+  sed -n '2,35p' "$0"
   exit 2
   ;;
 esac

@@ -53,7 +53,7 @@
   const $ = (id) => document.getElementById(id);
   const els = {
     conn: $('conn'), connText: $('conn-text'),
-    position: $('position'), ahead: $('ahead'), eta: $('eta'), etaLabel: $('eta-label'),
+    position: $('position'), ahead: $('ahead'), eta: $('eta'),
     progress: $('progress'), progressFill: $('progress-fill'), progressCaption: $('progress-caption'),
     notOpen: $('not-open'), pausedFull: $('paused-full'), countdown: $('countdown'),
     pausedNote: $('paused-note'), stockLeft: $('stock-left'), endedReason: $('ended-reason'), releasedText: $('released-text'),
@@ -130,11 +130,15 @@
     return lowH === 0 ? `up to ${highH} hours` : `about ${lowH}–${highH} hours`;
   }
 
-  function aheadWords(position) {
+  // The same words as the server's first paint (templates/wait.html).
+  function aheadWords(position, awayAhead) {
     const ahead = position - 1;
     if (ahead <= 0) return "Nobody is ahead of you: you're next.";
-    if (ahead === 1) return '1 fan is ahead of you.';
-    return `${fmt(ahead)} fans are ahead of you.`;
+    const away = awayAhead
+      ? ` About ${fmt(awayAhead)} of them are away: they are passed over while away, and your estimate skips them.`
+      : '';
+    if (ahead === 1) return `1 fan is ahead of you.${away}`;
+    return `${fmt(ahead)} fans are ahead of you.${away}`;
   }
 
   const clock = (s) => `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
@@ -192,7 +196,7 @@
     root.dataset.position = String(position);
     root.dataset.eta = String(view.etaSeconds);
     els.position.textContent = fmt(position);
-    els.ahead.textContent = aheadWords(position);
+    els.ahead.textContent = aheadWords(position, view.awayAhead);
     els.eta.textContent = waitWords(view);
     // The server says why the queue stands still (`paused`: pending, paused or full). A
     // paused queue has no ETA: nobody knows when it resumes.
@@ -201,7 +205,9 @@
     els.pausedFull.hidden = view.paused !== 'full';
     els.pausedNote.hidden = !paused;
     els.notOpen.hidden = showOpen || paused;
-    els.etaLabel.textContent = showOpen ? 'Estimated wait' : 'Estimated wait once the sale opens';
+    // Not open, and no opening announced (a set opening keeps fans in the pre-queue): the
+    // server tells no ETA, so nothing is counted from (page.rs `NOT_OPEN_YET`).
+    if (!showOpen) els.eta.textContent = 'the sale has not opened yet';
     if (paused) els.eta.textContent = 'paused: it goes on when the queue resumes';
     // Seats left against the fans ahead: the odds, told early.
     if (typeof view.stockLeft === 'number') {
@@ -379,7 +385,9 @@
       const position = Math.max(1, view.position - per * ticks);
       if (ticks > 0 && state === 'waiting') {
         root.dataset.counted = String(ticks);
-        renderWaiting({ ...view, position, etaSeconds: Math.ceil(position / per) });
+        // Fans ahead who are away will be passed over: the ETA skips them (awayAhead).
+        const present = Math.max(1, position - (view.awayAhead || 0));
+        renderWaiting({ ...view, position, etaSeconds: Math.ceil(present / per) });
       }
       if (position > 1) countTimer = setTimeout(step, (tick + ticks + 1) * 1000 + phase - now);
     };
@@ -786,7 +794,7 @@
     if (painted === ticket && state === 'prequeue') {
       renderPreQueue({ ticketId: ticket, opensInSeconds: Number(root.dataset.opens) });
     } else if (painted === ticket && state === 'waiting') {
-      renderWaiting({ ticketId: ticket, position: Number(root.dataset.position), etaSeconds: Number(root.dataset.eta), paused: root.dataset.paused === 'true' ? 'paused' : undefined, fromPaint: true });
+      renderWaiting({ ticketId: ticket, position: Number(root.dataset.position), awayAhead: Number(root.dataset.awayAhead) || undefined, etaSeconds: Number(root.dataset.eta), paused: root.dataset.paused === 'true' ? 'paused' : undefined, fromPaint: true });
     } else if (painted === ticket && state === 'admitted') {
       renderAdmitted({ ticketId: ticket, expiresInSeconds: Number(root.dataset.expires) });
     } else if (painted === ticket && (state === 'unknown' || state === 'lost')) {

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How fast a show's queue moves: what every ETA is worked out from, read with the ticket.
+/// Where the on-sale stands (its phase, the seats left) is a [`super::Sale`] of its own.
 ///
 /// The store measures the places each admission tick offers (the rate, or fewer when a cap
 /// on active buyers binds: then places free up only as fast as buyers order, give up or run
@@ -22,134 +23,19 @@ pub struct Pace {
     pub change: Option<RateChange>,
     /// The second (Unix time, the store's clock) of the show's last tick, if it had one.
     pub tick_sec: Option<u64>,
-    /// Where the on-sale stands: what the gate does and what a waiting fan is told.
-    pub phase: Phase,
-    /// Seats still for sale, when the show has a stock.
-    pub stock_left: Option<u64>,
-    /// Why an ended show ended, when the operator said.
-    pub reason: Option<EndReason>,
+    /// Where away fans are passed over (docs/presence.md): of the queued fans, the share away
+    /// at the last tick, in thousandths. Those ahead of a fan will be skipped, not let in.
+    pub away_milli: u16,
+    /// Where away fans are passed over: the fans passed over at the last tick who still hold
+    /// their places and are not back. Each stands ahead of every queued fan and will be
+    /// skipped too.
+    pub passed_over: u32,
+    /// Under a full cap of admissions all made lately (an opening, a crowd after a lull): how
+    /// much later than in its stride the cap frees its first place, in ms. Little's law takes
+    /// admissions of every age, the first freeing in half a hold; fresh ones free later, by
+    /// half a hold less their mean age. Every ETA waits that much more.
+    pub settle_ms: u32,
 }
-
-/// Where an on-sale stands. The gate is shut in every phase but [`Phase::Closed`].
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    /// Made, not opened yet (or scheduled, waiting for its opening and draw): fans may
-    /// queue, nobody is admitted, nobody buys without an admission.
-    #[default]
-    Pending,
-    /// Admitting at the show's rate.
-    Open,
-    /// The operator stopped admission for a while: every place is kept, the gate stays shut.
-    Paused,
-    /// The original's `close`: no on-sale running, no gate. Waiting fans are sent on.
-    Closed,
-    /// Over (sold out, or ended by the operator): joins are refused, the gate stays shut;
-    /// fans admitted before may finish within their admission.
-    Ended,
-}
-
-impl Phase {
-    /// Whether an order needs an admission (every phase but `Closed`).
-    pub fn gated(self) -> bool {
-        self != Phase::Closed
-    }
-
-    /// The word on the wire (`open`, `paused`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Pending => "pending",
-            Phase::Open => "open",
-            Phase::Paused => "paused",
-            Phase::Closed => "closed",
-            Phase::Ended => "ended",
-        }
-    }
-}
-
-/// Why a show ended (`{"reason":"sold out"}`): at most [`EndReason::MAX`] bytes of printable
-/// text, kept inline so that a [`Pace`] stays a plain copyable value.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct EndReason {
-    len: u8,
-    bytes: [u8; EndReason::MAX],
-}
-
-impl EndReason {
-    /// The longest reason, in bytes.
-    pub const MAX: usize = 64;
-
-    /// The reason, or `None` when it is empty, too long or holds control characters.
-    pub fn new(text: &str) -> Option<EndReason> {
-        let text = text.trim();
-        if text.is_empty() || text.len() > Self::MAX || text.chars().any(char::is_control) {
-            return None;
-        }
-        let mut bytes = [0; Self::MAX];
-        bytes[..text.len()].copy_from_slice(text.as_bytes());
-        Some(EndReason {
-            len: text.len() as u8,
-            bytes,
-        })
-    }
-
-    /// The reason a show that sells its last seat ends with.
-    pub fn sold_out() -> EndReason {
-        EndReason::new(SOLD_OUT).expect("a valid reason")
-    }
-
-    /// The reason as the operator gave it, trimmed (what `"reason"` carries).
-    pub fn as_str(&self) -> &str {
-        // Built from a `&str` cut at its own length: always valid UTF-8.
-        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
-    }
-}
-
-/// The reason of a show that sold its last seat.
-pub const SOLD_OUT: &str = "sold out";
-
-impl std::fmt::Debug for EndReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", self.as_str())
-    }
-}
-
-impl std::fmt::Display for EndReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for EndReason {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for EndReason {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        EndReason::new(&s).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "reason: 1 to {} bytes of printable text",
-                EndReason::MAX
-            ))
-        })
-    }
-}
-
-impl utoipa::PartialSchema for EndReason {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        utoipa::openapi::ObjectBuilder::new()
-            .schema_type(utoipa::openapi::schema::Type::String)
-            .max_length(Some(EndReason::MAX))
-            .into()
-    }
-}
-
-impl utoipa::ToSchema for EndReason {}
 
 /// An announced rate change, as seen when the pace was read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,11 +59,12 @@ pub enum Paused {
 }
 
 impl Paused {
-    /// The queue stands still until an operator resumes it, nobody knows when: no ETA may
-    /// pretend otherwise. (Before the opening the ETA counts from the opening, and says so
-    /// with `pending`.)
+    /// The queue stands still until an operator opens or resumes it, nobody knows when: no
+    /// ETA may pretend otherwise. A show that opens at a set time keeps its fans in the
+    /// pre-queue (the opening is their countdown), so a queued fan of a show not open yet
+    /// waits for an opening nobody announced: no ETA either.
     pub fn halts(self) -> bool {
-        self == Paused::Paused
+        matches!(self, Paused::Paused | Paused::Pending)
     }
 }
 
@@ -191,10 +78,26 @@ impl Pace {
             paused: None,
             change: None,
             tick_sec: None,
-            phase: Phase::Open,
-            stock_left: None,
-            reason: None,
+            away_milli: 0,
+            passed_over: 0,
+            settle_ms: 0,
         }
+    }
+
+    /// Of the `position - 1` places ahead of a fan, how many are held by fans away who will
+    /// be passed over, not let in: every fan passed over already, and the share away of the
+    /// queued ones. An estimate from the last tick's figures, so it stays put while the queue
+    /// moves at a steady share away: the page counts its ETA down with it (`awayAhead`).
+    pub fn away_ahead(&self, position: u64) -> u64 {
+        let ahead = position.saturating_sub(1);
+        let passed = u64::from(self.passed_over).min(ahead);
+        passed + (ahead - passed) * u64::from(self.away_milli.min(1000)) / 1000
+    }
+
+    /// The ETA of `position` when `away` of the places ahead are held by fans away, who are
+    /// passed over: that of the places ahead that will really be let in, and its own.
+    pub fn eta_skipping(&self, position: u64, away: u64) -> Eta {
+        self.eta(position.saturating_sub(away).max(1))
     }
 
     /// The ETA of `position`, and an honest range around it when the pace is uncertain.
@@ -202,7 +105,8 @@ impl Pace {
         // Never divide by a standstill: a queue that offers no place yet still moves once
         // buyers finish, at no less than a fiftieth of a place a second in this model.
         let flow = (self.flow_milli as f64 / 1000.0).max(0.02);
-        let seconds = |per_second: f64| self.wait(position, per_second);
+        let settle = u64::from(self.settle_ms).div_ceil(1000);
+        let seconds = |per_second: f64| self.wait(position, per_second) + settle;
         let eta = seconds(flow);
         let spread = self.spread_milli as f64 / 1000.0;
         // A range only when the pace wanders by more than a tenth.
@@ -228,6 +132,7 @@ impl Pace {
             && self.change.is_none()
             && self.flow_milli == u64::from(self.rate) * 1000
             && self.spread_milli == 0
+            && self.settle_ms == 0
             && self.tick_sec.is_some();
         steady.then_some(self.rate)
     }
@@ -284,6 +189,39 @@ mod tests {
             None,
             "a steady pace is certain"
         );
+    }
+
+    #[test]
+    fn fans_passed_over_and_the_share_away_count_as_away_ahead() {
+        let mut pace = Pace::at_rate(10);
+        assert_eq!(pace.away_ahead(101), 0, "nobody away: nobody skipped");
+        pace.away_milli = 300;
+        assert_eq!(pace.away_ahead(101), 30, "three in ten of the 100 ahead");
+        pace.passed_over = 40;
+        // The 40 passed over stand ahead of every queued fan; of the 60 queued ahead, 18.
+        assert_eq!(pace.away_ahead(101), 58);
+        // Near the front only those passed over are ahead, and never the fan itself.
+        assert_eq!(pace.away_ahead(11), 10);
+        assert_eq!(pace.away_ahead(1), 0);
+        pace.away_milli = 5000;
+        assert_eq!(pace.away_ahead(101), 100, "a share is never above all");
+    }
+
+    #[test]
+    fn a_cap_filled_lately_frees_its_first_place_later() {
+        let capped = Pace {
+            flow_milli: 2_500,
+            ..Pace::at_rate(10)
+        };
+        assert_eq!(capped.eta(25).seconds, 10);
+        // Admissions made lately: the cap frees its first place 1.8 s later than in its
+        // stride, and every wait with it.
+        let fresh = Pace {
+            settle_ms: 1_800,
+            ..capped
+        };
+        assert_eq!(fresh.eta(25).seconds, 12);
+        assert_eq!(fresh.steady(), None, "a settling cap is no steady count");
     }
 
     #[test]

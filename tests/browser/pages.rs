@@ -66,8 +66,8 @@ async fn the_waiting_page_paints_the_place_without_javascript_and_refreshes_itse
     assert!(body.contains("data-state=\"waiting\""));
     assert!(body.contains(">1,234</span>"), "the place, grouped");
     assert!(body.contains("1,233 fans are ahead of you."));
-    // 1234 fans at 2 a second: 617 s.
-    assert!(body.contains("<strong id=\"eta\">about 10 minutes</strong>"));
+    // Not open, and no opening announced: no wait promised.
+    assert!(body.contains("<strong id=\"eta\">the sale has not opened yet</strong>"));
     assert!(body.contains("The on-sale hasn't opened yet"));
     assert!(
         body.contains("<noscript><meta http-equiv=\"refresh\" content=\"5\"></noscript>"),

@@ -100,6 +100,7 @@ pub(super) async fn fan(
             .filter(|away| away.steps_away(i))
             .map(|away| tokio::time::Instant::now() + away.after),
         returned: false,
+        just_back: false,
     };
     follower.follow(record).await
 }
@@ -124,6 +125,8 @@ struct Follower<'a> {
     away_at: Option<tokio::time::Instant>,
     /// Whether it stepped away and came back.
     returned: bool,
+    /// Back, and nothing heard yet since.
+    just_back: bool,
 }
 
 impl Follower<'_> {
@@ -141,6 +144,7 @@ impl Follower<'_> {
                     }
                     Heard::Away => {
                         stream.close().await;
+                        record.stepped_away = true;
                         self.step_away().await;
                         continue;
                     }
@@ -179,6 +183,7 @@ impl Follower<'_> {
         }
         add(&c.came_back);
         self.returned = true;
+        self.just_back = true;
         self.last_event_id = None;
         self.backoff.reset();
     }
@@ -266,6 +271,14 @@ impl Follower<'_> {
     /// What the fan does on hearing `push`.
     async fn act(&mut self, push: &Push, record: &mut FanRecord) -> Next {
         let run = self.run;
+        // Admitted while away: it learns so only now, its first state an admission (or one
+        // that ran out meanwhile).
+        let gone = push.kind == EventName::Admitted
+            || (push.kind == EventName::Unknown && push.ticket.status == TicketStatus::Unknown)
+            || (push.kind == EventName::Expired && push.ticket.status != TicketStatus::Expired);
+        if std::mem::take(&mut self.just_back) && gone {
+            add(&run.counters.admitted_while_away);
+        }
         match push.kind {
             EventName::Waiting => {
                 run.told(record, &push.ticket);

@@ -165,6 +165,11 @@ pub struct LoadReport {
     /// hear it only on coming back: its first state then is `admitted`. The server's rule is
     /// that none is, past the show's `presenceGraceSeconds`.)
     pub admitted_after_return: u64,
+    /// With `--away`: fans whose first state on coming back was an admission made while they
+    /// were away (`admitted`, or one that ran out meanwhile): admissions spent on nobody.
+    /// With `awayHoldSeconds` above 0 the server lets in no fan away past the show's
+    /// `presenceGraceSeconds`; within it a fan still counts as present and may be let in.
+    pub admitted_while_away: u64,
     /// Answers to the buyers' orders by HTTP status (`"201"`), `"failed"` when none came.
     pub orders: BTreeMap<String, u64>,
     /// From sending an order to its answer.
@@ -241,11 +246,12 @@ impl fmt::Display for LoadReport {
             writeln!(f)?;
             write!(
                 f,
-                "stepped away: {} · {} came back · {} admitted after coming back · {} released \
-                 (EXPIRED: away longer than the show's hold)",
+                "stepped away: {} · {} came back · {} admitted after coming back · {} admitted \
+                 while away · {} released (EXPIRED: away longer than the show's hold)",
                 n(self.stepped_away),
                 n(self.came_back),
                 n(self.admitted_after_return),
+                n(self.admitted_while_away),
                 n(self.released)
             )?;
         }
@@ -382,6 +388,7 @@ pub(super) fn report(
         stepped_away: get(&c.stepped_away),
         came_back: get(&c.came_back),
         admitted_after_return: get(&c.admitted_after_return),
+        admitted_while_away: get(&c.admitted_while_away),
         orders: run.orders.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         order_latency: pct(&run.order_latency),
         eta,

@@ -92,6 +92,9 @@ pub(super) struct Counters {
     pub stepped_away: AtomicU64,
     pub came_back: AtomicU64,
     pub admitted_after_return: AtomicU64,
+    /// Fans whose first state on coming back was an admission made while they were away
+    /// (`admitted`, or one that ran out meanwhile): an admission spent on nobody.
+    pub admitted_while_away: AtomicU64,
     /// States heard that told a fan something new (a position, an admission).
     pub positions_learned: AtomicU64,
     /// Pushes that found the page's count wrong at their tick ([`super::count`]).

@@ -17,15 +17,21 @@ use crate::http::AppState;
 use crate::http::credentials::{set_ticket_cookie, ticket_cookie};
 use crate::http::join::JoinRequest;
 use crate::http::serve::origin::check_form_post;
+use crate::http::shown::Shown;
 use crate::model::{Paused, ShowId, TicketState, TicketStatus};
 use crate::protocol::{ADMISSION_HEADER, EventName, routes};
-use crate::shown::Shown;
 use crate::words::{thousands, wait_words};
 
 /// The contract's paths and names, handed to the page's script through data attributes so
 /// that the script spells none of them.
 /// The waiting page's service worker, which shows the "your turn" calls pushed to it.
 const NOTIFY_WORKER: &str = "/static/notify-worker.js";
+
+/// The wait a queued fan of a show not open yet is told: no opening was announced, so no
+/// figure (the page's script says the same, `static/wait.js`).
+const NOT_OPEN_YET: &str = "the sale has not opened yet";
+/// The wait of a paused queue, as `wait.js` words it: nobody knows when it resumes.
+const PAUSED_WAIT: &str = "paused: it goes on when the queue resumes";
 
 pub(crate) struct PageRoutes {
     join: &'static str,
@@ -87,6 +93,9 @@ struct WaitPage {
     ahead: u64,
     position_text: String,
     ahead_text: String,
+    /// Of those ahead, about how many are away and will be passed over (`awayAhead`).
+    away_ahead: u64,
+    away_ahead_text: String,
     eta_seconds: u64,
     eta_words: String,
     /// Every place behind the gate is taken: the queue moves as buyers finish.
@@ -209,6 +218,8 @@ async fn render_wait(
         ahead: 0,
         position_text: String::new(),
         ahead_text: String::new(),
+        away_ahead: 0,
+        away_ahead_text: String::new(),
         eta_seconds: 0,
         eta_words: String::new(),
         full: false,
@@ -260,9 +271,19 @@ async fn render_wait(
             page.ahead = position - 1;
             page.position_text = thousands(position);
             page.ahead_text = thousands(position - 1);
-            let eta = status.pace.eta(position);
-            page.eta_seconds = eta.seconds;
-            page.eta_words = wait_words(eta.seconds, eta.range);
+            page.away_ahead = view.away_ahead.unwrap_or(0);
+            page.away_ahead_text = view.away_ahead.map(thousands).unwrap_or_default();
+            // The ETA the ticket JSON tells (it skips fans away ahead).
+            page.eta_seconds = view.eta_seconds.unwrap_or(0);
+            let range = view.eta_min_seconds.zip(view.eta_max_seconds);
+            page.eta_words = if status.pace.paused == Some(Paused::Pending) {
+                // Nobody announced an opening: nothing to count a wait from.
+                NOT_OPEN_YET.to_owned()
+            } else if status.pace.paused == Some(Paused::Paused) {
+                PAUSED_WAIT.to_owned()
+            } else {
+                wait_words(page.eta_seconds, range)
+            };
             page.full = status.pace.paused == Some(Paused::Full);
             page.paused = status.pace.paused == Some(Paused::Paused);
         }

@@ -30,7 +30,7 @@ pub(crate) fn write_csv(
     );
     writeln!(
         out,
-        "fan,ticket,choice,told_at_seconds,position,eta_seconds,eta_min_seconds,eta_max_seconds,paused,admitted_at_seconds,wait_seconds,error,counted,order_status,expired,retold_at_seconds,retold_eta_seconds"
+        "fan,ticket,choice,told_at_seconds,position,eta_seconds,eta_min_seconds,eta_max_seconds,paused,admitted_at_seconds,wait_seconds,error,counted,order_status,expired,retold_at_seconds,retold_eta_seconds,stepped_away"
     )?;
     let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
     let time = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
@@ -42,7 +42,7 @@ pub(crate) fn write_csv(
         let counted = wait.is_some_and(|w| w > min_wait.as_secs_f64()) && error.is_some();
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.fan,
             r.ticket.map(|t| t.to_string()).unwrap_or_default(),
             r.choice.name(),
@@ -62,6 +62,7 @@ pub(crate) fn write_csv(
             u8::from(r.expired),
             time(r.retold.map(|t| f64::from(t.at))),
             opt(r.retold.map(|t| t.eta)),
+            u8::from(r.stepped_away),
         )?;
     }
     out.flush()?;

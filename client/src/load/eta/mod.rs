@@ -8,7 +8,8 @@
 //! negative when admitted earlier than told, 0.5 when it waited twice as long as told. It
 //! counts for fans whose real wait is over `--eta-min-wait` (10 s): on shorter waits the
 //! ETA's whole seconds and the tick's phase are most of the error. Absolute errors in
-//! seconds are given over every admitted fan as well.
+//! seconds are given over every admitted fan as well. A fan that stepped away (`--away`)
+//! waited as long as its absence made it: its ETA is not measured.
 
 mod csv;
 
@@ -71,6 +72,9 @@ pub struct FanRecord {
     pub expired: bool,
     /// The server's last answer to its join was 429: it was waiting to ask again.
     pub throttled: bool,
+    /// It stepped away while waiting (`--away`): how long it waited is its own doing, so its
+    /// ETA is not held against it.
+    pub stepped_away: bool,
 }
 
 impl FanRecord {
@@ -85,11 +89,15 @@ impl FanRecord {
             order_status: None,
             expired: false,
             throttled: false,
+            stepped_away: false,
         }
     }
 
     /// The ETA `which` and the real wait from then to the admission, in seconds.
     fn measured(&self, which: Which) -> Option<(Told, f64)> {
+        if self.stepped_away {
+            return None;
+        }
         let told = match which {
             Which::First => self.first,
             Which::AfterRateChange => self.retold,
