@@ -168,6 +168,9 @@
       }));
     } else if (alts.some((a) => a.type === 'boolean')) {
       f.kind = 'checkbox';
+    } else if (alts.some((a) => a.type === 'array' || a.type === 'object')) {
+      // A list (the schedule's events, the push services) is edited as JSON.
+      f.kind = 'json';
     } else if (alts.some((a) => a.format === 'date-time')) {
       f.kind = 'datetime-local';
     } else {
@@ -193,11 +196,12 @@
       const id = `setting-${++fieldCount}`;
       const box = document.createElement('div');
       box.className = `setting setting-${f.kind}`;
-      if (f.kind === 'url') box.classList.add('wide');
+      if (f.kind === 'url' || f.kind === 'json') box.classList.add('wide');
       const label = document.createElement('label');
       label.htmlFor = id;
       label.textContent = f.label;
-      const input = document.createElement(f.kind === 'select' ? 'select' : 'input');
+      const tag = { select: 'select', json: 'textarea' }[f.kind] || 'input';
+      const input = document.createElement(tag);
       input.id = id;
       input.name = f.name;
       if (f.kind === 'select') {
@@ -207,6 +211,9 @@
           option.textContent = value === '' ? '–' : String(value);
           input.appendChild(option);
         }
+      } else if (f.kind === 'json') {
+        input.rows = 2;
+        input.spellcheck = false;
       } else {
         input.type = f.kind;
       }
@@ -648,6 +655,8 @@
         input.checked = value === true;
       } else if (value === undefined || value === null) {
         input.value = '';
+      } else if (f.kind === 'json') {
+        input.value = JSON.stringify(value);
       } else if (f.kind === 'datetime-local') {
         const ms = typeof value === 'number' ? value : Date.parse(value);
         input.value = Number.isNaN(ms) ? '' : localInput(ms);
@@ -747,6 +756,14 @@
       const n = Number(text);
       if (text === '' || !f.ranges.some((r) => within(r, n))) throw new Error(numberWords(f));
       return n;
+    }
+    if (f.kind === 'json') {
+      if (text === '') return [];
+      try {
+        return JSON.parse(text);
+      } catch {
+        throw new Error(`${label} is written in JSON: a list, [] for none.`);
+      }
     }
     if (text === '') {
       if (!needed && f.alts.some((a) => fits(a, ''))) return '';

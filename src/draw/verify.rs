@@ -177,6 +177,8 @@ impl Walk {
             AuditKind::Phase => self.sales.lifted = r.phase == Some(crate::model::Phase::Closed),
             // Arrival numbers are raised past the lost ones, never reused: queue order holds.
             AuditKind::Lost => {}
+            // The rate a schedule sets is the admitter's to keep; ticks record it.
+            AuditKind::Event => {}
             AuditKind::Stock => self.sales.stock = r.stock.filter(|&s| s > 0),
             AuditKind::Order => self.sales.order(r, &self.queue.let_in)?,
             AuditKind::Redeem => self.sales.redeem(r, &self.queue.let_in)?,

@@ -115,6 +115,9 @@ pub struct AuditRecord {
     /// Stock changes: the seats for sale from then on (0: no stock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stock: Option<u64>,
+    /// Schedule changes: the event running from then on, by its place in the list from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<u32>,
 }
 
 impl AuditRecord {
@@ -137,6 +140,7 @@ impl AuditRecord {
             arrival: None,
             phase: None,
             stock: None,
+            event: None,
         }
     }
 }
@@ -221,6 +225,9 @@ pub enum AuditKind {
     /// A failover lost writes: the arrival counter was found lower than numbers handed out,
     /// and raised to `arrival` (no number is handed out twice from then on).
     Lost,
+    /// The schedule's running event changed (`event`: which, by its place in the list from
+    /// 1; absent: none runs any more), with the rate in force from then (`rate`).
+    Event,
 }
 
 /// Arrival numbers, in admission order, as inclusive ranges of consecutive numbers.

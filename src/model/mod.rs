@@ -23,9 +23,9 @@ pub use self::order::{MAX_AMOUNT, NewOrder, Order, OrderRequest, Redemption};
 pub use self::pace::{Eta, Pace, Paused, RateChange};
 pub use self::sale::{EndReason, Phase, SOLD_OUT, Sale};
 pub use self::settings::{
-    AnnouncedRate, MAX_ACTIVE_BUYERS, MAX_ARRIVAL_WINDOW, MAX_BEACON, MAX_BEACON_VALUE,
+    AnnouncedRate, EventTimes, MAX_ACTIVE_BUYERS, MAX_ARRIVAL_WINDOW, MAX_BEACON, MAX_BEACON_VALUE,
     MAX_CHALLENGE_BITS, MAX_HEALTH_URL, MAX_RATE, MAX_STOCK, MIN_ARRIVAL_WINDOW, Schedule,
-    SettingError, ShowSettings, health_uri,
+    ScheduledEvent, SettingError, ShowSettings, health_uri,
 };
 
 /// A show id as the outside may name it: `[A-Za-z0-9._-]{1,64}`, except `.` and `..` (no
@@ -405,6 +405,10 @@ pub struct ShowStats {
     /// Leading zero bits a join's proof of work must have (0: no proof asked).
     #[serde(default)]
     pub join_challenge_bits: u32,
+    /// The event of the schedule (`settings.events`) running now, by its place in the list
+    /// from 1; absent: none runs, the show's own settings are in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_event: Option<u32>,
     /// What the operator set, whole: every setting sent and kept (the fields above are what
     /// is in force).
     #[serde(default)]

@@ -46,7 +46,11 @@ pub(crate) const MAX_NOTIFY_URL: usize = 512;
 /// The most entries `pushServices` may hold, and the longest each.
 pub(crate) const MAX_PUSH_SERVICES: usize = 32;
 const MAX_PUSH_SERVICE: usize = 253;
-/// The furthest ahead a time may be set (`opensAt`, `rateChangeAt`).
+/// The most events a show's schedule may hold (`events`).
+pub(crate) const MAX_EVENTS: usize = 100;
+/// The longest name of an event.
+const MAX_EVENT_NAME: usize = 64;
+/// The furthest ahead a time may be set (`opensAt`, `rateChangeAt`, an event's times).
 const MOST_AHEAD: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// A show's settings; each field is optional, and one left out keeps what the show has.
@@ -134,6 +138,49 @@ pub struct ShowSettings {
     /// the browsers' public push services).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push_services: Option<Vec<String>>,
+    /// The sale's schedule (at most 100 events, in order of their starts, none overlapping;
+    /// `[]` removes it): while an event runs its `settings` are laid over the show's, applied
+    /// by the admitter at the tick that finds it started or ended, recorded in the audit and
+    /// pushed to every fan. An event may set `admitPerSecond`, `maxActiveBuyers`,
+    /// `joinChallengeBits`, `maxQueueLength`, `presenceGraceSeconds`, `awayHoldSeconds` and
+    /// `notifyAheadSeconds`. Sent whole: a list sent replaces the one the show had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 100)]
+    pub events: Option<Vec<ScheduledEvent>>,
+}
+
+/// One event of a show's schedule (`events`): from `startsAt` until `endsAt`, or until the
+/// next event starts, or for good, its settings are laid over the show's.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScheduledEvent {
+    /// A name for people reading the schedule ("presale", "general sale"): 1 to 64
+    /// printable ASCII characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// When it starts (RFC 3339; within a year ahead, and it may lie in the past, so that a
+    /// schedule sent again mid-sale is the same schedule).
+    pub starts_at: String,
+    /// When it ends (RFC 3339, after `startsAt`, before the next event starts); without it,
+    /// it runs until the next event starts, or for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<String>,
+    /// The settings in force while it runs, laid over the show's (only those an event may
+    /// set: see `events`).
+    #[schema(value_type = Object)]
+    pub settings: Box<ShowSettings>,
+}
+
+/// An event's times and settings as the store's scripts take them: ms since the epoch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EventTimes {
+    /// When it starts.
+    pub s: u64,
+    /// When it ends, if it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub e: Option<u64>,
+    /// Its settings.
+    pub set: ShowSettings,
 }
 
 /// A setting out of range: which, and why.
@@ -285,7 +332,41 @@ impl ShowSettings {
                 format!("must be between 0 (none) and {MAX_STOCK}"),
             ));
         }
+        if let Some(events) = &self.events {
+            check_events(events, now_ms)?;
+        }
         Ok(())
+    }
+
+    /// Only the settings an event may set ([`ShowSettings::events`]).
+    fn for_an_event(&self) -> ShowSettings {
+        ShowSettings {
+            admit_per_second: self.admit_per_second,
+            max_active_buyers: self.max_active_buyers,
+            join_challenge_bits: self.join_challenge_bits,
+            max_queue_length: self.max_queue_length,
+            presence_grace_seconds: self.presence_grace_seconds,
+            away_hold_seconds: self.away_hold_seconds,
+            notify_ahead_seconds: self.notify_ahead_seconds,
+            ..ShowSettings::default()
+        }
+    }
+
+    /// The schedule sent, in ms, from checked settings (`Some(vec![])` removes it).
+    pub fn event_times(&self) -> Option<Vec<EventTimes>> {
+        let events = self.events.as_ref()?;
+        Some(
+            events
+                .iter()
+                .filter_map(|e| {
+                    Some(EventTimes {
+                        s: parse_ms(&e.starts_at)?,
+                        e: e.ends_at.as_deref().and_then(parse_ms),
+                        set: e.settings.for_an_event(),
+                    })
+                })
+                .collect(),
+        )
     }
 
     /// The arrival window sent, if any (zero: off).
@@ -433,6 +514,70 @@ fn future_ms(field: &'static str, text: &str, now_ms: u64) -> Result<u64, Settin
     Ok(ms)
 }
 
+/// A schedule an operator may set: at most [`MAX_EVENTS`], each with its times in RFC 3339
+/// (within a year ahead), ending after it starts, in order of their starts with none
+/// overlapping the next, each setting only what an event may and that within its bounds.
+fn check_events(events: &[ScheduledEvent], now_ms: u64) -> Result<(), SettingError> {
+    let field = "events";
+    if events.len() > MAX_EVENTS {
+        return Err(refuse(field, format!("at most {MAX_EVENTS} events")));
+    }
+    let latest = now_ms + MOST_AHEAD.as_millis() as u64;
+    let time = |i: usize, text: &str| {
+        parse_ms(text).filter(|&ms| ms <= latest).ok_or_else(|| {
+            refuse(
+                field,
+                format!(
+                    "event {}: times are RFC 3339, such as 2026-12-01T10:00:00Z, at most \
+                         a year ahead",
+                    i + 1
+                ),
+            )
+        })
+    };
+    let mut free_from = 0;
+    for (i, e) in events.iter().enumerate() {
+        let n = i + 1;
+        printable(field, &e.name, MAX_EVENT_NAME).map_err(|_| {
+            refuse(
+                field,
+                format!("event {n}: a name is 1 to {MAX_EVENT_NAME} printable ASCII characters"),
+            )
+        })?;
+        let starts = time(i, &e.starts_at)?;
+        if starts < free_from {
+            return Err(refuse(
+                field,
+                format!(
+                    "event {n}: starts before the one ahead of it ends (events go in order, none overlapping)"
+                ),
+            ));
+        }
+        free_from = starts;
+        if let Some(ends) = &e.ends_at {
+            let ends = time(i, ends)?;
+            if ends <= starts {
+                return Err(refuse(field, format!("event {n}: ends before it starts")));
+            }
+            free_from = ends;
+        }
+        if e.settings.for_an_event() != *e.settings.as_ref() {
+            return Err(refuse(
+                field,
+                format!(
+                    "event {n}: an event may set admitPerSecond, maxActiveBuyers, \
+                     joinChallengeBits, maxQueueLength, presenceGraceSeconds, awayHoldSeconds \
+                     and notifyAheadSeconds"
+                ),
+            ));
+        }
+        e.settings
+            .check(now_ms)
+            .map_err(|inner| refuse(field, format!("event {n}: {inner}")))?;
+    }
+    Ok(())
+}
+
 /// `value`, if sent, is 1 to `most` printable ASCII characters.
 fn printable(field: &'static str, value: &Option<String>, most: usize) -> Result<(), SettingError> {
     match value {
@@ -565,6 +710,38 @@ mod tests {
         fields.sort_unstable();
         rows.sort_unstable();
         assert_eq!(rows, fields, "docs/settings.md against ShowSettings");
+    }
+
+    #[test]
+    fn a_schedule_reads_in_ms_with_only_what_an_event_may_set() {
+        let sent = json_settings(
+            r#"{"events":[
+                {"name":"presale","startsAt":"2027-01-15T09:00:00Z","endsAt":"2027-01-15T10:00:00Z",
+                 "settings":{"admitPerSecond":50}},
+                {"startsAt":"2027-01-15T11:00:00Z","settings":{"maxActiveBuyers":9}}]}"#,
+        );
+        assert_eq!(sent.check(NOW), Ok(()));
+        let times = sent.event_times().unwrap();
+        assert_eq!(
+            times
+                .iter()
+                .map(|t| (t.s, t.e, t.set.admit_per_second, t.set.max_active_buyers))
+                .collect::<Vec<_>>(),
+            [
+                (1_800_003_600_000, Some(1_800_007_200_000), Some(50), None),
+                (1_800_010_800_000, None, None, Some(9)),
+            ]
+        );
+        // A stock in an event is refused by name, with the event's place.
+        let stock = json_settings(
+            r#"{"events":[{"startsAt":"2027-01-15T09:00:00Z","settings":{"stock":5}}]}"#,
+        );
+        let e = stock.check(NOW).unwrap_err();
+        assert!(e.field == "events" && e.why.starts_with("event 1:"), "{e}");
+        assert_eq!(
+            json_settings(r#"{"events":[]}"#).event_times(),
+            Some(vec![])
+        );
     }
 
     fn json_settings(text: &str) -> ShowSettings {

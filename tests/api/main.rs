@@ -46,6 +46,7 @@ mod dashboard;
 mod draw;
 mod edge;
 mod eta;
+mod events;
 mod failover;
 mod failover_lost;
 mod failover_retry;

@@ -225,6 +225,7 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
         Some("stock") => AuditKind::Stock,
         Some("redeem") => AuditKind::Redeem,
         Some("lost") => AuditKind::Lost,
+        Some("event") => AuditKind::Event,
         _ => return Err(bad()),
     };
     let ranges = |name: &str| match field(name) {
@@ -253,6 +254,7 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
         arrival: number("arrival"),
         phase,
         stock: number("stock"),
+        event: number("event").map(|e| e as u32),
         id,
     })
 }

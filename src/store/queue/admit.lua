@@ -28,11 +28,23 @@ if second <= last then
 end
 redis.call('SET', TICK, second)
 
--- An announced rate change takes effect at the first tick from its time.
-local change = redis.call('HMGET', META, 'change_at', 'change_rate')
-if change[1] and tonumber(change[1]) <= now then
+-- An announced rate change takes effect at the first tick from its time: the show's own rate
+-- from then on (kept in its settings too, so that a schedule's events lay themselves over it).
+-- The schedule's next change (`apply_events`) too.
+local change = redis.call('HMGET', META, 'change_at', 'change_rate', 'event_at')
+local changed = change[1] and tonumber(change[1]) <= now
+if changed then
   redis.call('SET', RATE, change[2])
   redis.call('HDEL', META, 'change_at', 'change_rate')
+  local own = cjson.decode(redis.call('HGET', META, 'settings') or '{}')
+  own.admitPerSecond, own.rateChangeAt, own.rateChangeTo = tonumber(change[2]), nil, nil
+  redis.call('HSET', META, 'settings', cjson.encode(own))
+end
+if (change[3] and tonumber(change[3]) <= now)
+  or (changed and redis.call('HEXISTS', META, 'events') == 1) then
+  if apply_events(now, epoch, token) then
+    publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now)
+  end
 end
 
 local ran_out = redis.call('ZRANGEBYSCORE', ADMISSIONS, '-inf', now, 'WITHSCORES')

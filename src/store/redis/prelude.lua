@@ -70,12 +70,18 @@ local function cap() return tonumber(redis.call('GET', CAP) or DEFAULT_CAP) end
 local function active(now) return redis.call('ZCOUNT', ADMISSIONS, '(' .. now, '+inf') end
 local function head() return tonumber(redis.call('GET', HEAD) or '0') end
 local function is_open() return redis.call('HGET', META, 'open') == '1' end
--- The show's settings as its operator set them (`ShowSettings` in model/settings.rs, by its
--- JSON names, kept whole by configure.lua): a rule reads its setting here, nil when never set.
--- `m`: the meta as `show_meta` read it, which holds them (no second read), if it did.
+-- The show's settings in force (`ShowSettings` in model/settings.rs, by its JSON names): those
+-- its operator set, kept whole by configure.lua in META `settings`, with the running event's
+-- laid over them while a schedule has one (META `in_force`, written by `apply_events`). A rule
+-- reads its setting here, nil when never set. `m`: the meta as `show_meta` read it, which holds
+-- them (no second read), if it did.
 local function settings(m)
   local text
-  if m then text = m.settings else text = redis.call('HGET', META, 'settings') end
+  if m then text = m.in_force or m.settings
+  else
+    local v = redis.call('HMGET', META, 'in_force', 'settings')
+    text = v[1] or v[2]
+  end
   return cjson.decode(text or '{}')
 end
 -- Presence (docs/presence.md). A waiting fan is present while a live stream of its ticket is
@@ -163,12 +169,13 @@ end
 -- one by one (`live_show`, `phase_of`, `draw_phase`, `pace_reply`, `standing`).
 local JOIN_META = {'epoch', 'lost', 'deleted', 'open', 'phase', 'stock', 'challenge_bits',
   'opens_at', 'closed_n', 'draw_key', 'pace', 'change_at', 'change_rate', 'end_reason', 'window',
-  'settings'}
+  'settings', 'in_force', 'event_at', 'event_rate'}
 local function show_meta()
   local v = redis.call('HMGET', META, unpack(JOIN_META))
   return {epoch = v[1], lost = v[2], deleted = v[3], open = v[4], phase = v[5], stock = v[6],
     challenge_bits = v[7], opens_at = v[8], closed_n = v[9], draw_key = v[10], pace = v[11],
-    change_at = v[12], change_rate = v[13], end_reason = v[14], window = v[15], settings = v[16]}
+    change_at = v[12], change_rate = v[13], end_reason = v[14], window = v[15], settings = v[16],
+    in_force = v[17], event_at = v[18], event_rate = v[19]}
 end
 -- The phase's code, from meta read by `show_meta`.
 local function phase_of(m) return (m.open == '1') and 1 or (PHASE_CODE[m.phase or ''] or 0) end
@@ -282,7 +289,8 @@ end
 -- What a ticket's ETA is worked out from, and where its count goes on from (`PaceFigures` in
 -- store/feed/mod.rs): the rate in force, the flow and its spread (thousandths), the phase's
 -- name, whether the last tick found every place taken; when there is one, a rate change the
--- operator announced (meta `change_at`, ms, and `change_rate`: ms until it, its rate), the
+-- operator announced or the schedule holds (meta `change_at`, ms, and `change_rate`, or
+-- `event_at` and `event_rate`: ms until it, its rate), the
 -- second of the last tick, the seats left, and why an ended on-sale ended. Every join and
 -- status answers with it, so what it needs is read in few calls: the meta fields `m` (read by
 -- `show_meta`, or here when not given), the show's rate, cap, last tick and version in one
@@ -294,15 +302,21 @@ local function pace_reply(m)
   local following = tonumber(m.pace or '')
   if following and following < r then r = following end
   local c = tonumber(k[2] or DEFAULT_CAP)
-  local now = (c > 0 or m.change_at) and now_ms() or 0
+  -- The rate change ahead: the operator's, or the schedule's next (`apply_events`), the
+  -- sooner of them.
+  local change_at, change_rate = m.change_at, m.change_rate
+  if m.event_rate and (not change_at or tonumber(m.event_at) < tonumber(change_at)) then
+    change_at, change_rate = m.event_at, m.event_rate
+  end
+  local now = (c > 0 or change_at) and now_ms() or 0
   local mean, var, full, away, settle = pace(r, c, m.window, now)
   local ph = phase_of(m)
   local left = seats_left(tonumber(m.stock or '0'))
   return {
     rate = r, flow_milli = math.floor(mean * 1000 + 0.5),
     spread_milli = math.floor(math.sqrt(var) * 1000 + 0.5), phase = PHASE_NAME[ph], full = full,
-    change_in_ms = m.change_at and math.max(tonumber(m.change_at) - now, 0) or nil,
-    change_rate = m.change_at and tonumber(m.change_rate) or nil,
+    change_in_ms = change_at and math.max(tonumber(change_at) - now, 0) or nil,
+    change_rate = change_at and tonumber(change_rate) or nil,
     tick_sec = tonumber(k[3] or ''),
     stock_left = left >= 0 and left or nil,
     reason = ph == 4 and (m.end_reason or nil) or nil,
@@ -501,6 +515,81 @@ local function enter_phase(name, epoch, why)
   local now = now_ms()
   audit({'kind', 'phase', 'at_ms', now, 'epoch', epoch, 'phase', name})
   publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now)
+end
+
+-- A show's schedule of events (settings `events`, docs/events.md). META `events` keeps it as
+-- configure.lua was handed it: in order, none overlapping, each {s = start, e = end or nil
+-- (ms), set = the settings an event may set}; an event without an end runs until the next
+-- starts. Works out the settings in force at `now` (the show's, with the running event's laid
+-- over them) and writes them where the rules read them: the rate (RATE), the cap (CAP), the
+-- join's proof of work (meta `challenge_bits`), the rest whole in meta `in_force`
+-- (`settings()`); `event_at` is when the schedule next changes anything (the admitter's tick
+-- applies it then), `event_rate` the rate from then when it differs (every ETA counts with it,
+-- as with an announced rate change). A change of the running event (meta `event`, its place
+-- in the list from 1) is audited, with `fence` (the admitter's token, 0 for the operator), and
+-- published. Answers whether the running event changed.
+local function apply_events(now, epoch, fence)
+  local m = redis.call('HMGET', META, 'events', 'settings', 'event')
+  local events = cjson.decode(m[1] or '[]')
+  local base = cjson.decode(m[2] or '{}')
+  base.events = nil
+  local function running_at(t)
+    for i, e in ipairs(events) do
+      local ends = e.e or (events[i + 1] and events[i + 1].s)
+      if e.s <= t and (not ends or t < ends) then return i end
+    end
+    return nil
+  end
+  local function in_force(i)
+    local all = {}
+    for name, value in pairs(base) do all[name] = value end
+    if i then for name, value in pairs(events[i].set) do all[name] = value end end
+    return all
+  end
+  local running = running_at(now)
+  local st = in_force(running)
+  -- The next time anything changes: a start or an end after now.
+  local next_at
+  for _, e in ipairs(events) do
+    for _, t in ipairs({e.s, e.e or e.s}) do
+      if t > now and (not next_at or t < next_at) then next_at = t end
+    end
+  end
+  if st.admitPerSecond then redis.call('SET', RATE, st.admitPerSecond) else redis.call('DEL', RATE) end
+  if st.maxActiveBuyers then redis.call('SET', CAP, st.maxActiveBuyers) else redis.call('DEL', CAP) end
+  if st.joinChallengeBits then
+    redis.call('HSET', META, 'challenge_bits', st.joinChallengeBits)
+  else
+    redis.call('HDEL', META, 'challenge_bits')
+  end
+  if #events > 0 then
+    redis.call('HSET', META, 'in_force', cjson.encode(st))
+  else
+    redis.call('HDEL', META, 'in_force', 'events')
+  end
+  local rate_then
+  if next_at then
+    rate_then = in_force(running_at(next_at)).admitPerSecond or DEFAULT_RATE
+    redis.call('HSET', META, 'event_at', next_at)
+  else
+    redis.call('HDEL', META, 'event_at')
+  end
+  if rate_then and rate_then ~= (st.admitPerSecond or DEFAULT_RATE) then
+    redis.call('HSET', META, 'event_rate', rate_then)
+  else
+    redis.call('HDEL', META, 'event_rate')
+  end
+  local was, is = tonumber(m[3] or '0'), running or 0
+  if was == is then return false end
+  local record = {'kind', 'event', 'at_ms', now, 'epoch', epoch, 'fence', fence, 'rate', rate()}
+  if running then
+    redis.call('HSET', META, 'event', running)
+    record[#record + 1], record[#record + 2] = 'event', running
+  else
+    redis.call('HDEL', META, 'event')
+  end
+  audit(record)
+  return true
 end
 
 -- Creates the show's meta under `epoch` after wiping whatever state an earlier incarnation

@@ -13,7 +13,7 @@ use super::reply::{
     PauseReply, SetThrottleReply, StatsReply, ThrottleReply,
 };
 use super::{Configured, Indexed, ShowMeta, Shows, ThrottleControl, Throttling, not_running};
-use crate::model::{EndReason, PresenceStats, ShowId, ShowStats};
+use crate::model::{EndReason, EventTimes, PresenceStats, ShowId, ShowStats};
 use crate::store::redis::{
     NoArgs, OPEN_SHOWS, RedisStore, SCHEDULED, SHOWS, ShowScript, show_script,
 };
@@ -56,6 +56,9 @@ struct ConfigureArgs {
     /// Seats for sale (0 removes the stock).
     #[serde(skip_serializing_if = "Option::is_none")]
     stock: Option<u64>,
+    /// The schedule in ms (empty: removed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    events: Option<Vec<EventTimes>>,
     settings: ShowSettings,
 }
 
@@ -108,6 +111,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             change_rate: settings.rate_change().flatten().map(|c| c.rate),
             challenge_bits: settings.join_challenge_bits,
             stock: settings.stock,
+            events: settings.event_times(),
             settings: settings.without_schedule(),
         };
         let r: ConfigureReply = self.run(&CONFIGURE, show, &args).await?;
@@ -246,6 +250,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             max_active_buyers: r.cap,
             joined: r.joined,
             join_challenge_bits: r.challenge_bits,
+            running_event: r.event,
             settings: ShowSettings::read(r.settings.as_deref()),
             presence: PresenceStats {
                 away: r.away,

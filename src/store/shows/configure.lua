@@ -7,7 +7,7 @@
 -- published: every waiting fan's ETA (or seats left) changes with it. A.settings, the
 -- settings as the operator sent them (`ShowSettings` in model/settings.rs), is laid over those
 -- the show has and kept whole in META's `settings` (read by `settings()` in the prelude,
--- answered by stats.lua).
+-- answered by stats.lua), and A.events, its schedule in ms (`apply_events`).
 -- Answers {created, epoch}.
 local m = redis.call('HMGET', META, 'epoch', 'deleted')
 local created = false
@@ -21,6 +21,8 @@ end
 if A.settings then
   local all = cjson.decode(redis.call('HGET', META, 'settings') or '{}')
   for name, value in pairs(A.settings) do all[name] = value end
+  -- An empty schedule is none (cjson would keep `[]` as `{}`).
+  if all.events and next(all.events) == nil then all.events = nil end
   redis.call('HSET', META, 'settings', cjson.encode(all))
 end
 if A.cap then redis.call('SET', CAP, A.cap) end
@@ -44,7 +46,18 @@ elseif A.stock then
 end
 if A.stock then audit({'kind', 'stock', 'at_ms', now, 'epoch', epoch, 'stock', A.stock}) end
 if A.rate then redis.call('SET', RATE, A.rate) end
-if A.rate or A.change_at or A.stock then
+-- A schedule (A.events: in ms, as `apply_events` reads it; none: removed) is applied at once,
+-- and again whenever the show's own settings change under it.
+if A.events then
+  if #A.events > 0 then
+    redis.call('HSET', META, 'events', cjson.encode(A.events))
+  else
+    redis.call('HDEL', META, 'events')
+  end
+end
+local scheduled = A.events or redis.call('HEXISTS', META, 'events') == 1
+if scheduled then apply_events(now, epoch, 0) end
+if A.rate or A.change_at or A.stock or scheduled then
   local ver = redis.call('INCR', VER)
   publish('rate', epoch, ver, head(), nil, 0, now)
 end

@@ -150,6 +150,9 @@ pub(super) struct StatsReply {
     pub(super) pace: PaceFigures,
     /// The operator's settings as `configure.lua` keeps them (JSON text).
     pub(super) settings: Option<String>,
+    /// The schedule's event running, by its place in the list from 1.
+    #[serde(default)]
+    pub(super) event: Option<u32>,
     #[serde(default)]
     pub(super) away: u64,
     #[serde(default)]

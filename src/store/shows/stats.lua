@@ -2,7 +2,7 @@
 -- rate in force and the configured one, tickets ever joined, the buyer cap, open, lost, the
 -- arrival window (ms; absent: the default), admissions released untaken, the join challenge's
 -- bits, the stock (0: none), the pace, and the settings as the operator set them (JSON text,
--- absent when none were), and presence: away, passed over, released, fans asking to be called.
+-- absent when none were), the schedule's event running (its place in the list, from 1), and presence: away, passed over, released, fans asking to be called.
 local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted', 'window', 'released')
 if m[4] or not m[1] then return {refused = 'no_such_show'} end
 local now = now_ms()
@@ -22,6 +22,7 @@ return {
   stock = stock(),
   pace = pace_reply(),
   settings = redis.call('HGET', META, 'settings') or nil,
+  event = tonumber(redis.call('HGET', META, 'event') or ''),
   -- Presence: fans with no live stream seen longer ago than the grace (queued or passed
   -- over), those passed over while away, and places released after the hold.
   away = redis.call('ZCOUNT', AWAY, '-inf', '(' .. (now - grace)),
