@@ -460,6 +460,9 @@ async fn settings_are_kept_and_answered_whole(backend: Backend) {
     assert!(after.get("stock").is_none(), "0 removes the stock: {after}");
     let stats = app.stats("s").await;
     assert_eq!(stats["settings"], after["settings"]);
+    // An empty list is answered as it was sent (it stands for the default push services).
+    let none = app.configure("s", json!({"pushServices": []})).await;
+    assert_eq!(none["settings"]["pushServices"], json!([]), "{none}");
     app.stop().await;
 }
 

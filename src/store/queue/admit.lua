@@ -38,7 +38,7 @@ if changed then
   redis.call('HDEL', META, 'change_at', 'change_rate')
   local own = cjson.decode(redis.call('HGET', META, 'settings') or '{}')
   own.admitPerSecond, own.rateChangeAt, own.rateChangeTo = tonumber(change[2]), nil, nil
-  redis.call('HSET', META, 'settings', cjson.encode(own))
+  redis.call('HSET', META, 'settings', settings_text(own))
 end
 if (change[3] and tonumber(change[3]) <= now)
   or (changed and redis.call('HEXISTS', META, 'events') == 1) then

@@ -84,6 +84,17 @@ local function settings(m)
   end
   return cjson.decode(text or '{}')
 end
+-- The settings `all` (a table of them by their JSON names) as META `settings` keeps them.
+-- cjson writes an empty list as `{}`: an empty schedule is left out (none), and an empty list
+-- of push services is written back as the list it was sent as.
+local function settings_text(all)
+  if all.events and next(all.events) == nil then all.events = nil end
+  local text = cjson.encode(all)
+  if all.pushServices and next(all.pushServices) == nil then
+    text = (string.gsub(text, '"pushServices":{}', '"pushServices":[]'))
+  end
+  return text
+end
 -- Presence (docs/presence.md). A waiting fan is present while a live stream of its ticket is
 -- open on some instance (each instance's set ON..instance, reported by presence.lua), or for
 -- `presenceGraceSeconds` after its last poll or its last stream ended: AWAY keeps, for the

@@ -21,9 +21,7 @@ end
 if A.settings then
   local all = cjson.decode(redis.call('HGET', META, 'settings') or '{}')
   for name, value in pairs(A.settings) do all[name] = value end
-  -- An empty schedule is none (cjson would keep `[]` as `{}`).
-  if all.events and next(all.events) == nil then all.events = nil end
-  redis.call('HSET', META, 'settings', cjson.encode(all))
+  redis.call('HSET', META, 'settings', settings_text(all))
 end
 if A.cap then redis.call('SET', CAP, A.cap) end
 if A.window_ms then redis.call('HSET', META, 'window', A.window_ms) end
