@@ -13,6 +13,8 @@ pub use crate::model::{EndReason, Paused, Phase, TicketStatus, TicketView};
 
 /// Every route of the HTTP API, as axum matches it, and the paths a client calls.
 pub mod routes {
+    /// `GET` (operator): every show's id (`ShowList`).
+    pub const SHOWS: &str = "/orders/waiting-room";
     /// A show: `PUT` (make it, operator), `DELETE` (remove it, operator).
     pub const SHOW: &str = "/orders/waiting-room/{show_id}";
     /// `POST` (operator): the on-sale opens: the admitter serves the show and the gate takes

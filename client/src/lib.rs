@@ -7,6 +7,8 @@
 //!   update for a person to read, reconnects across `--url`s and exits 0 once admitted.
 //! - [`load`]: `waiting-room-client load`, many fans at a set join rate, with the figures
 //!   BENCHMARKS.md quotes, a CSV and a plot.
+//! - [`shows`]: `waiting-room-client apply` and `export`, a server's shows and their settings
+//!   as a file an operator keeps, applied idempotently.
 //! - [`verify`]: `waiting-room-client verify`, which checks a show's draw and audit from what
 //!   it published, and exits 0 when all holds.
 //! - [`follow`]: the two transports (SSE and WebSocket), and polling, as one stream of
@@ -23,6 +25,7 @@ pub mod follow;
 pub mod knowledge_plot;
 pub mod load;
 mod plot;
+pub mod shows;
 pub mod staleness_plot;
 mod text;
 pub mod verify;

@@ -10,6 +10,7 @@ use tracing_subscriber::EnvFilter;
 use waiting_room_client::fan::{self, FanArgs};
 use waiting_room_client::knowledge_plot::{self, KnowledgePlotArgs};
 use waiting_room_client::load::{self, LoadArgs};
+use waiting_room_client::shows::{self, ApplyArgs, ExportArgs};
 use waiting_room_client::staleness_plot::{self, StalenessPlotArgs};
 use waiting_room_client::verify::{self, VerifyArgs};
 
@@ -30,6 +31,11 @@ enum Command {
     /// Check an on-sale from what it published: the draw against its commitment, and every
     /// tick of the audit. Exit 0 when all holds, 1 naming the first violation.
     Verify(VerifyArgs),
+    /// Make the server's shows match a file (YAML): each show made or changed as it says,
+    /// only where it differs; `--dry-run` says what would change.
+    Apply(ApplyArgs),
+    /// Write the server's shows and their settings as a file `apply` takes.
+    Export(ExportArgs),
     /// Several `load --json` runs' staleness on one plot (SVG), push beside polling.
     StalenessPlot(StalenessPlotArgs),
     /// Several `load --json` runs' tick → knowledge latency over time (SVG), one line each.
@@ -50,6 +56,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Fan(args) => std::process::exit(fan::main(args).await),
         Command::Load(args) => load::main(*args).await,
         Command::Verify(args) => std::process::exit(verify::main(args).await.exit_code()),
+        Command::Apply(args) => shows::apply_main(args).await,
+        Command::Export(args) => shows::export_main(args).await,
         Command::StalenessPlot(args) => staleness_plot::main(args),
         Command::KnowledgePlot(args) => knowledge_plot::main(args),
     }

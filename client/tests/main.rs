@@ -12,5 +12,6 @@ mod fan;
 mod helpers;
 mod hostile;
 mod load;
+mod shows;
 mod split;
 mod verify;

@@ -158,6 +158,7 @@ fn described(
         .routes(routes!(operator::close))
         .routes(routes!(operator::end))
         .routes(routes!(operator::stats))
+        .routes(routes!(operator::list))
         .routes(routes!(operator::set_config))
         .routes(routes!(draw::draw))
         .routes(routes!(draw::audit))

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::{AppJson, AppPath, AppState, Operator, OptionalJson, show_id};
 use crate::error::AppError;
-use crate::model::{EndReason, ShowId, ShowSettings, ShowStats};
+use crate::model::{EndReason, ShowId, ShowList, ShowSettings, ShowStats};
 use crate::protocol::EndRequest;
 
 /// `POST …/{showId}/open`: 204; creates the show if needed, the admitter serves it and the
@@ -161,6 +161,31 @@ pub(super) async fn end(
     state.store.end(&show, reason).await?;
     tracing::info!(%show, reason = reason.as_ref().map(EndReason::as_str), "on-sale ended");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /orders/waiting-room`: every show's id, for a tool that makes the server match a
+/// file (`waiting-room-client export`) or a console.
+#[utoipa::path(
+    get,
+    path = crate::protocol::routes::SHOWS,
+    operation_id = "listShows",
+    tag = crate::http::openapi::OPERATOR,
+    summary = "Every show's id",
+    responses((status = 200, description = "The shows, in order of their ids", body = ShowList)),
+)]
+pub(super) async fn list(
+    _: Operator,
+    State(state): State<AppState>,
+) -> Result<Json<ShowList>, AppError> {
+    let mut shows: Vec<String> = state
+        .store
+        .shows()
+        .await?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    shows.sort_unstable();
+    Ok(Json(ShowList { shows }))
 }
 
 /// `GET …/{showId}/stats`: open or not, lost or not, queue length, valid admissions, rate.

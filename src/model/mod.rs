@@ -359,6 +359,14 @@ pub struct TicketView {
     pub message: Option<String>,
 }
 
+/// Every show an operator made and has not deleted (`GET /orders/waiting-room`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShowList {
+    /// Their ids, in order.
+    pub shows: Vec<String>,
+}
+
 /// What an operator sees of one show.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
