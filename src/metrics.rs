@@ -7,7 +7,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::model::{ShowId, ShowStats};
+use crate::model::{BypassKind, ShowId, ShowStats};
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -27,6 +27,7 @@ pub struct Metrics {
     store_up: Gauge,
     store_errors: Family<Labels, Counter>,
     redemptions: Family<Labels, Counter>,
+    bypasses: Family<Labels, Counter>,
     /// `gateway_requests` by [`GatewayOutcome`], each series made once: a proxied request
     /// costs one atomic increment.
     gateway: [Counter; GatewayOutcome::ALL.len()],
@@ -274,6 +275,12 @@ impl Default for Metrics {
             "Admissions spent by a checkout outside (POST .../redeem), per show",
             redemptions.clone(),
         );
+        let bypasses = Family::<Labels, Counter>::default();
+        registry.register(
+            "bypasses",
+            "Fans let through without queueing by a bypass rule, per show and the rule's kind (token, network, link)",
+            bypasses.clone(),
+        );
         let redis_failovers = Counter::default();
         registry.register(
             "redis_failovers",
@@ -337,6 +344,7 @@ impl Default for Metrics {
             lost_places,
             gateway,
             redemptions,
+            bypasses,
             store_up,
             store_errors,
             show_lost,
@@ -401,6 +409,16 @@ impl Metrics {
     /// A checkout outside redeemed an admission of `show` through this instance.
     pub fn redeemed(&self, show: &ShowId) {
         self.redemptions.get_or_create(&show_label(show)).inc();
+    }
+
+    /// A bypass rule of `show`, of `kind`, let a fan through without queueing.
+    pub fn bypassed(&self, show: &ShowId, kind: BypassKind) {
+        self.bypasses
+            .get_or_create(&vec![
+                ("show", show.to_string()),
+                ("kind", kind.as_str().to_owned()),
+            ])
+            .inc();
     }
 
     /// Behind Sentinel, the store followed the primary to another node.

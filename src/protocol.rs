@@ -13,6 +13,13 @@ pub use crate::model::{EndReason, Paused, Phase, TicketStatus, TicketView};
 
 /// Every route of the HTTP API, as axum matches it, and the paths a client calls.
 pub mod routes {
+    /// `POST`: a request a bypass rule of the show matches is admitted at once (docs/bypass.md).
+    pub const BYPASS: &str = "/orders/waiting-room/{show_id}/bypass";
+    /// `POST` (operator): a signed bypass link for support staff.
+    pub const BYPASS_LINKS: &str = "/orders/waiting-room/{show_id}/bypass-links";
+    /// `GET`: the waiting page's way through for staff: a signed link (`?link=`) or a staff
+    /// network, admitted at once and sent on to the page.
+    pub const WAIT_BYPASS: &str = "/wait/{show_id}/bypass";
     /// `GET` (operator): every show's id (`ShowList`).
     pub const SHOWS: &str = "/orders/waiting-room";
     /// A show: `PUT` (make it, operator), `DELETE` (remove it, operator).
@@ -140,6 +147,10 @@ pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 /// The header a reconnecting EventSource sends the `id` of the last event it read in: the
 /// show version its fan last knew (SSE's own, named here with the rest).
 pub const LAST_EVENT_ID: &str = "last-event-id";
+
+/// The header a request carries a show's bypass token in (docs/bypass.md); never a URL's
+/// query, which logs keep.
+pub const BYPASS_TOKEN_HEADER: &str = "X-Bypass-Token";
 
 /// The header a join carries its proof of work in: `<challenge>:<nonce>`.
 pub const JOIN_PROOF_HEADER: &str = "X-Join-Proof";

@@ -103,6 +103,7 @@ impl Application {
                 join_rate: config.join_rate_limit,
                 streams: StreamLimits::new(config.max_streams_per_client),
                 token_guesses: TokenGuesses::new(config.operator_token_guesses),
+                bypass_guesses: TokenGuesses::new(config.operator_token_guesses),
                 shed,
             },
             site: Site {

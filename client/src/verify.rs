@@ -152,6 +152,13 @@ fn report(show: &str, draw: Option<&DrawView>, v: &Verified) -> String {
             thousands(v.expired)
         );
     }
+    if v.bypassed > 0 {
+        out += &format!(
+            "  bypass: {} let through without queueing by the show's bypass rules, each \
+             admitted once\n",
+            thousands(v.bypassed)
+        );
+    }
     if let Some(a) = &v.arrival {
         match a.drawn_place {
             Some(p) => out += &format!("  arrival {}: drawn to place {}\n", a.arrival, p),

@@ -28,6 +28,8 @@ pub struct Verified {
     pub returned: u64,
     /// Places released, their fans away longer than the hold.
     pub expired: u64,
+    /// Fans let through without queueing by a bypass rule, each admitted once.
+    pub bypassed: u64,
     /// What the audit says of the arrival asked about.
     pub arrival: Option<ArrivalReport>,
 }
@@ -117,6 +119,7 @@ struct Queue {
     released: HashMap<u64, String>,
     passed: u64,
     returned: u64,
+    bypassed: u64,
     last_second: Option<u64>,
     /// Who was let in, for the orders and redemptions after.
     let_in: HashSet<u64>,
@@ -179,6 +182,7 @@ impl Walk {
             AuditKind::Lost => {}
             // The rate a schedule sets is the admitter's to keep; ticks record it.
             AuditKind::Event => {}
+            AuditKind::Bypass => self.queue.bypass(r)?,
             AuditKind::Stock => self.sales.stock = r.stock.filter(|&s| s > 0),
             AuditKind::Order => self.sales.order(r, &self.queue.let_in)?,
             AuditKind::Redeem => self.sales.redeem(r, &self.queue.let_in)?,
@@ -229,6 +233,7 @@ impl Walk {
             released,
             passed,
             returned,
+            bypassed,
             asked,
             found,
             asked_passed,
@@ -254,12 +259,28 @@ impl Walk {
             passed,
             returned,
             expired: released.len() as u64,
+            bypassed,
             arrival,
         })
     }
 }
 
 impl Queue {
+    /// A bypass: its arrival let in at once, outside the queue's order, once.
+    fn bypass(&mut self, r: &AuditRecord) -> Result<(), Violation> {
+        let Some(a) = r.arrival.filter(|&a| a > 0) else {
+            return violation(format!("record {}: a bypass without its arrival", r.id));
+        };
+        if !self.let_in.insert(a) {
+            return violation(format!("record {}: arrival {a} admitted twice", r.id));
+        }
+        self.bypassed += 1;
+        if self.asked == Some(a) {
+            self.found = Some((r.id.clone(), r.at_ms));
+        }
+        Ok(())
+    }
+
     /// A tick: at most one a second, at most its rate, nobody twice. In the order a tick
     /// works: the places it released, then the fans it let in once back (each passed over
     /// before), then the queue in order from the previous head, each fan let in or passed

@@ -5,6 +5,8 @@
 //!   check, redemption, the JWKS), [`operator`], [`draw`] (the fair start's public record),
 //!   [`health`], [`page`] (the waiting and front pages), [`console`] (the operator's console
 //!   page and its live feed), [`openapi`];
+//! - [`bypass`]: requests a show's bypass rules let through without queueing, and the
+//!   operator's signed links;
 //! - [`join`]: the join use case every face shares; [`extract`]: what handlers take from a
 //!   request; [`gateway`]: gateway mode, the proxy to a shop's origin;
 //! - [`shown`]: what a fan is shown of its ticket (the JSON, the push event, the signed pass),
@@ -15,6 +17,7 @@
 //! - [`serve`]: the accept loop beneath all of it (timeouts, connection places, per-client
 //!   limits, streams handed over out of hyper, where a request may come from).
 
+mod bypass;
 mod console;
 mod credentials;
 mod draw;
@@ -151,7 +154,10 @@ fn described(
         .routes(routes!(sse::events).layer(crowd.clone()))
         .routes(routes!(ws::upgrade).layer(crowd.clone()))
         .routes(routes!(page::wait).layer(crowd.clone()))
-        .routes(routes!(page::join).layer(crowd))
+        .routes(routes!(page::join).layer(crowd.clone()))
+        .routes(routes!(page::bypass).layer(crowd.clone()))
+        .routes(routes!(bypass::bypass).layer(crowd))
+        .routes(routes!(bypass::sign_link))
         .routes(routes!(operator::create, operator::delete))
         .routes(routes!(operator::open))
         .routes(routes!(operator::pause))

@@ -83,6 +83,9 @@ pub struct Limits {
     pub streams: StreamLimits,
     /// Wrong operator tokens per client address block: guessing is slowed to a crawl.
     pub token_guesses: TokenGuesses,
+    /// Bypasses asked for and refused per client address block (a wrong `X-Bypass-Token`,
+    /// a link not signed here, an address no rule names): guessing is slowed alike.
+    pub bypass_guesses: TokenGuesses,
     /// The bound on the crowd's requests at work at once (`MAX_STORE_CALLS`).
     pub shed: Shed,
 }

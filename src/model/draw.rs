@@ -118,6 +118,9 @@ pub struct AuditRecord {
     /// Schedule changes: the event running from then on, by its place in the list from 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<u32>,
+    /// Bypasses: the kind of rule that let the fan through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<super::BypassKind>,
 }
 
 impl AuditRecord {
@@ -141,6 +144,7 @@ impl AuditRecord {
             phase: None,
             stock: None,
             event: None,
+            via: None,
         }
     }
 }
@@ -225,6 +229,9 @@ pub enum AuditKind {
     /// A failover lost writes: the arrival counter was found lower than numbers handed out,
     /// and raised to `arrival` (no number is handed out twice from then on).
     Lost,
+    /// A fan let through without queueing by a bypass rule (`via`: the rule's kind), admitted
+    /// at once under `arrival`.
+    Bypass,
     /// The schedule's running event changed (`event`: which, by its place in the list from
     /// 1; absent: none runs any more), with the rate in force from then (`rate`).
     Event,

@@ -9,12 +9,14 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+mod bypass;
 mod draw;
 mod order;
 mod pace;
 mod sale;
 mod settings;
 
+pub use self::bypass::{BypassKind, BypassRequest, BypassRule, bypass_kind};
 pub use self::draw::{
     AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, InvalidRecordId, RecordId,
     parse_ranges, ranges_text, to_ranges,

@@ -147,6 +147,13 @@ pub struct ShowSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_items = 100)]
     pub events: Option<Vec<ScheduledEvent>>,
+    /// Requests let through without queueing (at most 32 rules; `[]` removes them): a token
+    /// in `X-Bypass-Token` (kept as its SHA-256), an address range, links an operator signs.
+    /// Each is admitted at once while the on-sale is open and a seat is left, counted and
+    /// audited by kind (docs/bypass.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 32)]
+    pub bypass: Option<Vec<super::BypassRule>>,
 }
 
 /// One event of a show's schedule (`events`): from `startsAt` until `endsAt`, or until the
@@ -334,6 +341,9 @@ impl ShowSettings {
         }
         if let Some(events) = &self.events {
             check_events(events, now_ms)?;
+        }
+        if let Some(rules) = &self.bypass {
+            super::bypass::check_rules(rules).map_err(|why| refuse("bypass", why))?;
         }
         Ok(())
     }

@@ -5,6 +5,7 @@
 //!   store.
 //! - [`challenge`]: the join challenge (proof of work), minted and checked without the
 //!   store, spent with the join.
+//! - [`link`]: bypass links an operator signs for support staff, checked without the store.
 //! - [`cache`]: passes the store confirmed lately, by the hash of their token, forgotten when
 //!   the feed says their admission ended.
 //! - [`layer`]: [`RequireAdmission`], the tower layer that lets only admitted requests
@@ -14,6 +15,7 @@ pub mod cache;
 pub mod challenge;
 pub mod keys;
 pub mod layer;
+pub mod link;
 pub mod token;
 
 pub use self::cache::{PassCache, TokenHash};
@@ -23,4 +25,5 @@ pub use self::challenge::{
 };
 pub use self::keys::{Keyring, KeyringError, PassKey};
 pub use self::layer::RequireAdmission;
+pub use self::link::{LinkError, MAX_LINK_TTL_SECONDS};
 pub use self::token::{Admission, PASS_ISSUER, PASS_PREFIX, PassError, looks_like_pass};

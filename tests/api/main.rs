@@ -35,6 +35,7 @@ macro_rules! all_stores {
 
 mod abuse;
 mod bots;
+mod bypass;
 mod cadence;
 mod calls;
 mod cli;

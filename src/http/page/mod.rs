@@ -7,13 +7,17 @@
 //! `wr_ticket` cookie). `static/wait.js` then takes over and follows the ticket live.
 //!
 //! This file holds what every page shares (rendering, errors, static files) and the front
-//! page; `wait.rs` holds the waiting page and its no-script join.
+//! page; `wait.rs` holds the waiting page and its no-script join; `bypass.rs` the staff's way
+//! through the queue (a signed link, a staff network).
 
+mod bypass;
 mod wait;
 
-pub(super) use self::wait::{join, keep_pass, wait};
+pub(super) use self::bypass::bypass;
 // What `routes!` reads of each handler (its `#[utoipa::path]`), beside the handler.
+pub(super) use self::bypass::__path_bypass;
 pub(super) use self::wait::{__path_join, __path_keep_pass, __path_wait};
+pub(super) use self::wait::{join, keep_pass, wait};
 
 use std::path::PathBuf;
 use std::sync::LazyLock;

@@ -226,6 +226,7 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
         Some("redeem") => AuditKind::Redeem,
         Some("lost") => AuditKind::Lost,
         Some("event") => AuditKind::Event,
+        Some("bypass") => AuditKind::Bypass,
         _ => return Err(bad()),
     };
     let ranges = |name: &str| match field(name) {
@@ -255,6 +256,13 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
         phase,
         stock: number("stock"),
         event: number("event").map(|e| e as u32),
+        via: match field("via") {
+            None => None,
+            Some(kind) => Some(
+                serde_json::from_value(serde_json::Value::String(kind.to_owned()))
+                    .map_err(|_| bad())?,
+            ),
+        },
         id,
     })
 }

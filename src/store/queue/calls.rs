@@ -9,13 +9,14 @@ use redis::aio::ConnectionLike;
 use uuid::Uuid;
 
 use super::reply::{
-    AdmitReply, AskCallReply, IsAdmittedReply, JoinReply, LeaveReply, StatusReply, TouchReply,
+    AdmitReply, AskCallReply, BypassReply, IsAdmittedReply, JoinReply, LeaveReply, StatusReply,
+    TouchReply,
 };
 use super::{AdmitOutcome, Joined, Queue, Status, Touched};
-use crate::model::ShowId;
+use crate::model::{BypassKind, ShowId};
 use crate::pass::Proof;
-use crate::store::Result;
 use crate::store::redis::{RedisStore, ShowScript, TicketArgs, show_script};
+use crate::store::{Result, StoreError};
 
 static JOIN: LazyLock<ShowScript> = show_script!("join");
 static STATUS: LazyLock<ShowScript> = show_script!("status");
@@ -24,6 +25,14 @@ static IS_ADMITTED: LazyLock<ShowScript> = show_script!("is_admitted");
 static TOUCH: LazyLock<ShowScript> = show_script!("touch");
 static ADMIT: LazyLock<ShowScript> = show_script!("admit");
 static NOTIFY: LazyLock<ShowScript> = show_script!("notify");
+static BYPASS: LazyLock<ShowScript> = show_script!("bypass");
+
+/// `bypass.lua`'s own arguments: the new ticket, and the kind of rule that let it through.
+#[derive(serde::Serialize)]
+struct BypassArgs {
+    ticket: Uuid,
+    via: &'static str,
+}
 
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> {
@@ -63,6 +72,23 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
             Box::pin(async move { store.status_call(&show, tickets).await })
         })
         .await
+    }
+
+    async fn bypass(&self, show: &ShowId, ticket: Uuid, via: BypassKind) -> Result<u64> {
+        let args = BypassArgs {
+            ticket,
+            via: via.as_str(),
+        };
+        match self.run(&BYPASS, show, &args).await? {
+            BypassReply::Admitted { arrival } => Ok(arrival),
+            BypassReply::NotOpen => Err(StoreError::Conflict(
+                "the on-sale is not open: nobody is let through, by a bypass or in turn".into(),
+            )),
+            BypassReply::SoldOut => Err(StoreError::Conflict(
+                "every seat is sold or held by a running admission: a bypass takes a seat too"
+                    .into(),
+            )),
+        }
     }
 
     async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool> {

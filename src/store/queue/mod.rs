@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::Result;
-use crate::model::{Pace, Sale, ShowId, TicketState};
+use crate::model::{BypassKind, Pace, Sale, ShowId, TicketState};
 use crate::pass::Proof;
 
 pub use self::position::position;
@@ -38,6 +38,10 @@ pub trait Queue: Send + Sync {
     ) -> Result<(Joined, bool)>;
     /// Where a ticket stands now.
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status>;
+    /// A fan let through without queueing, by a bypass rule of the show (`via`, matched by
+    /// the caller): `ticket` admitted at once under a fresh arrival (answered), while the
+    /// on-sale is open and a seat is left (`Conflict` otherwise), and audited.
+    async fn bypass(&self, show: &ShowId, ticket: Uuid, via: BypassKind) -> Result<u64>;
     /// Takes a ticket out: out of the queue if waiting, its admission back if admitted.
     /// False when the ticket is unknown.
     async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;

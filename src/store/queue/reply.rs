@@ -351,6 +351,15 @@ pub(super) struct LeaveReply {
     pub(super) live: bool,
 }
 
+/// `bypass.lua`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum BypassReply {
+    Admitted { arrival: u64 },
+    NotOpen,
+    SoldOut,
+}
+
 /// `is_admitted.lua`.
 #[derive(Debug, Deserialize)]
 pub(super) struct IsAdmittedReply {

@@ -20,8 +20,9 @@ use crate::store::Result;
 
 /// Every per-show script: its name (its file, `<name>.lua`, in the folder of its concern) and
 /// its body.
-pub(super) const SCRIPTS: [(&str, &str); 26] = [
+pub(super) const SCRIPTS: [(&str, &str); 27] = [
     ("admit", include_str!("../queue/admit.lua")),
+    ("bypass", include_str!("../queue/bypass.lua")),
     ("challenge", include_str!("../shows/challenge.lua")),
     ("check", include_str!("../shows/check.lua")),
     ("close", include_str!("../shows/close.lua")),
