@@ -34,7 +34,9 @@ fn sha256_hex(text: &str) -> String {
 
 /// `POST …/bypass` with `token` in its header, if any.
 async fn bypass(api: &Api, show: &str, token: Option<&str>) -> reqwest::Response {
-    let mut r = api.client.post(api.url(&routes::show(routes::BYPASS, show)));
+    let mut r = api
+        .client
+        .post(api.url(&routes::show(routes::BYPASS, show)));
     if let Some(t) = token {
         r = r.header(BYPASS_TOKEN_HEADER, t);
     }
@@ -61,7 +63,10 @@ async fn a_token_lets_a_monitor_through_at_once_counted_and_audited(backend: Bac
     let monitor = ticket_id(&t);
     // Its pass opens the gate (the pass check an edge asks).
     let pass = t["pass"].as_str().unwrap();
-    assert_eq!(app.check_pass("gate", pass).await.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.check_pass("gate", pass).await.status(),
+        StatusCode::NO_CONTENT
+    );
     // Nobody queued moved back for it: a fan joining after stands behind the queued ones only,
     // as the store and, pushed, the hub count it.
     let after = app.join_ok("gate").await;
@@ -75,7 +80,11 @@ async fn a_token_lets_a_monitor_through_at_once_counted_and_audited(backend: Bac
     assert_eq!(last["position"], stats["queueLength"], "{last}");
     let mut behind = app.events("gate", &ticket_id(&after)).await;
     let pushed = behind.next(Duration::from_secs(5)).await.unwrap();
-    assert_eq!(pushed.data["position"], stats["queueLength"], "{:?}", pushed.data);
+    assert_eq!(
+        pushed.data["position"], stats["queueLength"],
+        "{:?}",
+        pushed.data
+    );
     // Its stream says it is admitted, and keeps saying so as the queue moves past a tick.
     let mut live = app.events("gate", &monitor).await;
     let first = live.next(Duration::from_secs(5)).await.unwrap();
@@ -111,7 +120,12 @@ async fn a_token_lets_a_monitor_through_at_once_counted_and_audited(backend: Bac
     let audit_text = serde_json::to_string(&records).unwrap();
     assert!(!audit_text.contains(TOKEN));
     // The monitor's stream never took it for a fan who left.
-    while let Ok(Some(e)) = tokio::time::timeout(Duration::from_millis(1500), live.next(Duration::from_secs(5))).await {
+    while let Ok(Some(e)) = tokio::time::timeout(
+        Duration::from_millis(1500),
+        live.next(Duration::from_secs(5)),
+    )
+    .await
+    {
         assert_ne!(e.event, "unknown", "{:?}", e.data);
     }
     app.stop().await;
@@ -144,12 +158,16 @@ async fn a_staff_network_and_a_signed_link_let_staff_through(backend: Backend) {
     // Links: none while the show has no link rule; then signed, opened, refused when forged,
     // for another show, or once the rule is gone.
     let sign = |show: &str| {
-        app.as_operator(reqwest::Method::POST, &routes::show(routes::BYPASS_LINKS, show))
-            .json(&json!({"ttlSeconds": 3600}))
-            .send()
+        app.as_operator(
+            reqwest::Method::POST,
+            &routes::show(routes::BYPASS_LINKS, show),
+        )
+        .json(&json!({"ttlSeconds": 3600}))
+        .send()
     };
     assert_eq!(sign("staff").await.unwrap().status(), StatusCode::CONFLICT);
-    app.configure("staff", json!({"bypass": [{"kind": "link"}]})).await;
+    app.configure("staff", json!({"bypass": [{"kind": "link"}]}))
+        .await;
     let r = sign("staff").await.unwrap();
     assert_eq!(r.status(), StatusCode::CREATED);
     let link: Value = r.json().await.unwrap();
@@ -169,7 +187,8 @@ async fn a_staff_network_and_a_signed_link_let_staff_through(backend: Backend) {
     let forged = url.replacen("link=b1.", "link=b1.x", 1);
     let r = app.client.get(app.url(&forged)).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
-    app.configure("other", json!({"bypass": [{"kind": "link"}]})).await;
+    app.configure("other", json!({"bypass": [{"kind": "link"}]}))
+        .await;
     app.open("other").await;
     let elsewhere = url.replacen("/wait/staff/", "/wait/other/", 1);
     let r = app.client.get(app.url(&elsewhere)).send().await.unwrap();
@@ -236,10 +255,18 @@ async fn bypass_rules_that_do_not_fit_are_refused_and_guessing_is_throttled() {
     // Guesses from one block: refused, then throttled, the right token too.
     let mut statuses = Vec::new();
     for i in 0..40 {
-        statuses.push(bypass(&app, "tidy", Some(&format!("guess-{i}"))).await.status());
+        statuses.push(
+            bypass(&app, "tidy", Some(&format!("guess-{i}")))
+                .await
+                .status(),
+        );
     }
     assert_eq!(statuses[0], StatusCode::FORBIDDEN);
-    assert_eq!(statuses.last(), Some(&StatusCode::TOO_MANY_REQUESTS), "{statuses:?}");
+    assert_eq!(
+        statuses.last(),
+        Some(&StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
     let r = bypass(&app, "tidy", Some(TOKEN)).await;
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(r.headers().contains_key("retry-after"));
