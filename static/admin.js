@@ -600,6 +600,7 @@
     el.querySelector('[data-action="close"]').disabled = s.lost || phase === 'closed';
     el.querySelector('[data-action="end"]').disabled = s.lost || phase === 'ended';
     updateSchedule(c);
+    updateTimeline(c);
     updateSettings(c);
     updateRow(c);
     if (!el.hidden) drawChart(stats.showId);
@@ -635,6 +636,42 @@
     commitment.textContent = `${d.commitment.slice(0, 16)}…`;
     commitment.title = d.commitment;
     put('beacon', d.beacon ? `· beacon: ${d.beacon}` : '· no beacon');
+  }
+
+  // The show's schedule of events (docs/events.md) as a timeline: each event's time, what it
+  // sets, and where it stands (running, done, or how long until it starts).
+  function updateTimeline(c) {
+    const s = c.stats;
+    const box = c.el.querySelector('.timeline');
+    const events = (s.settings && s.settings.events) || [];
+    box.hidden = events.length === 0;
+    const list = box.querySelector('.events');
+    list.replaceChildren();
+    const now = serverNow();
+    const time = (t) => new Date(t).toLocaleString('en-GB', { dateStyle: 'short', timeStyle: 'short' });
+    events.forEach((e, i) => {
+      const starts = Date.parse(e.startsAt);
+      const ends = e.endsAt ? Date.parse(e.endsAt) : (events[i + 1] ? Date.parse(events[i + 1].startsAt) : null);
+      const running = s.runningEvent === i + 1;
+      const state = running ? 'running' : (ends !== null && ends <= now) ? 'done' : starts > now ? 'upcoming' : 'due';
+      const li = document.createElement('li');
+      li.className = `event event-${state}`;
+      li.dataset.event = String(i + 1);
+      const name = document.createElement('strong');
+      name.textContent = e.name || `Event ${i + 1}`;
+      const when = document.createElement('span');
+      when.className = 'event-when';
+      when.textContent = ` ${time(starts)} → ${ends === null ? 'for good' : time(ends)}`;
+      const what = document.createElement('span');
+      what.className = 'event-sets';
+      const sets = Object.entries(e.settings || {}).map(([k, v]) => `${words(k).toLowerCase()} ${fmt(v)}`);
+      what.textContent = ` · ${sets.length ? sets.join(', ') : 'the show\'s own settings'}`;
+      const tag = document.createElement('span');
+      tag.className = 'event-state';
+      tag.textContent = state === 'upcoming' ? `in ${duration(starts - now)}` : state;
+      li.append(name, when, what, document.createTextNode(' '), tag);
+      list.appendChild(li);
+    });
   }
 
   // A field the operator changed: it no longer holds what the server last said (kept in

@@ -704,3 +704,62 @@ async fn the_settings_form_is_built_from_the_settings_schema() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_console_draws_a_shows_schedule_as_a_timeline() {
+    let app = spawn_app().await;
+    let show = app.queued_show("festival", 2).await;
+    let at =
+        |secs: i64| (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(secs)).to_string();
+    app.configure(
+        &show,
+        json!({"events": [
+            {"name": "presale", "startsAt": at(-60), "endsAt": at(3600),
+             "settings": {"admitPerSecond": 7}},
+            {"startsAt": at(7200), "settings": {"admitPerSecond": 12, "maxActiveBuyers": 40}},
+        ]}),
+    )
+    .await;
+
+    with_browser(BrowserOptions::default(), move |client| async move {
+        sign_in(&client, &app).await;
+        watch(&client, &show).await;
+        let card = open_card(&client, &show, ".timeline").await;
+        let event = |n: u32| format!("{card} .timeline [data-event='{n}']");
+        // The presale runs: marked so, with what it sets; the next is named by its place and
+        // counted down to.
+        eventually("the running event", SHORT, || async {
+            client
+                .attr_of(&event(1), "class")
+                .await
+                .filter(|c| c.contains("event-running"))
+        })
+        .await;
+        let first = client.text_of(&event(1)).await.unwrap();
+        assert!(
+            first.contains("presale")
+                && first.contains("admit per second 7")
+                && first.contains("running"),
+            "{first}"
+        );
+        let second = client.text_of(&event(2)).await.unwrap();
+        assert!(
+            second.contains("Event 2")
+                && second.contains("max active buyers 40")
+                && second.contains("for good")
+                && second.contains("in "),
+            "{second}"
+        );
+        assert_eq!(
+            client.attr_of(&event(2), "class").await.as_deref(),
+            Some("event event-upcoming")
+        );
+        // The schedule removed: the timeline goes.
+        app.configure(&show, json!({"events": []})).await;
+        eventually("the timeline hidden", SHORT, || async {
+            (!client.visible(&format!("{card} .timeline")).await).then_some(())
+        })
+        .await;
+    })
+    .await;
+}
