@@ -73,7 +73,8 @@ fn assert_at_most_n_per_second(ticks: &[(u64, u64)]) {
     );
 }
 
-async fn leaders(servers: &[&ServerProcess]) -> Vec<usize> {
+/// Which of `servers` hold the admitter lease now, by their place in the list.
+pub(crate) async fn leaders(servers: &[&ServerProcess]) -> Vec<usize> {
     let mut found = Vec::new();
     for (i, s) in servers.iter().enumerate() {
         if s.leads().await {

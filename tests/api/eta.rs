@@ -8,7 +8,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use waiting_room::config::Config;
 
-use crate::support::app::{TestApp, config, spawn_app_with};
+use crate::support::app::{config, spawn_app_with};
 use crate::support::backend::Backend;
 use crate::support::sse::{SseEvent, SseReader};
 use crate::support::ticket_id;
@@ -197,27 +197,6 @@ async fn checkout(healthy: std::sync::Arc<std::sync::atomic::AtomicBool>) -> std
     addr
 }
 
-/// Polls the show's figures until `done` holds, or panics after `within`.
-async fn stats_until(
-    app: &TestApp,
-    show: &str,
-    within: Duration,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        let stats = app.stats(show).await;
-        if done(&stats) {
-            return stats;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not in {within:?}: {stats}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 async fn the_pace_follows_the_checkout_down_and_slowly_back_up(backend: Backend) {
     use std::sync::atomic::{AtomicBool, Ordering};
     let healthy = std::sync::Arc::new(AtomicBool::new(true));
@@ -240,10 +219,11 @@ async fn the_pace_follows_the_checkout_down_and_slowly_back_up(backend: Backend)
     app.open("p").await;
     // The checkout struggles: the rate in force halves each tick down to the floor.
     healthy.store(false, Ordering::SeqCst);
-    let low = stats_until(&app, "p", Duration::from_secs(6), |s| {
-        s["effectiveAdmitPerSecond"] == 4
-    })
-    .await;
+    let low = app
+        .stats_until("p", Duration::from_secs(6), |s| {
+            s["effectiveAdmitPerSecond"] == 4
+        })
+        .await;
     assert_eq!(low["admitPerSecond"], 40, "the operator's rate is kept");
     // The fan was pushed the slower pace: a longer wait than at 40 a second.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);

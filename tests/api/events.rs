@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use waiting_room::model::{AuditKind, AuditRecord};
 
+use crate::cluster::leaders;
 use crate::draw::audit_of;
 use crate::support::api::Api;
 use crate::support::app::{config, spawn_app, spawn_app_with};
@@ -26,24 +27,6 @@ fn in_secs(secs: i64) -> String {
     (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(secs)).to_string()
 }
 
-/// Waits until the show's stats say what `holds` asks, or panics after `within`.
-async fn stats_until(
-    api: &Api,
-    show: &str,
-    within: Duration,
-    holds: impl Fn(&Value) -> bool,
-) -> Value {
-    let until = Instant::now() + within;
-    loop {
-        let s = api.stats(show).await;
-        if holds(&s) {
-            return s;
-        }
-        assert!(Instant::now() < until, "{show}: not within {within:?}: {s}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// The audit's schedule changes: (the event running from then, the rate in force).
 async fn event_records(api: &Api, show: &str) -> Vec<(Option<u32>, Option<u32>)> {
     let records: Vec<AuditRecord> = audit_of(api, show, 1000).await;
@@ -56,11 +39,12 @@ async fn event_records(api: &Api, show: &str) -> Vec<(Option<u32>, Option<u32>)>
 
 async fn a_schedule_changes_the_settings_at_its_times_and_audits_each_change(backend: Backend) {
     let app = spawn_app(backend).await;
-    // A presale that already runs and ends in 3 s, then a gap, then the general sale for good.
+    // A presale that already runs and ends in 3 s, then a gap of 6 s (ticks come every
+    // second), then the general sale for good.
     let events = json!([
         {"name": "presale", "startsAt": in_secs(-60), "endsAt": in_secs(3),
          "settings": {"admitPerSecond": 7, "joinChallengeBits": 4}},
-        {"name": "general", "startsAt": in_secs(6),
+        {"name": "general", "startsAt": in_secs(9),
          "settings": {"admitPerSecond": 9, "maxActiveBuyers": 4}},
     ]);
     let s = app
@@ -76,17 +60,17 @@ async fn a_schedule_changes_the_settings_at_its_times_and_audits_each_change(bac
     app.open("fest").await;
 
     // The presale ends: the show's own settings again, applied by a tick.
-    let s = stats_until(&app, "fest", Duration::from_secs(30), |s| {
-        s.get("runningEvent").is_none()
-    })
-    .await;
+    let s = app
+        .stats_until("fest", Duration::from_secs(30), |s| {
+            s.get("runningEvent").is_none()
+        })
+        .await;
     assert_eq!(s["admitPerSecond"], 3, "{s}");
     assert_eq!(s["joinChallengeBits"], 0, "{s}");
     // The general sale starts.
-    let s = stats_until(&app, "fest", Duration::from_secs(30), |s| {
-        s["runningEvent"] == 2
-    })
-    .await;
+    let s = app
+        .stats_until("fest", Duration::from_secs(30), |s| s["runningEvent"] == 2)
+        .await;
     assert_eq!(
         (&s["admitPerSecond"], &s["maxActiveBuyers"]),
         (&json!(9), &json!(4)),
@@ -220,16 +204,11 @@ async fn an_event_comes_at_its_time_across_a_leader_kill() {
     servers[0].open("relay").await;
     let until = Instant::now() + Duration::from_secs(30);
     let leader = loop {
-        let mut found = None;
-        for (i, s) in servers.iter().enumerate() {
-            if s.leads().await {
-                found = Some(i);
-            }
-        }
-        if let Some(i) = found {
+        let found = leaders(&[&servers[0], &servers[1]]).await;
+        if let [i] = found[..] {
             break i;
         }
-        assert!(Instant::now() < until, "nobody leads");
+        assert!(Instant::now() < until, "no one leader: {found:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let survivor = 1 - leader;
@@ -254,10 +233,9 @@ async fn an_event_comes_at_its_time_across_a_leader_kill() {
         )
         .await;
     servers[leader].kill();
-    let s = stats_until(&servers[survivor], "relay", Duration::from_secs(60), |s| {
-        s["runningEvent"] == 1
-    })
-    .await;
+    let s = servers[survivor]
+        .stats_until("relay", Duration::from_secs(60), |s| s["runningEvent"] == 1)
+        .await;
     assert_eq!(s["admitPerSecond"], 4, "{s}");
 
     // Applied once, by a tick under the survivor's token, newer than the dead leader's.

@@ -122,6 +122,27 @@ impl Api {
         r.json().await.unwrap()
     }
 
+    /// Polls the show's figures until `done` holds, or panics after `within`.
+    pub async fn stats_until(
+        &self,
+        show: &str,
+        within: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let stats = self.stats(show).await;
+            if done(&stats) {
+                return stats;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{show}: not in {within:?}: {stats}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// `PUT …/config` with `body`, as it answers.
     pub async fn put_config(&self, show: &str, body: &Value) -> Response {
         let path = routes::show(routes::CONFIG, show);
