@@ -704,10 +704,14 @@
     }
     const announced = form.querySelector('.announced');
     const change = s.rateChange;
+    // The change ahead is the operator's own (which may be withdrawn) or the schedule's (a
+    // start or an end of an event, which only the schedule changes).
+    const own = Boolean(change && s.settings && s.settings.rateChangeAt);
     announced.hidden = !change;
-    form.querySelector('.withdraw').hidden = !change;
+    form.querySelector('.withdraw').hidden = !own;
     if (change) {
-      announced.textContent = `Announced: ${fmt(change.to)}/s from ${new Date(change.atMs).toLocaleTimeString('en-GB')} (in ${duration(change.atMs - serverNow())}); every estimate already counts with it.`;
+      const by = own ? 'Announced' : 'Scheduled';
+      announced.textContent = `${by}: ${fmt(change.to)}/s from ${new Date(change.atMs).toLocaleTimeString('en-GB')} (in ${duration(change.atMs - serverNow())}); every estimate already counts with it.`;
     }
   }
 

@@ -120,6 +120,8 @@ struct Queue {
     passed: u64,
     returned: u64,
     bypassed: u64,
+    /// The highest arrival any record named so far.
+    highest: u64,
     last_second: Option<u64>,
     /// Who was let in, for the orders and redemptions after.
     let_in: HashSet<u64>,
@@ -182,7 +184,12 @@ impl Walk {
             AuditKind::Lost => {}
             // The rate a schedule sets is the admitter's to keep; ticks record it.
             AuditKind::Event => {}
-            AuditKind::Bypass => self.queue.bypass(r)?,
+            AuditKind::Bypass => {
+                if published.is_some() && self.draws == 0 {
+                    return violation(format!("record {}: a bypass before the draw", r.id));
+                }
+                self.queue.bypass(r)?;
+            }
             AuditKind::Stock => self.sales.stock = r.stock.filter(|&s| s > 0),
             AuditKind::Order => self.sales.order(r, &self.queue.let_in)?,
             AuditKind::Redeem => self.sales.redeem(r, &self.queue.let_in)?,
@@ -266,11 +273,20 @@ impl Walk {
 }
 
 impl Queue {
-    /// A bypass: its arrival let in at once, outside the queue's order, once.
+    /// A bypass: its arrival let in at once, outside the queue's order, once. Its arrival is a
+    /// fresh one, above every arrival the audit named before: a queued fan cannot be passed
+    /// off as a bypass.
     fn bypass(&mut self, r: &AuditRecord) -> Result<(), Violation> {
         let Some(a) = r.arrival.filter(|&a| a > 0) else {
             return violation(format!("record {}: a bypass without its arrival", r.id));
         };
+        if a <= self.highest {
+            return violation(format!(
+                "record {}: a bypass of arrival {a}, not above arrival {} named before",
+                r.id, self.highest
+            ));
+        }
+        self.highest = a;
         if !self.let_in.insert(a) {
             return violation(format!("record {}: arrival {a} admitted twice", r.id));
         }
@@ -302,6 +318,11 @@ impl Queue {
         let returned = arrivals(r, "let in once back", &r.returned, rate)?;
         let expired = arrivals(r, "released", &r.expired, RELEASED_A_TICK)?;
         let head = self.last_key;
+        let named = r.admitted.iter().map(|&[_, b]| b);
+        self.highest = named
+            .chain(passed.iter().copied())
+            .chain(expired.iter().copied())
+            .fold(self.highest, u64::max);
         for &a in &expired {
             self.release(r, a, order_key(a, permutation), head)?;
         }

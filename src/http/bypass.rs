@@ -14,7 +14,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use axum::Json;
 use axum::extract::{ConnectInfo, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -22,64 +22,121 @@ use uuid::Uuid;
 use super::AppState;
 use super::credentials::set_ticket_cookie;
 use super::extract::{AppJson, AppPath, Operator, show_id};
+use super::join::idempotency_key;
 use super::shown::Shown;
 use crate::clock::wall_ms;
 use crate::error::AppError;
-use crate::model::{BypassRequest, BypassRule, ShowId, bypass_kind};
+use crate::model::{BypassKind, BypassRequest, BypassRule, ShowId, bypass_kind};
 use crate::pass::MAX_LINK_TTL_SECONDS;
-use crate::protocol::{BYPASS_TOKEN_HEADER, routes};
-use crate::store::Status;
+use crate::protocol::{BYPASS_TOKEN_HEADER, IDEMPOTENT_REPLAYED, routes};
+use crate::store::{BypassAsked, Bypassed, Status};
 
-/// What a bypass asks with: the client, its token, its link.
+/// The most bypass admissions a show may have running at once: a leaked token or a hostile
+/// page driving a staff browser takes at most this many seats at a time.
+pub(crate) const MAX_RUNNING_BYPASSES: u32 = 100;
+
+/// What a bypass asks with.
 pub(crate) struct Asking<'a> {
+    /// The connection's own address.
+    pub peer: IpAddr,
     /// The client's address, as our trusted proxies say it.
     pub client: IpAddr,
     /// Its `X-Bypass-Token`.
     pub token: Option<&'a str>,
     /// A link's token (`?link=`), not yet checked.
     pub link: Option<&'a str>,
+    /// Its `Idempotency-Key`: the same key, the same running admission.
+    pub idem_key: Option<&'a str>,
 }
 
-/// Lets `asking` through `show`'s queue if one of its bypass rules matches: a fresh ticket,
-/// admitted, and where it stands. 403 (counted as a guess) when no rule matches.
+/// The address a network rule judges: what our proxies say of the client when the request
+/// came through one on our own network (a loopback or private peer); else the peer itself, so
+/// that a request reaching the server from outside cannot name its address in a header.
+fn network_address(peer: IpAddr, client: IpAddr) -> IpAddr {
+    let ours = match peer {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unique_local()
+                || v6.is_unicast_link_local()
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_private())
+        }
+    };
+    if ours { client } else { peer }
+}
+
+/// The show's bypass rules.
+async fn rules_of(state: &AppState, show: &ShowId) -> Result<Vec<BypassRule>, AppError> {
+    Ok(state
+        .store
+        .stats(show)
+        .await?
+        .settings
+        .bypass
+        .unwrap_or_default())
+}
+
+/// Lets `asking` through `show`'s queue if one of its bypass rules matches: the admitted
+/// ticket (a fresh one, or the running one its key made: `true`) and where it stands. 403
+/// (counted as a guess) when no rule matches or the link is refused.
 pub(crate) async fn let_through(
     state: &AppState,
     show: &ShowId,
     asking: Asking<'_>,
-) -> Result<(Uuid, Status), AppError> {
+) -> Result<(Uuid, Status, bool), AppError> {
     let guesses = &state.limits.bypass_guesses;
     guesses
         .check(asking.client)
         .map_err(AppError::TooManyGuesses)?;
-    let signed_link = match asking.link {
-        None => false,
-        Some(link) => {
-            let checked = state.passes.keys.check_link(link, show, wall_ms() / 1000);
-            if let Err(why) = checked {
-                guesses.wrong(asking.client);
-                return Err(AppError::Forbidden(why.to_string()));
-            }
-            true
-        }
-    };
-    let rules = state.store.stats(show).await?.settings.bypass;
-    let request = BypassRequest {
-        client: asking.client,
-        token: asking.token,
-        signed_link,
-    };
-    let Some(kind) = bypass_kind(rules.as_deref().unwrap_or_default(), &request) else {
+    let refuse = |why: String| {
         guesses.wrong(asking.client);
-        return Err(AppError::Forbidden(
+        AppError::Forbidden(why)
+    };
+    let link = match asking.link {
+        None => None,
+        Some(link) => Some(
+            state
+                .passes
+                .keys
+                .check_link(link, show, wall_ms() / 1000)
+                .map_err(|why| refuse(why.to_string()))?,
+        ),
+    };
+    let rules = rules_of(state, show).await?;
+    let request = BypassRequest {
+        client: network_address(asking.peer, asking.client),
+        token: asking.token,
+        signed_link: link.is_some(),
+    };
+    let Some(via) = bypass_kind(&rules, &request) else {
+        return Err(refuse(
             "no bypass rule of this show lets this request through: join the queue".into(),
         ));
     };
-    let ticket = Uuid::new_v4();
-    let arrival = state.store.bypass(show, ticket, kind).await?;
-    state.metrics.bypassed(show, kind);
-    tracing::info!(%show, kind = kind.as_str(), arrival, "a fan was let through without queueing");
+    let asked = BypassAsked {
+        via,
+        idem_key: asking.idem_key.map(str::to_owned),
+        // A link counts only where the link rule let it through.
+        link: link.filter(|_| via == BypassKind::Link),
+        most: MAX_RUNNING_BYPASSES,
+    };
+    let (ticket, arrival, replayed) = match state.store.bypass(show, Uuid::new_v4(), &asked).await?
+    {
+        Bypassed::Admitted {
+            ticket,
+            arrival,
+            replayed,
+        } => (ticket, arrival, replayed),
+        Bypassed::LinkRefused(why) => return Err(refuse(why.into())),
+    };
+    if !replayed {
+        state.metrics.bypassed(show, via);
+        tracing::info!(%show, kind = via.as_str(), arrival, "a fan was let through without queueing");
+    }
     let status = state.store.status(show, ticket).await?;
-    Ok((ticket, status))
+    Ok((ticket, status, replayed))
 }
 
 /// The `X-Bypass-Token` of `headers`; 400 for a query that carries a token (URLs are logged:
@@ -147,11 +204,13 @@ pub(super) async fn bypass(
     let show = show_id(&show)?;
     let token = bypass_token(&headers, query.as_deref())?;
     let asking = Asking {
+        peer: peer.ip(),
         client: state.client_ip(peer.ip(), &headers),
         token,
         link: None,
+        idem_key: idempotency_key(&headers)?,
     };
-    let (ticket, status) = let_through(&state, &show, asking).await?;
+    let (ticket, status, replayed) = let_through(&state, &show, asking).await?;
     let view = Shown::of(&state.passes.keys, &show, ticket, &status).view;
     let cookie = set_ticket_cookie(&show, Some(ticket), state.public_https());
     let location = routes::ticket(routes::TICKET, show.as_str(), &ticket.to_string());
@@ -159,6 +218,10 @@ pub(super) async fn bypass(
         StatusCode::OK,
         [
             (header::SET_COOKIE, cookie),
+            (
+                HeaderName::from_static(IDEMPOTENT_REPLAYED),
+                replayed.to_string(),
+            ),
             (header::LOCATION, location),
             (header::CACHE_CONTROL, "no-store".to_owned()),
         ],
@@ -214,18 +277,18 @@ pub(super) async fn sign_link(
             "ttlSeconds: 60 to {MAX_LINK_TTL_SECONDS}"
         )));
     }
-    let rules = state.store.stats(&show).await?.settings.bypass;
-    let allowed = rules
+    let allowed = rules_of(&state, &show)
+        .await?
         .iter()
-        .flatten()
         .any(|r| matches!(r, BypassRule::Link));
     if !allowed {
         return Err(AppError::Conflict(
             "the show has no link bypass rule: add {\"kind\":\"link\"} to its bypass first".into(),
         ));
     }
-    let exp = wall_ms() / 1000 + request.ttl_seconds;
-    let token = state.passes.keys.mint_link(&show, exp);
+    let now = wall_ms() / 1000;
+    let exp = now + request.ttl_seconds;
+    let token = state.passes.keys.mint_link(&show, now, exp);
     let expires_at = jiff::Timestamp::from_second(exp as i64)
         .map(|t| t.to_string())
         .unwrap_or_default();

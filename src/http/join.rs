@@ -105,7 +105,7 @@ async fn check_join_rate(state: &AppState, client: IpAddr) -> Result<(), AppErro
 }
 
 /// The join's `Idempotency-Key`, if any: 1 to 128 visible ASCII characters, else 400.
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, AppError> {
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, AppError> {
     let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
         return Ok(None);
     };

@@ -12,8 +12,8 @@ use sha2::{Digest, Sha256};
 /// The most rules a show may hold.
 pub(crate) const MAX_BYPASS_RULES: usize = 32;
 /// The shortest prefix of a network rule: a staff network, never the Internet.
-const SHORTEST_V4_PREFIX: u8 = 8;
-const SHORTEST_V6_PREFIX: u8 = 16;
+const SHORTEST_V4_PREFIX: u8 = 16;
+const SHORTEST_V6_PREFIX: u8 = 48;
 
 /// One bypass rule.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
@@ -25,9 +25,10 @@ pub enum BypassRule {
         /// SHA-256 of the token, in hex.
         sha256: String,
     },
-    /// A request from an address in `cidr` (`10.1.0.0/16`, `2001:db8::/48`), the client's
-    /// address as the server reads it (`TRUSTED_PROXIES` heeded); at least a /8 (IPv4) or a
-    /// /16 (IPv6).
+    /// A request from an address in `cidr` (`10.1.0.0/16`, `2001:db8:1::/48`): at least a /16
+    /// (IPv4) or a /48 (IPv6). The address judged is the connection's own, or, when that is
+    /// a proxy on our own network (loopback or private), the client's as `TRUSTED_PROXY_HOPS`
+    /// reads it from `X-Forwarded-For`.
     Network {
         /// The range.
         cidr: String,
@@ -214,7 +215,7 @@ mod tests {
                 cidr: "10.1.0.0/16".into(),
             },
             BypassRule::Network {
-                cidr: "2001:db8::/32".into(),
+                cidr: "2001:db8:1::/48".into(),
             },
         ];
         assert_eq!(check_rules(&rules), Ok(()));
@@ -229,7 +230,7 @@ mod tests {
         assert_eq!(kind("::ffff:10.1.0.9", None), Some(BypassKind::Network));
         assert_eq!(kind("10.2.0.1", None), None);
         assert_eq!(kind("2001:db8:1::5", None), Some(BypassKind::Network));
-        assert_eq!(kind("2001:db9::5", None), None);
+        assert_eq!(kind("2001:db8:2::5", None), None);
         // A link matches only where the show allows links.
         let signed = BypassRequest {
             signed_link: true,
@@ -249,16 +250,24 @@ mod tests {
             "10.0.0.0",
             "10.0.0.0/33",
             "0.0.0.0/0",
-            "10.0.0.0/4",
+            "10.0.0.0/8",
+            "8.0.0.0/8",
             "::/8",
+            "2a00::/16",
+            "2001:db8::/32",
             "10.0.0.1/24",
-            "10.0.0.0/+8",
+            "10.0.0.0/+16",
             "10.0.0.0/",
-            "ten/8",
+            "ten/16",
         ] {
             assert!(network(bad).is_err(), "{bad}");
         }
-        for good in ["10.0.0.0/8", "192.168.1.7/32", "2001:db8::/32", "fd00::/16"] {
+        for good in [
+            "10.1.0.0/16",
+            "192.168.1.7/32",
+            "2001:db8:1::/48",
+            "fd00:1:2::/48",
+        ] {
             assert_eq!(network(good), Ok(()), "{good}");
         }
         let token = |sha256: &str| {

@@ -25,5 +25,5 @@ pub use self::challenge::{
 };
 pub use self::keys::{Keyring, KeyringError, PassKey};
 pub use self::layer::RequireAdmission;
-pub use self::link::{LinkError, MAX_LINK_TTL_SECONDS};
+pub use self::link::{LinkError, MAX_LINK_TTL_SECONDS, SignedLink};
 pub use self::token::{Admission, PASS_ISSUER, PASS_PREFIX, PassError, looks_like_pass};

@@ -82,7 +82,9 @@ pub use self::lineage::{Arrivals, Lineage, Mended};
 pub use self::orders::{OrderBook, OrderOutcome, Redeemed, order_fingerprint};
 pub use self::presence::{Attendance, Presence};
 pub use self::queue::position;
-pub use self::queue::{AdmitOutcome, DueCall, DueCalls, Joined, Queue, Status, Touched};
+pub use self::queue::{
+    AdmitOutcome, BypassAsked, Bypassed, DueCall, DueCalls, Joined, Queue, Status, Touched,
+};
 pub use self::redis::{
     Durability, GATHER_WINDOW, PubSub, RedisStore, SentinelConnection, SentinelSettings,
 };

@@ -754,6 +754,18 @@ async fn the_console_draws_a_shows_schedule_as_a_timeline() {
             client.attr_of(&event(2), "class").await.as_deref(),
             Some("event event-upcoming")
         );
+        // The schedule's next change of rate (the presale's end, back to the show's own 3) is
+        // announced as the schedule's, which no button withdraws (the console hears of it
+        // with the show's next change).
+        app.configure(&show, json!({"admitPerSecond": 3})).await;
+        eventually("the scheduled change", SHORT, || async {
+            client
+                .text_of(&format!("{card} .announced"))
+                .await
+                .filter(|t| t.starts_with("Scheduled: 3/s"))
+        })
+        .await;
+        assert!(!client.visible(&format!("{card} .withdraw")).await);
         // The schedule removed: the timeline goes.
         app.configure(&show, json!({"events": []})).await;
         eventually("the timeline hidden", SHORT, || async {

@@ -1,6 +1,8 @@
-//! `GET /wait/{showId}/bypass`: the waiting page's way through for staff (docs/bypass.md): a
-//! link an operator signed (`?link=`), or an address one of the show's network rules names.
-//! Admitted at once, the fan is sent on to the waiting page, which shows its admission.
+//! `GET /wait/{showId}/bypass?link=…`: the waiting page's way through for support staff
+//! (docs/bypass.md): a link an operator signed, used once. Admitted at once, the fan is sent on
+//! to the waiting page, which shows its admission. Only a link: a page of another site could
+//! make a staff browser open this address, and every time take a seat, if the browser's
+//! network were enough (a staff network goes through `POST …/bypass`).
 
 use std::net::SocketAddr;
 
@@ -13,7 +15,8 @@ use super::{PAGE_CACHE, error_page, page_show};
 use crate::error::AppError;
 use crate::http::AppState;
 use crate::http::bypass::{Asking, bypass_token, let_through};
-use crate::http::credentials::set_ticket_cookie;
+use crate::http::credentials::{set_ticket_cookie, ticket_cookie};
+use crate::model::TicketState;
 
 /// A link's token in `query` (`link=…`), if any.
 fn link_of(query: Option<&str>) -> Option<&str> {
@@ -23,14 +26,15 @@ fn link_of(query: Option<&str>) -> Option<&str> {
         .filter(|link| !link.is_empty())
 }
 
-/// `GET /wait/{showId}/bypass[?link=…]`: 303 to the waiting page with the admitted ticket
-/// (its cookie set); the page's 403 when no rule of the show lets the request through.
+/// `GET /wait/{showId}/bypass?link=…`: 303 to the waiting page with the admitted ticket (its
+/// cookie set; a browser holding a running admission of the show keeps it); the page's 403
+/// without a link the show takes.
 #[utoipa::path(
     get,
     path = crate::protocol::routes::WAIT_BYPASS,
     operation_id = "waitBypass",
     tag = crate::http::openapi::PAGES,
-    summary = "Staff through the queue: a signed link, or a staff network",
+    summary = "Support staff through the queue: a link the operator signed, used once",
     params(
         crate::http::openapi::params::ShowPath,
         ("link" = Option<String>, Query, description = "A link's token, as the operator's `POST …/bypass-links` signed it"),
@@ -38,7 +42,7 @@ fn link_of(query: Option<&str>) -> Option<&str> {
     responses(
         (status = 303, description = "Admitted: on to the waiting page"),
         (status = 400, description = "A bad showId, or a token in the URL", body = String, content_type = "text/html"),
-        (status = 403, description = "No bypass rule of the show lets this request through", body = String, content_type = "text/html"),
+        (status = 403, description = "No link, or one the show does not take (forged, expired, used, voided)", body = String, content_type = "text/html"),
         (status = 404, description = "No such show", body = String, content_type = "text/html"),
         (status = 409, description = "The on-sale is not open, or no seat is left", body = String, content_type = "text/html"),
         (status = 429, description = "Too many refused bypasses from this client's block", body = String, content_type = "text/html"),
@@ -61,13 +65,28 @@ pub(crate) async fn bypass(
 ) -> Response {
     let through = async {
         let show = page_show(show)?;
-        let token = bypass_token(&headers, query.as_deref())?;
-        let asking = Asking {
-            client: state.client_ip(peer.ip(), &headers),
-            token,
-            link: link_of(query.as_deref()),
+        bypass_token(&headers, query.as_deref())?;
+        let Some(link) = link_of(query.as_deref()) else {
+            return Err(AppError::Forbidden(
+                "the way through for staff is a link the operator signed (…/bypass?link=…)".into(),
+            ));
         };
-        let (ticket, _) = let_through(&state, &show, asking).await?;
+        // A browser that holds a running admission of this show keeps it: opening the link
+        // again takes no second seat.
+        if let Some(held) = ticket_cookie(&headers) {
+            let status = state.store.status(&show, held).await?;
+            if matches!(status.state, TicketState::Admitted { .. }) {
+                return Ok((show, held));
+            }
+        }
+        let asking = Asking {
+            peer: peer.ip(),
+            client: state.client_ip(peer.ip(), &headers),
+            token: None,
+            link: Some(link),
+            idem_key: None,
+        };
+        let (ticket, _, _) = let_through(&state, &show, asking).await?;
         Ok::<_, AppError>((show, ticket))
     };
     match through.await {

@@ -111,10 +111,8 @@ if max_active > 0 then
 end
 -- Admitted is not bought, but never more admitted than seats: with a stock, the places are
 -- the seats neither ordered nor held by an admission still running.
-local st = stock()
-if st > 0 then
-  places = math.min(places, math.max(st - redis.call('HLEN', HOLDS) - active(now), 0))
-end
+local free = seats_free(now)
+if free then places = math.min(places, free) end
 
 redis.call('HSET', FLOW, 'full', (max_active > 0 and places == 0) and '1' or '0')
 

@@ -12,8 +12,8 @@ use super::reply::{
     AdmitReply, AskCallReply, BypassReply, IsAdmittedReply, JoinReply, LeaveReply, StatusReply,
     TouchReply,
 };
-use super::{AdmitOutcome, Joined, Queue, Status, Touched};
-use crate::model::{BypassKind, ShowId};
+use super::{AdmitOutcome, BypassAsked, Bypassed, Joined, Queue, Status, Touched};
+use crate::model::ShowId;
 use crate::pass::Proof;
 use crate::store::redis::{RedisStore, ShowScript, TicketArgs, show_script};
 use crate::store::{Result, StoreError};
@@ -27,11 +27,25 @@ static ADMIT: LazyLock<ShowScript> = show_script!("admit");
 static NOTIFY: LazyLock<ShowScript> = show_script!("notify");
 static BYPASS: LazyLock<ShowScript> = show_script!("bypass");
 
-/// `bypass.lua`'s own arguments: the new ticket, and the kind of rule that let it through.
+/// `bypass.lua`'s own arguments: the new ticket, the kind of rule that let it through, the
+/// caller's key, the link (ms), and the most bypass admissions running at once.
 #[derive(serde::Serialize)]
-struct BypassArgs {
+struct BypassArgs<'a> {
     ticket: Uuid,
     via: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idem_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    link: Option<LinkArgs<'a>>,
+    most: u32,
+}
+
+/// A signed link as `bypass.lua` takes it.
+#[derive(serde::Serialize)]
+struct LinkArgs<'a> {
+    id: &'a str,
+    iat_ms: u64,
+    exp_ms: u64,
 }
 
 #[async_trait]
@@ -74,13 +88,42 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
         .await
     }
 
-    async fn bypass(&self, show: &ShowId, ticket: Uuid, via: BypassKind) -> Result<u64> {
+    async fn bypass(&self, show: &ShowId, ticket: Uuid, asked: &BypassAsked) -> Result<Bypassed> {
         let args = BypassArgs {
             ticket,
-            via: via.as_str(),
+            via: asked.via.as_str(),
+            idem_key: asked.idem_key.as_deref(),
+            link: asked.link.as_ref().map(|l| LinkArgs {
+                id: &l.id,
+                iat_ms: l.iat.saturating_mul(1000),
+                exp_ms: l.exp.saturating_mul(1000),
+            }),
+            most: asked.most,
         };
         match self.run(&BYPASS, show, &args).await? {
-            BypassReply::Admitted { arrival } => Ok(arrival),
+            BypassReply::Admitted { arrival } => Ok(Bypassed::Admitted {
+                ticket,
+                arrival,
+                replayed: false,
+            }),
+            BypassReply::Replayed { ticket, arrival } => Ok(Bypassed::Admitted {
+                ticket,
+                arrival,
+                replayed: true,
+            }),
+            BypassReply::TooMany => Err(StoreError::NotNow {
+                why: "the show has as many bypass admissions running as it lets at once; \
+                      try again once one ends"
+                    .into(),
+                retry_after: std::time::Duration::from_secs(10),
+            }),
+            BypassReply::LinkVoid => Ok(Bypassed::LinkRefused(
+                "this bypass link was signed before the show last took links on: it no \
+                 longer lets anyone through",
+            )),
+            BypassReply::LinkUsed => Ok(Bypassed::LinkRefused(
+                "this bypass link was used already: a link lets one person through",
+            )),
             BypassReply::NotOpen => Err(StoreError::Conflict(
                 "the on-sale is not open: nobody is let through, by a bypass or in turn".into(),
             )),

@@ -37,6 +37,8 @@
 local m = show_meta()
 local epoch, refused = live_show(m)
 if refused then return refused end
+-- A schedule's change no tick applied yet (the show is not open): in force for this join.
+m = events_due(m, epoch)
 local ended = phase_of(m) == 4
 local need = tonumber(m.challenge_bits or '0')
 -- maxQueueLength (the show's settings): the room left in the queue, nil when unbounded. A

@@ -13,6 +13,7 @@ use uuid::Uuid;
 use super::Result;
 use crate::model::{BypassKind, Pace, Sale, ShowId, TicketState};
 use crate::pass::Proof;
+use crate::pass::SignedLink;
 
 pub use self::position::position;
 
@@ -38,10 +39,12 @@ pub trait Queue: Send + Sync {
     ) -> Result<(Joined, bool)>;
     /// Where a ticket stands now.
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status>;
-    /// A fan let through without queueing, by a bypass rule of the show (`via`, matched by
-    /// the caller): `ticket` admitted at once under a fresh arrival (answered), while the
-    /// on-sale is open and a seat is left (`Conflict` otherwise), and audited.
-    async fn bypass(&self, show: &ShowId, ticket: Uuid, via: BypassKind) -> Result<u64>;
+    /// A fan let through without queueing, by a bypass rule of the show (`asked.via`,
+    /// matched by the caller): `ticket` admitted at once under a fresh arrival, while the
+    /// on-sale is open, a seat is left (`Conflict` otherwise) and fewer than `asked.most`
+    /// bypass admissions run (`NotNow`), and audited; or, under the same Idempotency-Key,
+    /// the admission it made while that runs. A link goes through once.
+    async fn bypass(&self, show: &ShowId, ticket: Uuid, asked: &BypassAsked) -> Result<Bypassed>;
     /// Takes a ticket out: out of the queue if waiting, its admission back if admitted.
     /// False when the ticket is unknown.
     async fn leave(&self, show: &ShowId, ticket: Uuid) -> Result<bool>;
@@ -74,6 +77,35 @@ pub struct Status {
     pub sale: Sale,
     /// The show's version this answer was read at.
     pub version: u64,
+}
+
+/// What a bypass asks of the store.
+#[derive(Clone, Debug)]
+pub struct BypassAsked {
+    /// The kind of rule that let it through.
+    pub via: BypassKind,
+    /// The caller's `Idempotency-Key`, if any.
+    pub idem_key: Option<String>,
+    /// The signed link that let it through, if one did.
+    pub link: Option<SignedLink>,
+    /// The most bypass admissions the show may have running at once.
+    pub most: u32,
+}
+
+/// What a bypass came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bypassed {
+    /// Admitted: the ticket (a new one, or the one its key made, `replayed`) and its arrival.
+    Admitted {
+        /// The admitted ticket.
+        ticket: Uuid,
+        /// Its arrival number.
+        arrival: u64,
+        /// The same key's admission, still running.
+        replayed: bool,
+    },
+    /// The link was used before, or signed before the show last took links on.
+    LinkRefused(&'static str),
 }
 
 /// A fresh ticket.

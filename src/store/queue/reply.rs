@@ -356,8 +356,12 @@ pub(super) struct LeaveReply {
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub(super) enum BypassReply {
     Admitted { arrival: u64 },
+    Replayed { ticket: uuid::Uuid, arrival: u64 },
     NotOpen,
     SoldOut,
+    TooMany,
+    LinkVoid,
+    LinkUsed,
 }
 
 /// `is_admitted.lua`.

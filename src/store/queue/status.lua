@@ -13,6 +13,7 @@
 local m = show_meta()
 local epoch, refused = live_show(m)
 if refused then return refused end
+m = events_due(m, epoch)
 local out, seen, now = {}, {}, nil
 for i, t in ipairs(A.tickets) do
   local seq = redis.call('ZSCORE', Q, t)

@@ -14,13 +14,14 @@
 -- Redis, each by SHA with this prelude in front (redis/mod.rs builds both).
 local A, S
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
-  SEEN, AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, ON
+  SEEN, AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, ON,
+  BYPASSED, LINKS
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
 local function state_keys()
   return {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW, SEEN,
-    AUDIT, IDEM, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ}
+    AUDIT, IDEM, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, BYPASSED}
 end
 -- The store's settings as last decoded: a library of functions keeps them between calls, so
 -- they are decoded again only when another store (or version) sends other ones. P: each key's
@@ -44,6 +45,10 @@ local function bind(keys, argv)
   -- Each instance's set of the tickets it holds a live stream of: `…:on:<instance>`, beside
   -- the show's other keys (same hash tag, so the same slot).
   ON = string.sub(META, 1, -5) .. 'on:'
+  -- The admissions bypass rules made that still run (ticket → until, ms), and each signed
+  -- link used (`…:link:<id>`, kept until the link's end): beside the show's keys alike.
+  BYPASSED = string.sub(META, 1, -5) .. 'bypassed'
+  LINKS = string.sub(META, 1, -5) .. 'link:'
   SHOW, ADMITTED, CHANNEL = A.show, A.admitted_prefix, A.channel
   DEFAULT_RATE, TTL, DEFAULT_CAP = S.default_rate, S.ttl_ms, S.default_cap
   -- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
@@ -85,13 +90,19 @@ local function settings(m)
   return cjson.decode(text or '{}')
 end
 -- The settings `all` (a table of them by their JSON names) as META `settings` keeps them.
--- cjson writes an empty list as `{}`: an empty schedule is left out (none), and an empty list
--- of push services is written back as the list it was sent as.
+-- cjson writes an empty list as `{}`: an empty schedule is left out (none), and every other
+-- empty list is written back as the list it was sent as.
 local function settings_text(all)
   if all.events and next(all.events) == nil then all.events = nil end
+  -- Every setting that is a table is a list (pushServices, bypass): an empty one is written
+  -- back as a list.
+  local empty = {}
+  for name, value in pairs(all) do
+    if type(value) == 'table' and next(value) == nil then empty[#empty + 1] = name end
+  end
   local text = cjson.encode(all)
-  if all.pushServices and next(all.pushServices) == nil then
-    text = (string.gsub(text, '"pushServices":{}', '"pushServices":[]'))
+  for _, name in ipairs(empty) do
+    text = (string.gsub(text, '"' .. name .. '":{}', '"' .. name .. '":[]'))
   end
   return text
 end
@@ -180,13 +191,13 @@ end
 -- one by one (`live_show`, `phase_of`, `draw_phase`, `pace_reply`, `standing`).
 local JOIN_META = {'epoch', 'lost', 'deleted', 'open', 'phase', 'stock', 'challenge_bits',
   'opens_at', 'closed_n', 'draw_key', 'pace', 'change_at', 'change_rate', 'end_reason', 'window',
-  'settings', 'in_force', 'event_at', 'event_rate'}
+  'settings', 'in_force', 'event_at', 'event_rate', 'change_masked'}
 local function show_meta()
   local v = redis.call('HMGET', META, unpack(JOIN_META))
   return {epoch = v[1], lost = v[2], deleted = v[3], open = v[4], phase = v[5], stock = v[6],
     challenge_bits = v[7], opens_at = v[8], closed_n = v[9], draw_key = v[10], pace = v[11],
     change_at = v[12], change_rate = v[13], end_reason = v[14], window = v[15], settings = v[16],
-    in_force = v[17], event_at = v[18], event_rate = v[19]}
+    in_force = v[17], event_at = v[18], event_rate = v[19], change_masked = v[20]}
 end
 -- The phase's code, from meta read by `show_meta`.
 local function phase_of(m) return (m.open == '1') and 1 or (PHASE_CODE[m.phase or ''] or 0) end
@@ -199,6 +210,13 @@ end
 local function seats_left(st)
   if st == 0 then return -1 end
   return math.max(st - redis.call('HLEN', HOLDS), 0)
+end
+-- The seats an admission may still take at `now`: neither ordered nor held by an admission
+-- still running (nil: the show has no stock).
+local function seats_free(now)
+  local st = stock()
+  if st == 0 then return nil end
+  return math.max(st - redis.call('HLEN', HOLDS) - active(now), 0)
 end
 
 -- The longest an admission nobody takes up holds its place (ms): the arrival window, when
@@ -315,7 +333,10 @@ local function pace_reply(m)
   local c = tonumber(k[2] or DEFAULT_CAP)
   -- The rate change ahead: the operator's, or the schedule's next (`apply_events`), the
   -- sooner of them.
+  -- An operator's change that falls while an event sets the rate changes the show's own rate
+  -- only (`apply_events` marks it masked): the event's rate stays in force, so none is told.
   local change_at, change_rate = m.change_at, m.change_rate
+  if m.change_masked then change_at, change_rate = nil, nil end
   if m.event_rate and (not change_at or tonumber(m.event_at) < tonumber(change_at)) then
     change_at, change_rate = m.event_at, m.event_rate
   end
@@ -540,7 +561,7 @@ end
 -- in the list from 1) is audited, with `fence` (the admitter's token, 0 for the operator), and
 -- published. Answers whether the running event changed.
 local function apply_events(now, epoch, fence)
-  local m = redis.call('HMGET', META, 'events', 'settings', 'event')
+  local m = redis.call('HMGET', META, 'events', 'settings', 'event', 'change_at')
   local events = cjson.decode(m[1] or '[]')
   local base = cjson.decode(m[2] or '{}')
   base.events = nil
@@ -590,17 +611,46 @@ local function apply_events(now, epoch, fence)
   else
     redis.call('HDEL', META, 'event_rate')
   end
-  local was, is = tonumber(m[3] or '0'), running or 0
-  if was == is then return false end
+  -- An operator's announced change that will fall while an event sets the rate.
+  local change_at = tonumber(m[4] or '')
+  local over = change_at and running_at(change_at)
+  if over and events[over].set.admitPerSecond then
+    redis.call('HSET', META, 'change_masked', '1')
+  else
+    redis.call('HDEL', META, 'change_masked')
+  end
+  -- The running event, by its place and what it sets (its keys in order, so that the same
+  -- settings always read the same): a change of either is a change of the schedule in force.
+  local is = ''
+  if running then
+    local set, names = events[running].set, {}
+    for name in pairs(set) do names[#names + 1] = name end
+    table.sort(names)
+    local parts = {tostring(running)}
+    for _, name in ipairs(names) do parts[#parts + 1] = name .. '=' .. tostring(set[name]) end
+    is = table.concat(parts, ';')
+  end
+  if (m[3] or '') == is then return false end
   local record = {'kind', 'event', 'at_ms', now, 'epoch', epoch, 'fence', fence, 'rate', rate()}
   if running then
-    redis.call('HSET', META, 'event', running)
+    redis.call('HSET', META, 'event', is)
     record[#record + 1], record[#record + 2] = 'event', running
   else
     redis.call('HDEL', META, 'event')
   end
   audit(record)
   return true
+end
+-- A schedule's change that came while no tick ran (a show not open, or between ticks) is
+-- applied by the next call that reads the show (`m`, as `show_meta` read it): a join or a
+-- status read. Answers the meta as it now stands.
+local function events_due(m, epoch)
+  if not m.event_at or tonumber(m.event_at) > now_ms() then return m end
+  local now = now_ms()
+  if apply_events(now, epoch, 0) then
+    publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now)
+  end
+  return show_meta()
 end
 
 -- Creates the show's meta under `epoch` after wiping whatever state an earlier incarnation

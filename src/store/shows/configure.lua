@@ -18,9 +18,20 @@ if not epoch or m[2] then
   create(epoch, now)
   created = true
 end
+-- Whether settings let signed links through (a `link` bypass rule).
+local function takes_links(st)
+  for _, rule in ipairs(st.bypass or {}) do
+    if rule.kind == 'link' then return true end
+  end
+  return false
+end
 if A.settings then
   local all = cjson.decode(redis.call('HGET', META, 'settings') or '{}')
+  local had_links = takes_links(all)
   for name, value in pairs(A.settings) do all[name] = value end
+  -- A link rule added (again): only links signed from now on go through, so that removing
+  -- the rule voided the ones before for good.
+  if takes_links(all) and not had_links then redis.call('HSET', META, 'links_from', now) end
   redis.call('HSET', META, 'settings', settings_text(all))
 end
 if A.cap then redis.call('SET', CAP, A.cap) end

@@ -22,7 +22,7 @@ return {
   stock = stock(),
   pace = pace_reply(),
   settings = redis.call('HGET', META, 'settings') or nil,
-  event = tonumber(redis.call('HGET', META, 'event') or ''),
+  event = tonumber(string.match(redis.call('HGET', META, 'event') or '', '^(%d+)') or ''),
   -- Presence: fans with no live stream seen longer ago than the grace (queued or passed
   -- over), those passed over while away, and places released after the hold.
   away = redis.call('ZCOUNT', AWAY, '-inf', '(' .. (now - grace)),
