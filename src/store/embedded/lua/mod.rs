@@ -76,6 +76,21 @@ impl Scripting {
         globals.raw_set("redis", redis_table(&lua)?)?;
         globals.raw_set("cjson", cjson::module(&lua)?)?;
         globals.raw_set("bit", bit::module(&lua)?)?;
+        // As on Redis, a script may not create a global variable: one that would fail there
+        // fails here too.
+        let guard = lua.create_table()?;
+        guard.raw_set(
+            "__newindex",
+            lua.create_function(
+                |_, (_, name, _): (Value, Value, Value)| -> mlua::Result<()> {
+                    let name = name.to_string().unwrap_or_default();
+                    Err(mlua::Error::RuntimeError(format!(
+                        "Script attempted to create global variable '{name}'"
+                    )))
+                },
+            )?,
+        )?;
+        globals.set_metatable(Some(guard))?;
         lua.set_app_data(db);
         lua.set_app_data(Registering::default());
         Ok(Scripting {

@@ -127,6 +127,22 @@ fn a_command_error_raises_from_call_and_is_a_value_from_pcall() {
 }
 
 #[test]
+fn a_script_may_not_create_a_global_as_on_redis() {
+    let mut s = scripting();
+    let made = eval(&mut s, "NEW_GLOBAL = 1; return 1");
+    assert!(
+        matches!(&made, Reply::Error(e) if e.contains("global variable 'NEW_GLOBAL'")),
+        "{made:?}"
+    );
+    // Locals, and the libraries' own globals, as ever.
+    assert_eq!(
+        eval(&mut s, "local x = 2; return x + #KEYS + #ARGV"),
+        Reply::Int(5)
+    );
+    assert_eq!(eval(&mut s, "return type(cjson.encode)"), bulk("function"));
+}
+
+#[test]
 fn cjson_encodes_and_decodes_as_redis_does() {
     let mut s = scripting();
     let cases = [
