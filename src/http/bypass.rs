@@ -14,21 +14,20 @@ use std::net::{IpAddr, SocketAddr};
 
 use axum::Json;
 use axum::extract::{ConnectInfo, RawQuery, State};
-use axum::http::{HeaderMap, HeaderName, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::AppState;
-use super::credentials::set_ticket_cookie;
 use super::extract::{AppJson, AppPath, Operator, show_id};
+use super::fan::ticket_answer;
 use super::join::idempotency_key;
-use super::shown::Shown;
 use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::model::{BypassKind, BypassRequest, BypassRule, ShowId, bypass_kind};
 use crate::pass::MAX_LINK_TTL_SECONDS;
-use crate::protocol::{BYPASS_TOKEN_HEADER, IDEMPOTENT_REPLAYED, routes};
+use crate::protocol::{BYPASS_TOKEN_HEADER, routes};
 use crate::store::{BypassAsked, Bypassed, Status};
 
 /// The most bypass admissions a show may have running at once: a leaked token or a hostile
@@ -211,21 +210,13 @@ pub(super) async fn bypass(
         idem_key: idempotency_key(&headers)?,
     };
     let (ticket, status, replayed) = let_through(&state, &show, asking).await?;
-    let view = Shown::of(&state.passes.keys, &show, ticket, &status).view;
-    let cookie = set_ticket_cookie(&show, Some(ticket), state.public_https());
-    let location = routes::ticket(routes::TICKET, show.as_str(), &ticket.to_string());
-    Ok((
+    Ok(ticket_answer(
+        &state,
+        &show,
+        ticket,
+        &status,
         StatusCode::OK,
-        [
-            (header::SET_COOKIE, cookie),
-            (
-                HeaderName::from_static(IDEMPOTENT_REPLAYED),
-                replayed.to_string(),
-            ),
-            (header::LOCATION, location),
-            (header::CACHE_CONTROL, "no-store".to_owned()),
-        ],
-        Json(view),
+        replayed,
     ))
 }
 

@@ -6,6 +6,7 @@ use axum::Json;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use uuid::Uuid;
 
 use super::credentials::set_ticket_cookie;
 use super::join::JoinRequest;
@@ -14,9 +15,10 @@ use super::shown::Shown;
 use super::{AppPath, AppState, show_id, ticket_path};
 use crate::clock::wall_ms;
 use crate::error::AppError;
-use crate::model::TicketStatus;
+use crate::model::{ShowId, TicketStatus};
 use crate::pass::CHALLENGE_TTL_SECONDS;
 use crate::protocol::{Challenge, IDEMPOTENT_REPLAYED, routes};
+use crate::store::Status;
 
 /// `POST …/{showId}/join`: 202 with a fresh ticket. Joining a show that is not open yet is
 /// allowed: the fan waits until it opens.
@@ -88,32 +90,51 @@ pub(super) async fn join(
     let client = state.client_ip(client.ip(), &headers);
     let request = JoinRequest::read(&headers, client)?;
     let (joined, replayed) = super::join::join(&state, &show, request).await?;
-    // A replayed key may answer a ticket admitted since: shown with its pass.
-    let view = Shown::of(&state.passes.keys, &show, joined.ticket, &joined.status).view;
-    // The waiting page's first paint shows this ticket's place after a reload.
-    let cookie = set_ticket_cookie(&show, Some(joined.ticket), state.public_https());
     // The same Idempotency-Key again: the same ticket, said so (200, not a new 202).
-    let (status, replay) = if replayed {
-        (StatusCode::OK, "true")
+    let code = if replayed {
+        StatusCode::OK
     } else {
-        (StatusCode::ACCEPTED, "false")
+        StatusCode::ACCEPTED
     };
-    // Where the ticket is followed from now on; a ticket with a pass is a bearer credential,
-    // which no cache may keep.
-    let location = routes::ticket(routes::TICKET, show.as_str(), &joined.ticket.to_string());
-    Ok((
-        status,
+    Ok(ticket_answer(
+        &state,
+        &show,
+        joined.ticket,
+        &joined.status,
+        code,
+        replayed,
+    ))
+}
+
+/// A ticket handed out (by a join, or a bypass): its JSON, with its pass once admitted (a
+/// replayed key may answer a ticket admitted since), the cookie the waiting page's first paint
+/// reads it from after a reload, whether the `Idempotency-Key` replayed it, and where it is
+/// followed from now on; a ticket with a pass is a bearer credential, which no cache may keep.
+pub(super) fn ticket_answer(
+    state: &AppState,
+    show: &ShowId,
+    ticket: Uuid,
+    status: &Status,
+    code: StatusCode,
+    replayed: bool,
+) -> Response {
+    let view = Shown::of(&state.passes.keys, show, ticket, status).view;
+    let cookie = set_ticket_cookie(show, Some(ticket), state.public_https());
+    let location = routes::ticket(routes::TICKET, show.as_str(), &ticket.to_string());
+    (
+        code,
         [
             (header::SET_COOKIE, cookie),
             (
                 HeaderName::from_static(IDEMPOTENT_REPLAYED),
-                replay.to_owned(),
+                replayed.to_string(),
             ),
             (header::LOCATION, location),
             (header::CACHE_CONTROL, "no-store".to_owned()),
         ],
         Json(view),
-    ))
+    )
+        .into_response()
 }
 
 /// `GET …/tickets/{ticketId}`: 200 while waiting or admitted, 410 `LOST` for a ticket whose
