@@ -136,13 +136,18 @@ pub(crate) async fn admission_resumes(server: &ServerProcess, show: &str, within
 
 /// Every acknowledged join (`placed`) is still waiting or admitted, the waiting hold 1..n
 /// exactly, one ticket per key, nobody admitted twice (the audit verifies), and every answer
-/// seen was 200, 202 or 503.
+/// seen was 200, 202 or 503. Pauses the sale to read them.
 pub(crate) async fn every_place_kept(
     server: &ServerProcess,
     show: &str,
     placed: &[String],
     statuses: &[u16],
 ) {
+    // The sale paused first (every place kept, nobody admitted): the positions are read one
+    // ticket at a time, and a tick in between would shift the later ones, as it did on a busy
+    // CI machine.
+    let paused = server.operator(routes::PAUSE, show).await;
+    assert!(paused.status().is_success(), "{:?}", paused.status());
     // Every acknowledged join is still waiting or admitted; the waiting hold 1..n exactly.
     let mut positions = Vec::new();
     let mut admitted = 0;
