@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
 use waiting_room::model::{AuditKind, AuditPage};
+use waiting_room::protocol::routes;
 
 use crate::support::api::Api;
 use crate::support::process::ServerProcess;
@@ -105,6 +106,15 @@ async fn a_failover_that_lost_joins_raises_the_counter_and_tells_the_lost_fans()
         assert_eq!(v["status"], "LOST", "{v}");
         assert!(v["message"].as_str().unwrap().contains("join again"), "{v}");
     }
+    // Paused (every place kept) while the places are read one by one: a tick in between
+    // would shift the later ones.
+    assert!(
+        server
+            .operator(routes::PAUSE, "lw")
+            .await
+            .status()
+            .is_success()
+    );
     let mut positions = Vec::new();
     for t in kept.iter().chain([&fresh]) {
         let v = server.ticket_json("lw", t).await;
@@ -117,6 +127,7 @@ async fn a_failover_that_lost_joins_raises_the_counter_and_tells_the_lost_fans()
     positions.sort_unstable();
     let n = positions.len() as u64;
     assert_eq!(positions, (1..=n).collect::<Vec<_>>());
+    server.open("lw").await;
     // The event is in the audit, which still verifies.
     let page: AuditPage = server
         .get("/orders/waiting-room/lw/audit?limit=1000")
