@@ -706,7 +706,9 @@
     const change = s.rateChange;
     // The change ahead is the operator's own (which may be withdrawn) or the schedule's (a
     // start or an end of an event, which only the schedule changes).
-    const own = Boolean(change && s.settings && s.settings.rateChangeAt);
+    // It is the operator's when it falls when the operator's does (to the second).
+    const ownAt = s.settings && s.settings.rateChangeAt ? Date.parse(s.settings.rateChangeAt) : NaN;
+    const own = Boolean(change) && Math.abs(change.atMs - ownAt) < 1000;
     announced.hidden = !change;
     form.querySelector('.withdraw').hidden = !own;
     if (change) {

@@ -23,9 +23,10 @@ use super::AppState;
 use super::extract::{AppJson, AppPath, Operator, show_id};
 use super::fan::ticket_answer;
 use super::join::idempotency_key;
+use super::serve::origin::check_bypass_post;
 use crate::clock::wall_ms;
 use crate::error::AppError;
-use crate::model::{BypassKind, BypassRequest, BypassRule, ShowId, bypass_kind};
+use crate::model::{BypassRequest, BypassRule, ShowId, bypass_kind};
 use crate::pass::MAX_LINK_TTL_SECONDS;
 use crate::protocol::{BYPASS_TOKEN_HEADER, routes};
 use crate::store::{BypassAsked, Bypassed, Status};
@@ -103,7 +104,12 @@ pub(crate) async fn let_through(
                 .map_err(|why| refuse(why.to_string()))?,
         ),
     };
-    let rules = rules_of(state, show).await?;
+    let mut rules = rules_of(state, show).await?;
+    // A link goes through by the link rule alone, so that it is marked used (and checked for
+    // its date) whatever else the request would match.
+    if link.is_some() {
+        rules.retain(|r| matches!(r, BypassRule::Link));
+    }
     let request = BypassRequest {
         client: network_address(asking.peer, asking.client),
         token: asking.token,
@@ -117,8 +123,7 @@ pub(crate) async fn let_through(
     let asked = BypassAsked {
         via,
         idem_key: asking.idem_key.map(str::to_owned),
-        // A link counts only where the link rule let it through.
-        link: link.filter(|_| via == BypassKind::Link),
+        link,
         most: MAX_RUNNING_BYPASSES,
     };
     let (ticket, arrival, replayed) = match state.store.bypass(show, Uuid::new_v4(), &asked).await?
@@ -201,6 +206,7 @@ pub(super) async fn bypass(
     AppPath(show): AppPath<String>,
 ) -> Result<impl IntoResponse, AppError> {
     let show = show_id(&show)?;
+    check_bypass_post(&headers, state.site.public_origin.as_ref())?;
     let token = bypass_token(&headers, query.as_deref())?;
     let asking = Asking {
         peer: peer.ip(),

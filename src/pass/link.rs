@@ -2,7 +2,7 @@
 //! one show's queue until it expires, for as long as the show keeps a `link` bypass rule
 //! (removing the rule voids every link signed). Minted and checked with no store call.
 //!
-//! A link's token is `b1.<kid>.<showId>.<iat>.<exp>.<rand>.<mac>`: `iat` when it was signed
+//! A link's token is `b2.<kid>.<showId>.<iat>.<exp>.<rand>.<mac>`: `iat` when it was signed
 //! and `exp` its end in Unix seconds,
 //! `rand` 16 random bytes and `mac` the HMAC-SHA256 (under the key `kid` of `PASS_KEYS`) of
 //! everything before the last `.`, both base64url without padding, as a join challenge's
@@ -17,7 +17,9 @@ use crate::model::ShowId;
 /// The longest a link may run: a week.
 pub const MAX_LINK_TTL_SECONDS: u64 = 7 * 24 * 3600;
 
-const PREFIX: &str = "b1";
+/// `b2`: links signed with the time they were signed (`b1` links, which had none, are no
+/// longer taken).
+const PREFIX: &str = "b2";
 
 /// A link this server signed, as its check reads it: what the store needs to let it through
 /// once, and only while the show takes links signed since.

@@ -43,6 +43,19 @@ pub(crate) fn check_join_post(
     check_same_site(headers, public, REFUSED_JOIN)
 }
 
+/// What a refused bypass from another website is told.
+const REFUSED_BYPASS: &str = "A bypass sent from another website is refused.";
+
+/// The same rule for `POST …/{showId}/bypass`: a page of another site could make a staff
+/// browser on a staff network send it (a simple request, no preflight) and take a seat each
+/// time. Monitors and tools name no origin.
+pub(crate) fn check_bypass_post(
+    headers: &HeaderMap,
+    public: Option<&Origin>,
+) -> Result<(), AppError> {
+    check_same_site(headers, public, REFUSED_BYPASS)
+}
+
 fn check_same_site(
     headers: &HeaderMap,
     public: Option<&Origin>,

@@ -20,7 +20,8 @@ if refused then return refused end
 m = events_due(m, epoch)
 if phase_of(m) ~= 1 then return {outcome = 'not_open'} end
 local now = now_ms()
-local idem = A.idem_key and ('bypass:' .. A.idem_key)
+-- Under a field no join's key can name (a key is visible ASCII, never a space).
+local idem = A.idem_key and ('bypass ' .. A.idem_key)
 if idem then
   local kept = redis.call('HGET', IDEM, idem)
   if kept and admitted(kept, epoch) and redis.call('PTTL', ADMITTED .. kept) > 0 then
@@ -37,7 +38,8 @@ if A.link then
   if A.link.iat_ms < from - from % 1000 then
     return {outcome = 'link_void'}
   end
-  local ttl = math.max(A.link.exp_ms - now, 1)
+  -- Kept past the link's end by a margin: the server's clock judged the end, not Redis's.
+  local ttl = math.max(A.link.exp_ms - now, 0) + 300000
   if not redis.call('SET', LINKS .. A.link.id, '1', 'NX', 'PX', ttl) then
     return {outcome = 'link_used'}
   end

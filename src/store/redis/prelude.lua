@@ -641,10 +641,12 @@ local function apply_events(now, epoch, fence)
   audit(record)
   return true
 end
--- A schedule's change that came while no tick ran (a show not open, or between ticks) is
--- applied by the next call that reads the show (`m`, as `show_meta` read it): a join or a
+-- A schedule's change that came while no tick runs (a show not open: pending, paused, closed,
+-- ended) is applied by the next call that reads the show (`m`, as `show_meta` read it): a join or a
 -- status read. Answers the meta as it now stands.
 local function events_due(m, epoch)
+  -- An open show's changes are the admitter's, fenced, at its next tick.
+  if phase_of(m) == 1 then return m end
   if not m.event_at or tonumber(m.event_at) > now_ms() then return m end
   local now = now_ms()
   if apply_events(now, epoch, 0) then

@@ -76,9 +76,18 @@ impl Scripting {
         globals.raw_set("redis", redis_table(&lua)?)?;
         globals.raw_set("cjson", cjson::module(&lua)?)?;
         globals.raw_set("bit", bit::module(&lua)?)?;
-        // As on Redis, a script may not create a global variable: one that would fail there
-        // fails here too.
+        // As on Redis, a script may neither create a global variable nor read one that does
+        // not exist: one that would fail there fails here too.
         let guard = lua.create_table()?;
+        guard.raw_set(
+            "__index",
+            lua.create_function(|_, (_, name): (Value, Value)| -> mlua::Result<()> {
+                let name = name.to_string().unwrap_or_default();
+                Err(mlua::Error::RuntimeError(format!(
+                    "Script attempted to access nonexistent global variable '{name}'"
+                )))
+            })?,
+        )?;
         guard.raw_set(
             "__newindex",
             lua.create_function(

@@ -127,12 +127,17 @@ fn a_command_error_raises_from_call_and_is_a_value_from_pcall() {
 }
 
 #[test]
-fn a_script_may_not_create_a_global_as_on_redis() {
+fn a_script_may_neither_create_nor_read_a_missing_global_as_on_redis() {
     let mut s = scripting();
     let made = eval(&mut s, "NEW_GLOBAL = 1; return 1");
     assert!(
         matches!(&made, Reply::Error(e) if e.contains("global variable 'NEW_GLOBAL'")),
         "{made:?}"
+    );
+    let read = eval(&mut s, "return NOWHERE");
+    assert!(
+        matches!(&read, Reply::Error(e) if e.contains("nonexistent global variable 'NOWHERE'")),
+        "{read:?}"
     );
     // Locals, and the libraries' own globals, as ever.
     assert_eq!(
