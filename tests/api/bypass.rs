@@ -19,7 +19,8 @@ use crate::support::ticket_id;
 both_stores!(
     a_token_lets_a_monitor_through_at_once_counted_and_audited,
     a_staff_network_and_a_signed_link_let_staff_through,
-    a_bypass_takes_a_seat_and_waits_for_the_opening
+    a_bypass_takes_a_seat_and_waits_for_the_opening,
+    no_phase_but_an_open_one_lets_a_bypass_through
 );
 
 const TOKEN: &str = "monitor-secret-7f3a";
@@ -314,6 +315,42 @@ async fn a_bypass_takes_a_seat_and_waits_for_the_opening(backend: Backend) {
     assert!(app.leave("small", &held).await.status().is_success());
     app.wait_admitted("small", &fan, Duration::from_secs(30))
         .await;
+    app.stop().await;
+}
+
+/// The gate in every phase: a bypass admits only while the on-sale is open. Made, scheduled
+/// (a fair start's pre-queue), paused, closed and ended shows let nobody through this way, and
+/// none of them gains a running admission.
+async fn no_phase_but_an_open_one_lets_a_bypass_through(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let rules = json!([{"kind": "token", "sha256": draw::sha256_hex(TOKEN.as_bytes())}]);
+    let refused = |show: &'static str| {
+        let app = &app;
+        async move {
+            let r = bypass(app, show, Some(TOKEN)).await;
+            assert_eq!(r.status(), StatusCode::CONFLICT, "{show}");
+            assert_eq!(app.stats(show).await["admittedValid"], 0, "{show}");
+        }
+    };
+    app.configure("made", json!({"bypass": rules})).await;
+    refused("made").await;
+    let opens_at = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(3600)).to_string();
+    app.configure("scheduled", json!({"bypass": rules, "opensAt": opens_at}))
+        .await;
+    refused("scheduled").await;
+    for (show, step) in [
+        ("paused", routes::PAUSE),
+        ("closed", routes::CLOSE),
+        ("ended", routes::END),
+    ] {
+        app.configure(show, json!({"bypass": rules})).await;
+        app.open(show).await;
+        assert!(
+            app.operator(step, show).await.status().is_success(),
+            "{show}"
+        );
+        refused(show).await;
+    }
     app.stop().await;
 }
 
