@@ -93,8 +93,10 @@ impl fmt::Display for ShowId {
     }
 }
 
-/// Where a ticket stands, as the store knows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where a ticket stands, as the store knows it (and as its scripts answer it: `standing()`
+/// in `prelude.lua` and `status.lua`, tagged by `state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
 pub enum TicketState {
     /// In the queue.
     Waiting {
@@ -122,6 +124,7 @@ pub enum TicketState {
     /// was released: told `EXPIRED` and why, to join again.
     Expired {
         /// The hold the fan was away longer than, in seconds.
+        #[serde(rename(deserialize = "away_hold_s"))]
         hold_seconds: u64,
     },
     /// Neither waiting nor admitted, and its place was lost in a Redis failover that lost
@@ -131,6 +134,16 @@ pub enum TicketState {
 }
 
 impl TicketState {
+    /// The arrival number of a queued ticket (waiting, or in a pre-queue).
+    pub fn arrival(&self) -> Option<u64> {
+        match *self {
+            TicketState::Waiting { arrival, .. } | TicketState::PreQueue { arrival, .. } => {
+                Some(arrival)
+            }
+            _ => None,
+        }
+    }
+
     /// The status word its fan is shown while the on-sale stands as `sale` says: the
     /// `status` of [`TicketState::view`], worked out without the rest of the JSON (a stream
     /// follows on while it is `WAITING`).

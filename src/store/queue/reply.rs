@@ -11,78 +11,17 @@ use crate::store::{
     AdmitOutcome, DueCall, DueCalls, Joined, PaceFigures, Result, Status, StoreError, Touched,
 };
 
-/// Where a ticket stands (`standing()` in `prelude.lua`, and `status.lua`; only the latter
-/// answers `lost`: a ticket a mend after a failover marked, see `lineage.rs`).
-#[derive(Debug, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub(super) enum TicketReply {
-    Waiting {
-        position: u64,
-        arrival: u64,
-    },
-    PreQueue {
-        arrival: u64,
-        opens_in_ms: u64,
-    },
-    Admitted {
-        expires_in_ms: u64,
-    },
-    Unknown,
-    Lost,
-    /// Released after the away hold (seconds).
-    Expired {
-        away_hold_s: u64,
-    },
-}
-
-impl TicketReply {
-    /// The ticket's [`Status`], under the show's `epoch`, `pace` and `version` its call read
-    /// (one place for both replies that tell a ticket where it stands: status and join).
-    fn status(self, epoch: u64, (pace, sale): (Pace, Sale), version: u64) -> Status {
-        Status {
-            arrival: self.arrival(),
-            state: self.into(),
-            epoch,
-            pace,
-            sale,
-            version,
-        }
-    }
-
-    /// The arrival number of a queued ticket.
-    fn arrival(&self) -> Option<u64> {
-        match *self {
-            TicketReply::Waiting { arrival, .. } | TicketReply::PreQueue { arrival, .. } => {
-                Some(arrival)
-            }
-            TicketReply::Admitted { .. }
-            | TicketReply::Unknown
-            | TicketReply::Lost
-            | TicketReply::Expired { .. } => None,
-        }
-    }
-}
-
-impl From<TicketReply> for TicketState {
-    fn from(t: TicketReply) -> TicketState {
-        match t {
-            TicketReply::Waiting { position, arrival } => {
-                TicketState::Waiting { position, arrival }
-            }
-            TicketReply::PreQueue {
-                arrival,
-                opens_in_ms,
-            } => TicketState::PreQueue {
-                arrival,
-                opens_in_ms,
-            },
-            TicketReply::Admitted { expires_in_ms } => TicketState::Admitted { expires_in_ms },
-            TicketReply::Unknown => TicketState::Unknown,
-            TicketReply::Lost => TicketState::Lost,
-            TicketReply::Expired { away_hold_s } => TicketState::Expired {
-                hold_seconds: away_hold_s,
-            },
-        }
+/// The ticket's [`Status`] as a script answered where it stands, under the show's `epoch`,
+/// `pace` and `version` its call read (one place for both replies that tell a ticket where it
+/// stands: status and join).
+fn status(state: TicketState, epoch: u64, (pace, sale): (Pace, Sale), version: u64) -> Status {
+    Status {
+        arrival: state.arrival(),
+        state,
+        epoch,
+        pace,
+        sale,
+        version,
     }
 }
 
@@ -91,7 +30,7 @@ impl From<TicketReply> for TicketState {
 #[derive(Debug, Deserialize)]
 pub(super) struct StatusReply {
     #[serde(deserialize_with = "list")]
-    tickets: Vec<TicketReply>,
+    tickets: Vec<TicketState>,
     version: u64,
     #[serde(deserialize_with = "epoch")]
     epoch: u64,
@@ -111,7 +50,7 @@ impl StatusReply {
         Ok(self
             .tickets
             .into_iter()
-            .map(|ticket| Ok(ticket.status(epoch, read, version)))
+            .map(|ticket| Ok(status(ticket, epoch, read, version)))
             .collect())
     }
 }
@@ -148,12 +87,12 @@ enum JoinEntry {
 #[serde(tag = "outcome", rename_all = "snake_case")]
 enum JoinOutcome {
     /// Queued (in a pre-queue): where the new ticket stands.
-    Joined { ticket: TicketReply },
+    Joined { ticket: TicketState },
     /// The ticket kept under the join's idempotency key, live (or joined earlier in the same
     /// call), and where it stands.
     Replayed {
         ticket_id: Uuid,
-        ticket: TicketReply,
+        ticket: TicketState,
     },
     /// The on-sale ended.
     Ended,
@@ -184,11 +123,11 @@ impl JoinReply {
         }
         let shared = self.version.zip(self.pace.as_ref().map(PaceFigures::read));
         let (epoch, opens_in_ms) = (self.epoch, self.opens_in_ms);
-        let joined = |ticket: Uuid, standing: TicketReply| -> Result<Joined> {
+        let joined = |ticket: Uuid, standing: TicketState| -> Result<Joined> {
             let (version, read) = shared.ok_or_else(|| {
                 StoreError::Protocol("join: a ticket answered without the pace".into())
             })?;
-            let status = standing.status(epoch, read, version);
+            let status = status(standing, epoch, read, version);
             Ok(Joined {
                 ticket,
                 arrival: status.arrival.unwrap_or(0),
@@ -212,11 +151,11 @@ impl JoinReply {
                 JoinEntry::Waiting(position) => {
                     let arrival = arrival()?;
                     let standing = match opens_in_ms {
-                        Some(opens_in_ms) => TicketReply::PreQueue {
+                        Some(opens_in_ms) => TicketState::PreQueue {
                             arrival,
                             opens_in_ms,
                         },
-                        None => TicketReply::Waiting { position, arrival },
+                        None => TicketState::Waiting { position, arrival },
                     };
                     joined(ticket, standing).map(|j| (j, false))
                 }

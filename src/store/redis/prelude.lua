@@ -439,7 +439,7 @@ local function parked_standing(a)
   return {state = 'waiting', arrival = a, position = redis.call('ZCOUNT', PARKED, '-inf', a)}
 end
 
--- Where the queued ticket with arrival `seq` stands (`TicketReply` in queue/reply.rs):
+-- Where the queued ticket with arrival `seq` stands (`TicketState` in model/mod.rs):
 -- waiting at a position or, in a pre-queue not drawn yet, ms until the show opens. `m`: the
 -- meta as `show_meta` read it, if it did.
 local function standing(ticket, seq, m)
