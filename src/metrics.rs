@@ -28,6 +28,7 @@ pub struct Metrics {
     store_errors: Family<Labels, Counter>,
     redemptions: Family<Labels, Counter>,
     bypasses: Family<Labels, Counter>,
+    codes: Family<Labels, Counter>,
     /// `gateway_requests` by [`GatewayOutcome`], each series made once: a proxied request
     /// costs one atomic increment.
     gateway: [Counter; GatewayOutcome::ALL.len()],
@@ -281,6 +282,12 @@ impl Default for Metrics {
             "Fans let through without queueing by a bypass rule, per show and the rule's kind (token, network, link)",
             bypasses.clone(),
         );
+        let codes = Family::<Labels, Counter>::default();
+        registry.register(
+            "access_codes",
+            "Joins with an access code, per show and outcome: used (the fan joined the code's lane) or refused (unknown, used up, its lane closed)",
+            codes.clone(),
+        );
         let redis_failovers = Counter::default();
         registry.register(
             "redis_failovers",
@@ -345,6 +352,7 @@ impl Default for Metrics {
             gateway,
             redemptions,
             bypasses,
+            codes,
             store_up,
             store_errors,
             show_lost,
@@ -417,6 +425,25 @@ impl Metrics {
             .get_or_create(&vec![
                 ("show", show.to_string()),
                 ("kind", kind.as_str().to_owned()),
+            ])
+            .inc();
+    }
+
+    /// A join into a lane of `show` by its access code.
+    pub fn code_used(&self, show: &ShowId) {
+        self.code(show, "used");
+    }
+
+    /// An access code of a join to `show` was refused (unknown, used up, its lane closed).
+    pub fn code_refused(&self, show: &ShowId) {
+        self.code(show, "refused");
+    }
+
+    fn code(&self, show: &ShowId, outcome: &'static str) {
+        self.codes
+            .get_or_create(&vec![
+                ("show", show.to_string()),
+                ("outcome", outcome.to_owned()),
             ])
             .inc();
     }

@@ -20,6 +20,9 @@ pub mod routes {
     /// `GET`: the waiting page's way through for staff: a signed link (`?link=`) or a staff
     /// network, admitted at once and sent on to the page.
     pub const WAIT_BYPASS: &str = "/wait/{show_id}/bypass";
+    /// `POST` (operator): access codes from a CSV; `GET`: the show's codes by lane
+    /// (docs/lanes.md).
+    pub const CODES: &str = "/orders/waiting-room/{show_id}/codes";
     /// `GET` (operator): every show's id (`ShowList`).
     pub const SHOWS: &str = "/orders/waiting-room";
     /// A show: `PUT` (make it, operator), `DELETE` (remove it, operator).
@@ -151,6 +154,14 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 /// The header a request carries a show's bypass token in (docs/bypass.md); never a URL's
 /// query, which logs keep.
 pub const BYPASS_TOKEN_HEADER: &str = "X-Bypass-Token";
+
+/// The header a join carries its access code in (docs/lanes.md): the code lets its fan into
+/// its lane. Never a URL's query, which logs keep.
+pub const ACCESS_CODE_HEADER: &str = "X-Access-Code";
+
+/// With [`ACCESS_CODE_HEADER`]: `general` joins the general queue when the code is refused,
+/// rather than being refused (403).
+pub const ACCESS_CODE_FALLBACK_HEADER: &str = "X-Access-Code-Fallback";
 
 /// The header a join carries its proof of work in: `<challenge>:<nonce>`.
 pub const JOIN_PROOF_HEADER: &str = "X-Join-Proof";

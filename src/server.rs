@@ -104,6 +104,7 @@ impl Application {
                 streams: StreamLimits::new(config.max_streams_per_client),
                 token_guesses: TokenGuesses::new(config.operator_token_guesses),
                 bypass_guesses: TokenGuesses::new(config.operator_token_guesses),
+                code_guesses: TokenGuesses::new(config.operator_token_guesses),
                 shed,
             },
             site: Site {

@@ -501,6 +501,31 @@
       if (c.stats) updateSettings(c);
     }, (e) => message(show, `The settings form could not be built (${e.message}): reload the page.`, true));
     form.querySelector('.withdraw').addEventListener('click', () => send(show, { rateChangeAt: '' }, 'Rate change withdrawn: every estimate counts with the rate in force.'));
+    // Codes from a CSV file, sent as it is: the server reads it line by line and says what
+    // it added and which lines it refused (never the codes).
+    const file = el.querySelector('.codes-file');
+    file.addEventListener('change', async () => {
+      const chosen = file.files[0];
+      if (!chosen) return;
+      const report = el.querySelector('.codes-report');
+      report.textContent = 'Sending…';
+      try {
+        const res = await fetch(route('Codes', show), {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${token}`, Accept: 'application/json', 'Content-Type': 'text/csv' },
+          body: chosen,
+        });
+        const j = await res.json().catch(() => ({}));
+        report.textContent = res.ok
+          ? `${fmt(j.added)} added, ${fmt(j.alreadyHeld)} held already, ${fmt(j.refusedCount)} lines refused${j.refused && j.refused.length ? ` (first: line ${j.refused[0].line}, ${j.refused[0].why})` : ''}.`
+          : (j.message || `Refused (${res.status}).`);
+        c.codesAt = 0;
+        if (c.stats) updateLanes(c);
+      } catch (e) {
+        report.textContent = `Not sent: ${e.message}`;
+      }
+      file.value = '';
+    });
     const unwatch = document.createElement('button');
     unwatch.type = 'button';
     unwatch.className = 'link-button unwatch';
@@ -600,6 +625,7 @@
     el.querySelector('[data-action="close"]').disabled = s.lost || phase === 'closed';
     el.querySelector('[data-action="end"]').disabled = s.lost || phase === 'ended';
     updateSchedule(c);
+    updateLanes(c);
     updateTimeline(c);
     updateSettings(c);
     updateRow(c);
@@ -638,6 +664,49 @@
     put('beacon', d.beacon ? `· beacon: ${d.beacon}` : '· no beacon');
   }
 
+  // The show's lanes (docs/lanes.md): how each is served, who waits in it, and its codes
+  // (read from the codes route now and then: the feed carries the stats only).
+  function updateLanes(c) {
+    const s = c.stats;
+    const listed = (s.settings && s.settings.lanes) || [];
+    const lanes = s.lanes && s.lanes.length ? s.lanes : listed.map((l) => Object.assign({ waiting: 0 }, l));
+    const box = c.el.querySelector('.lanes');
+    box.hidden = lanes.length === 0 && !c.codes;
+    if (box.hidden) return;
+    if (!c.codesAt || Date.now() - c.codesAt > 5000) {
+      c.codesAt = Date.now();
+      call('GET', route('Codes', s.showId)).then((r) => (r.ok ? r.json() : null)).then((j) => {
+        if (!j) return;
+        c.codes = j.lanes;
+        updateLanes(c);
+      }).catch(() => {});
+    }
+    const codes = new Map((c.codes || []).map((l) => [l.lane, l]));
+    const body = box.querySelector('tbody');
+    body.replaceChildren();
+    const names = new Set();
+    const row = (name, served, waiting) => {
+      names.add(name);
+      const tr = document.createElement('tr');
+      tr.dataset.lane = name;
+      const code = codes.get(name);
+      for (const text of [name, served, waiting === undefined ? '–' : fmt(waiting),
+        code ? fmt(code.codes) : '–', code ? fmt(code.usesLeft) : '–']) {
+        const td = document.createElement('td');
+        td.textContent = text;
+        tr.appendChild(td);
+      }
+      body.appendChild(tr);
+    };
+    for (const l of lanes) {
+      row(l.name, l.priority ? 'first' : `${l.share} % of the rate`, l.waiting);
+    }
+    // Codes for lanes the show does not list now: refused at a join until it does.
+    for (const [name] of codes) {
+      if (!names.has(name)) row(name, 'not listed: its codes are refused', undefined);
+    }
+  }
+
   // The show's schedule of events (docs/events.md) as a timeline: each event's time, what it
   // sets, and where it stands (running, done, or how long until it starts).
   function updateTimeline(c) {
@@ -664,7 +733,14 @@
       when.textContent = ` ${time(starts)} → ${ends === null ? 'for good' : time(ends)}`;
       const what = document.createElement('span');
       what.className = 'event-sets';
-      const sets = Object.entries(e.settings || {}).map(([k, v]) => `${words(k).toLowerCase()} ${fmt(v)}`);
+      const setting = ([k, v]) => {
+        if (k === 'lanes') {
+          return v.length ? `lanes ${v.map((l) => `${l.name} (${l.priority ? 'first' : `${l.share} %`})`).join(', ')}` : 'no lanes';
+        }
+        if (k === 'codesOnly') return v ? 'codes only' : 'open to all';
+        return `${words(k).toLowerCase()} ${fmt(v)}`;
+      };
+      const sets = Object.entries(e.settings || {}).map(setting);
       what.textContent = ` · ${sets.length ? sets.join(', ') : 'the show\'s own settings'}`;
       const tag = document.createElement('span');
       tag.className = 'event-state';

@@ -196,6 +196,12 @@
     root.dataset.position = String(position);
     root.dataset.eta = String(view.etaSeconds);
     els.position.textContent = fmt(position);
+    // A lane's fan (a presale or priority code): its place is in its lane.
+    const lane = $('lane-name');
+    if (lane) {
+      lane.hidden = !view.lane;
+      $('lane').textContent = view.lane || '';
+    }
     els.ahead.textContent = aheadWords(position, view.awayAhead);
     els.eta.textContent = waitWords(view);
     // The server says why the queue stands still (`paused`: pending, paused or full). A
@@ -596,6 +602,9 @@
       const headers = { Accept: 'application/json', [root.dataset.idempotencyHeader]: joinKey() };
       const proof = await proveJoin();
       if (proof) headers[root.dataset.proofHeader] = proof;
+      // A presale or priority code the fan typed (the show takes codes).
+      const code = $('access-code');
+      if (code && code.value.trim()) headers[root.dataset.codeHeader] = code.value.trim();
       const res = await fetch(route('Join'), { method: 'POST', headers });
       const body = await res.json().catch(() => ({}));
       // 202: a new place; 200: the place this browser already holds (same key).
@@ -772,6 +781,9 @@
     const painted = root.dataset.ticket;
     const ticket = stored ? stored.ticketId : isUuid(fromQuery) ? fromQuery : isUuid(painted) ? painted : null;
     if (!ticket) {
+      // A show that takes codes waits for the fan to type one (or to join without): the
+      // form with its code field stays up.
+      if ($('access-code')) return;
       join();
       return;
     }

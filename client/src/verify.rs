@@ -159,6 +159,13 @@ fn report(show: &str, draw: Option<&DrawView>, v: &Verified) -> String {
             thousands(v.bypassed)
         );
     }
+    if v.coded > 0 {
+        out += &format!(
+            "  lanes: {} joined a lane with an access code; every lane first in, first out, \
+             and given its share of every tick\n",
+            thousands(v.coded)
+        );
+    }
     if let Some(a) = &v.arrival {
         match a.drawn_place {
             Some(p) => out += &format!("  arrival {}: drawn to place {}\n", a.arrival, p),

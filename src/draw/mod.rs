@@ -26,6 +26,7 @@
 
 use sha2::{Digest, Sha256};
 
+mod lanes;
 mod verify;
 
 pub use self::verify::{ArrivalReport, Verified, Violation, verify};

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use super::{Permutation, commitment, draw_key, order_key, participants_digest};
-use crate::model::{AuditKind, AuditRecord, DrawStage, DrawView};
+use crate::model::{AuditKind, AuditRecord, DrawStage, DrawView, LANE_SPAN, lane_of};
 
 /// What held, when everything did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +30,9 @@ pub struct Verified {
     pub expired: u64,
     /// Fans let through without queueing by a bypass rule, each admitted once.
     pub bypassed: u64,
+    /// Fans who joined a lane with an access code (each lane kept first in, first out, and
+    /// its share of every tick).
+    pub coded: u64,
     /// What the audit says of the arrival asked about.
     pub arrival: Option<ArrivalReport>,
 }
@@ -111,7 +114,11 @@ struct Walk {
 struct Queue {
     ticks: usize,
     admitted: u64,
-    last_key: u64,
+    /// Each lane's last queue place reached (docs/lanes.md: first in, first out inside each
+    /// lane; lane 0 is the general queue).
+    last_key: HashMap<u8, u64>,
+    /// Fans who joined a lane with an access code.
+    coded: u64,
     /// Passed over while away and neither back nor released yet: the record that passed
     /// each over.
     parked: HashMap<u64, String>,
@@ -184,6 +191,7 @@ impl Walk {
             AuditKind::Lost => {}
             // The rate a schedule sets is the admitter's to keep; ticks record it.
             AuditKind::Event => {}
+            AuditKind::Code => self.queue.code(r)?,
             AuditKind::Bypass => {
                 if published.is_some() && self.draws == 0 {
                     return violation(format!("record {}: a bypass before the draw", r.id));
@@ -241,6 +249,7 @@ impl Walk {
             passed,
             returned,
             bypassed,
+            coded,
             asked,
             found,
             asked_passed,
@@ -267,6 +276,7 @@ impl Walk {
             returned,
             expired: released.len() as u64,
             bypassed,
+            coded,
             arrival,
         })
     }
@@ -317,14 +327,17 @@ impl Queue {
         let passed = arrivals(r, "passed over", &r.passed, rate + LOOKED_PAST_PLACES)?;
         let returned = arrivals(r, "let in once back", &r.returned, rate)?;
         let expired = arrivals(r, "released", &r.expired, RELEASED_A_TICK)?;
-        let head = self.last_key;
+        let heads = self.last_key.clone();
+        let head = |a: u64| lane_start(&heads, a);
+        // A bypass's arrival is the general queue's: only its arrivals are held against it.
         let named = r.admitted.iter().map(|&[_, b]| b);
         self.highest = named
             .chain(passed.iter().copied())
             .chain(expired.iter().copied())
+            .filter(|&a| lane_of(a) == 0)
             .fold(self.highest, u64::max);
         for &a in &expired {
-            self.release(r, a, order_key(a, permutation), head)?;
+            self.release(r, a, order_key(a, permutation), head(a))?;
         }
         let admitted: HashSet<u64> = r.admitted.iter().flat_map(|&[a, b]| a..=b).collect();
         for &a in &returned {
@@ -337,7 +350,7 @@ impl Queue {
             }
             for a in from..=to {
                 if !returned.contains(&a) {
-                    self.in_turn(r, a, order_key(a, permutation), head)?;
+                    self.in_turn(r, a, order_key(a, permutation), head(a))?;
                 }
                 if !self.let_in.insert(a) {
                     return violation(format!("record {}: arrival {a} admitted twice", r.id));
@@ -348,7 +361,6 @@ impl Queue {
                 }
             }
         }
-        let mut reached = self.last_key;
         for &a in &passed {
             let key = order_key(a, permutation);
             if admitted.contains(&a) {
@@ -357,21 +369,44 @@ impl Queue {
                     r.id
                 ));
             }
-            if key <= head || self.parked.contains_key(&a) {
+            if key <= head(a) || self.parked.contains_key(&a) {
                 return violation(format!(
                     "record {}: arrival {a} (place {key}) passed over out of queue order or \
-                     twice (after place {head})",
-                    r.id
+                     twice (after place {})",
+                    r.id,
+                    head(a)
                 ));
             }
             self.parked.insert(a, r.id.clone());
             self.passed += 1;
-            reached = reached.max(key);
+            let last = self.last_key.entry(lane_of(a)).or_insert(key);
+            *last = (*last).max(key);
             if self.asked == Some(a) {
                 self.asked_passed = Some((r.id.clone(), r.at_ms));
             }
         }
-        self.last_key = reached;
+        lanes_kept(r, &admitted, &returned, &passed)?;
+        Ok(())
+    }
+
+    /// A fan joined a lane with an access code: its arrival is the lane's, fresh, and the
+    /// record names the code by its hash alone.
+    fn code(&mut self, r: &AuditRecord) -> Result<(), Violation> {
+        let (Some(a), Some(code), Some(_)) = (r.arrival, r.code.as_deref(), r.lane.as_deref())
+        else {
+            return violation(format!(
+                "record {}: a code's use without its arrival, code or lane",
+                r.id
+            ));
+        };
+        if lane_of(a) == 0 || code.len() != 16 || !code.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return violation(format!(
+                "record {}: a code's use must name a lane's arrival and 16 hex digits of the \
+                 code's hash",
+                r.id
+            ));
+        }
+        self.coded += 1;
         Ok(())
     }
 
@@ -451,7 +486,8 @@ impl Queue {
                 r.id
             ));
         }
-        if key <= self.last_key {
+        let last = lane_start(&self.last_key, a);
+        if key <= last {
             if key < head && !self.let_in.contains(&a) {
                 return violation(format!(
                     "record {}: arrival {a} (place {key}) admitted out of queue order: a tick \
@@ -462,12 +498,67 @@ impl Queue {
             }
             return violation(format!(
                 "record {}: arrival {a} (place {key}) admitted out of queue order or twice \
-                 (after place {})",
-                r.id, self.last_key
+                 (after place {last})",
+                r.id
             ));
         }
-        self.last_key = key;
+        self.last_key.insert(lane_of(a), key);
         Ok(())
+    }
+}
+
+/// The last place reached in arrival `a`'s lane (where the lane starts, before any).
+fn lane_start(last: &HashMap<u8, u64>, a: u64) -> u64 {
+    let lane = lane_of(a);
+    last.get(&lane)
+        .copied()
+        .unwrap_or(u64::from(lane) * LANE_SPAN)
+}
+
+/// A tick of a show with lanes kept them (docs/lanes.md): its lane turns agree with whom it
+/// let in and passed over, lane by lane, and no lane got less than its part of the places.
+fn lanes_kept(
+    r: &AuditRecord,
+    admitted: &HashSet<u64>,
+    returned: &HashSet<u64>,
+    passed: &[u64],
+) -> Result<(), Violation> {
+    let lanes_named = admitted.iter().chain(passed).any(|&a| lane_of(a) > 0);
+    if r.lanes.is_empty() {
+        if lanes_named {
+            return violation(format!(
+                "record {}: a lane's fans admitted by a tick that names no lanes",
+                r.id
+            ));
+        }
+        return Ok(());
+    }
+    for t in &r.lanes {
+        let let_in = admitted
+            .iter()
+            .filter(|&&a| lane_of(a) == t.slot && !returned.contains(&a))
+            .count() as u64;
+        let passed_here = passed.iter().filter(|&&a| lane_of(a) == t.slot).count() as u64;
+        if let_in != t.let_in || let_in + passed_here != t.reached {
+            return violation(format!(
+                "record {}: lane {} is said to have let in {} and reached {}, but the tick \
+                 let in {let_in} and passed over {passed_here} of it",
+                r.id, t.slot, t.let_in, t.reached
+            ));
+        }
+    }
+    let listed = |a: u64| r.lanes.iter().any(|t| t.slot == lane_of(a));
+    let in_turn = admitted.iter().filter(|a| !returned.contains(a));
+    if let Some(a) = in_turn.chain(passed).find(|&&a| !listed(a)) {
+        return violation(format!(
+            "record {}: arrival {a} of lane {}, which the tick's lanes leave out",
+            r.id,
+            lane_of(*a)
+        ));
+    }
+    match super::lanes::shortchanged(r.places.unwrap_or(0), &r.lanes, r.at_ms / 1000) {
+        Some(why) => violation(format!("record {}: {why}", r.id)),
+        None => Ok(()),
     }
 }
 

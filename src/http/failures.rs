@@ -23,6 +23,7 @@ impl From<StoreError> for AppError {
                 ),
             ),
             StoreError::ProofTooWeak(_) => AppError::Forbidden(format!("{JOIN_PROOF_HEADER}: {e}")),
+            StoreError::CodeRefused(why) => AppError::Forbidden(why.to_owned()),
             StoreError::ProofSpent => AppError::Conflict(format!("{JOIN_PROOF_HEADER}: {e}")),
             StoreError::NotReplicated { .. } => AppError::Unavailable(format!(
                 "the waiting room could not make this durable in time ({e}); try again: the \

@@ -9,10 +9,12 @@ use axum::http::HeaderMap;
 use super::AppState;
 use super::serve::client_prefix;
 use crate::error::AppError;
-use crate::model::ShowId;
+use crate::model::{AccessCode, MAX_CODE, MIN_CODE, ShowId, code_hash, code_ok};
 use crate::pass::ProofError;
-use crate::protocol::{IDEMPOTENCY_KEY, JOIN_PROOF_HEADER};
-use crate::store::Joined;
+use crate::protocol::{
+    ACCESS_CODE_FALLBACK_HEADER, ACCESS_CODE_HEADER, IDEMPOTENCY_KEY, JOIN_PROOF_HEADER,
+};
+use crate::store::{Joined, StoreError};
 
 /// What a join brings, read from its request.
 #[derive(Clone, Copy, Debug)]
@@ -23,6 +25,10 @@ pub(crate) struct JoinRequest<'a> {
     pub key: Option<&'a str>,
     /// Its proof of work (`challenge:nonce`), not yet checked.
     pub proof: Option<&'a str>,
+    /// Its access code (`X-Access-Code`), of a code's shape.
+    pub code: Option<&'a str>,
+    /// Whether it joins the general queue when the code is refused.
+    pub fallback: bool,
 }
 
 impl<'a> JoinRequest<'a> {
@@ -41,7 +47,39 @@ impl<'a> JoinRequest<'a> {
             client,
             key: idempotency_key(headers)?,
             proof,
+            code: access_code(headers)?,
+            fallback: fallback(headers)?,
         })
+    }
+}
+
+/// The join's `X-Access-Code`, if any: of a code's shape, else 400 (which never repeats it).
+fn access_code(headers: &HeaderMap) -> Result<Option<&str>, AppError> {
+    let Some(value) = headers.get(ACCESS_CODE_HEADER) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|c| code_ok(c))
+        .map(Some)
+        .ok_or_else(|| {
+            AppError::BadRequest(format!(
+                "{ACCESS_CODE_HEADER}: {MIN_CODE} to {MAX_CODE} of A-Z, a-z, 0-9, '-' and '_'"
+            ))
+        })
+}
+
+/// Whether the join asked to fall back to the general queue (`X-Access-Code-Fallback:
+/// general`); 400 for any other value.
+fn fallback(headers: &HeaderMap) -> Result<bool, AppError> {
+    match headers.get(ACCESS_CODE_FALLBACK_HEADER) {
+        None => Ok(false),
+        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"general") => Ok(true),
+        Some(_) => Err(AppError::BadRequest(format!(
+            "{ACCESS_CODE_FALLBACK_HEADER}: `general`, or leave it out"
+        ))),
     }
 }
 
@@ -71,10 +109,49 @@ pub(crate) async fn join(
         ),
     };
     check_join_rate(state, request.client).await?;
-    let (joined, replayed) = state
+    // A code is judged by the store, as a hash; guessing codes is slowed per client block.
+    let guesses = &state.limits.code_guesses;
+    let code = match request.code {
+        None => None,
+        Some(code) => {
+            guesses.check(request.client).map_err(|wait| {
+                AppError::Rejected(
+                    axum::http::StatusCode::TOO_MANY_REQUESTS,
+                    format!(
+                        "too many refused access codes from this client; try again in {} s",
+                        wait.as_secs().max(1)
+                    ),
+                )
+            })?;
+            Some(AccessCode {
+                hash: code_hash(show, code),
+                fallback: request.fallback,
+            })
+        }
+    };
+    let (joined, replayed) = match state
         .store
-        .join_proven(show, request.key, proof.as_ref())
-        .await?;
+        .join_coded(show, request.key, proof.as_ref(), code.as_ref())
+        .await
+    {
+        Err(e @ StoreError::CodeRefused(_)) => {
+            if code.is_some() {
+                guesses.wrong(request.client);
+                state.metrics.code_refused(show);
+            }
+            return Err(e.into());
+        }
+        other => other?,
+    };
+    // A code that fell back to the general queue was refused all the same: a guess.
+    if code.is_some() && !replayed {
+        if joined.arrival >= crate::model::LANE_SPAN {
+            state.metrics.code_used(show);
+        } else {
+            guesses.wrong(request.client);
+            state.metrics.code_refused(show);
+        }
+    }
     if !replayed {
         state.metrics.joined(show);
         state

@@ -6,7 +6,7 @@
 //!   [`health`], [`page`] (the waiting and front pages), [`console`] (the operator's console
 //!   page and its live feed), [`openapi`];
 //! - [`bypass`]: requests a show's bypass rules let through without queueing, and the
-//!   operator's signed links;
+//!   operator's signed links; [`codes`]: the operator's access codes (a CSV upload, counts);
 //! - [`join`]: the join use case every face shares; [`extract`]: what handlers take from a
 //!   request; [`gateway`]: gateway mode, the proxy to a shop's origin;
 //! - [`shown`]: what a fan is shown of its ticket (the JSON, the push event, the signed pass),
@@ -18,6 +18,7 @@
 //!   limits, streams handed over out of hyper, where a request may come from).
 
 mod bypass;
+mod codes;
 mod console;
 mod credentials;
 mod draw;
@@ -164,6 +165,7 @@ fn described(
         .routes(routes!(page::bypass).layer(crowd.clone()))
         .routes(routes!(bypass::bypass).layer(crowd))
         .routes(routes!(bypass::sign_link))
+        .routes(routes!(codes::add, codes::counts))
         .routes(routes!(operator::create, operator::delete))
         .routes(routes!(operator::open))
         .routes(routes!(operator::pause))

@@ -86,6 +86,9 @@ pub struct Limits {
     /// Bypasses asked for and refused per client address block (a wrong `X-Bypass-Token`,
     /// a link not signed here, an address no rule names): guessing is slowed alike.
     pub bypass_guesses: TokenGuesses,
+    /// Access codes refused per client address block (unknown, used up): guessing codes is
+    /// slowed alike.
+    pub code_guesses: TokenGuesses,
     /// The bound on the crowd's requests at work at once (`MAX_STORE_CALLS`).
     pub shed: Shed,
 }

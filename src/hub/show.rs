@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::cadence::{BURST, Moment, Phase};
 use crate::clock::wall_ms;
-use crate::model::{Pace, Sale, TicketState, TicketStatus, TicketView};
+use crate::model::{LANE_SPAN, Pace, Sale, TicketState, TicketStatus, TicketView, lane_of};
 use crate::store::{DrawPhase, EventKind, ShowEvent, ShowSnapshot, Status, position};
 
 /// Fans of one show on this instance, and the show state their positions derive from.
@@ -117,7 +117,17 @@ impl Mirror {
                     self.left.insert(arrival);
                 }
             }
-            EventKind::Tick => self.left = self.left.split_off(&(self.head + 1)),
+            EventKind::Tick => {
+                self.left = self.left.split_off(&(self.head + 1));
+                // Each lane's leavers at or below its head moved nobody any more.
+                for lane in self.pace.lanes.iter().filter(|l| l.slot > 0) {
+                    let from = u64::from(lane.slot) * LANE_SPAN;
+                    let gone: Vec<u64> = self.left.range(from..=lane.head).copied().collect();
+                    for l in gone {
+                        self.left.remove(&l);
+                    }
+                }
+            }
             EventKind::Rate | EventKind::Reset | EventKind::Draw | EventKind::Spent => {}
         }
         Applied::Moved
@@ -168,6 +178,11 @@ impl ShowFans {
         // One walk over fans and leavers together, both in queue order: `gone` is the number
         // of leavers ahead of the fan at hand.
         let order = queue_order(&mut self.fans, &m.draw);
+        // Lanes (docs/lanes.md) come one after the other in queue order, each from its own
+        // head: the walk over leavers starts again at each.
+        let mut lane = 0u8;
+        let mut head = m.head;
+        let mut parked = m.parked;
         let mut leavers = m.left.range(m.head + 1..).copied().peekable();
         let mut gone = 0u64;
         let mut finished = Vec::new();
@@ -184,7 +199,17 @@ impl ShowFans {
             let state = if !same_epoch {
                 TicketState::Unknown
             } else if let Some(key) = key {
-                if key <= m.head {
+                if lane_of(arrival) != lane {
+                    lane = lane_of(arrival);
+                    head = m.pace.lanes.head(lane, m.head);
+                    parked = match lane {
+                        0 => m.parked,
+                        _ => m.pace.lanes.get(lane).map_or(0, |l| l.parked),
+                    };
+                    leavers = m.left.range(head + 1..).copied().peekable();
+                    gone = 0;
+                }
+                if key <= head {
                     admitted.push((arrival, id));
                     continue;
                 }
@@ -195,7 +220,7 @@ impl ShowFans {
                     TicketState::Unknown
                 } else {
                     TicketState::Waiting {
-                        position: position(key, m.head, gone) + m.parked,
+                        position: position(key, head, gone) + parked,
                         arrival,
                     }
                 }

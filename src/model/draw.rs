@@ -121,6 +121,61 @@ pub struct AuditRecord {
     /// Bypasses: the kind of rule that let the fan through.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<super::BypassKind>,
+    /// Code uses: the first 16 hex digits of the code's hash (never the code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Code uses: the lane the code let its fan into (its `arrival` is the lane's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<String>,
+    /// Ticks of a show with lanes: the places the lanes shared (the tick's, less the fans let
+    /// in once back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub places: Option<u64>,
+    /// Ticks of a show with lanes: each lane's turn, in the order served (docs/lanes.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lanes: Vec<LaneTurn>,
+}
+
+/// One lane's part of a tick (`lanes` of a tick record).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LaneTurn {
+    /// The lane's slot (0: the general queue; arrivals of slot k run from k × 2⁴⁰ + 1).
+    pub slot: u8,
+    /// Its share of the places, percent; absent with priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<u8>,
+    /// Fans queued in it when the tick began.
+    pub queued: u64,
+    /// Fans of it let in.
+    pub let_in: u64,
+    /// Fans of it reached: let in, or passed over while away.
+    pub reached: u64,
+}
+
+impl LaneTurn {
+    /// Lane turns as a tick record keeps them: `slot:share:queued:let in:reached`, share `p`
+    /// for priority, comma-separated; `None` if the text is not that.
+    pub fn parse_all(text: &str) -> Option<Vec<LaneTurn>> {
+        text.split(',')
+            .map(|item| {
+                let mut p = item.split(':');
+                let slot = p.next()?.parse().ok()?;
+                let share = match p.next()? {
+                    "p" => None,
+                    s => Some(s.parse().ok()?),
+                };
+                let turn = LaneTurn {
+                    slot,
+                    share,
+                    queued: p.next()?.parse().ok()?,
+                    let_in: p.next()?.parse().ok()?,
+                    reached: p.next()?.parse().ok()?,
+                };
+                p.next().is_none().then_some(turn)
+            })
+            .collect()
+    }
 }
 
 impl AuditRecord {
@@ -145,6 +200,10 @@ impl AuditRecord {
             stock: None,
             event: None,
             via: None,
+            code: None,
+            lane: None,
+            places: None,
+            lanes: Vec::new(),
         }
     }
 }
@@ -232,6 +291,9 @@ pub enum AuditKind {
     /// A fan let through without queueing by a bypass rule (`via`: the rule's kind), admitted
     /// at once under `arrival`.
     Bypass,
+    /// A fan joined a lane with an access code (`code`: its hash's first 16 hex digits,
+    /// `lane`, `arrival`).
+    Code,
     /// The schedule's running event changed (`event`: which, by its place in the list from
     /// 1; absent: none runs any more), with the rate in force from then (`rate`).
     Event,

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 mod bypass;
 mod draw;
+mod lanes;
 mod order;
 mod pace;
 mod sale;
@@ -18,8 +19,12 @@ mod settings;
 
 pub use self::bypass::{BypassKind, BypassRequest, BypassRule, bypass_kind};
 pub use self::draw::{
-    AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, InvalidRecordId, RecordId,
+    AuditKind, AuditPage, AuditRecord, DrawStage, DrawView, InvalidRecordId, LaneTurn, RecordId,
     parse_ranges, ranges_text, to_ranges,
+};
+pub use self::lanes::{
+    AccessCode, LANE_SPAN, LaneFigure, LaneName, LaneRule, Lanes, MAX_CODE, MAX_LANES, MIN_CODE,
+    code_hash, code_ok, lane_name_ok, lane_of,
 };
 pub use self::order::{MAX_AMOUNT, NewOrder, Order, OrderRequest, Redemption};
 pub use self::pace::{Eta, Pace, Paused, RateChange};
@@ -180,6 +185,7 @@ impl TicketState {
             pre_queue: None,
             opens_in_seconds: None,
             arrival: None,
+            lane: None,
             pass: None,
             countdown_per_second: None,
             last_tick_second: None,
@@ -200,7 +206,15 @@ impl TicketState {
         match self {
             TicketState::Waiting { position, arrival } => {
                 let away = pace.away_ahead(position);
-                let eta = pace.eta_skipping(position, away);
+                // In a lane, the wait is that of the admissions over every lane before it.
+                let slot = lane_of(arrival);
+                let places = pace.lanes.admissions_until(slot, position);
+                let eta = pace.eta_skipping(places, away);
+                view.lane = pace
+                    .lanes
+                    .get(slot)
+                    .filter(|_| slot > 0)
+                    .map(|l| l.name.as_str().to_owned());
                 view.position = Some(position);
                 view.away_ahead = (away > 0).then_some(away);
                 view.eta_seconds = Some(eta.seconds);
@@ -220,7 +234,9 @@ impl TicketState {
                     // places (they stand ahead of every queued fan): back, it is let in at
                     // the next tick, and its place does not move by the rate meanwhile.
                     let passed_over = position <= u64::from(pace.passed_over);
-                    view.countdown_per_second = pace.steady().filter(|_| !passed_over);
+                    // With lanes, a lane's place does not fall by the rate.
+                    view.countdown_per_second =
+                        pace.steady().filter(|_| !passed_over && !pace.lanes.any());
                     view.last_tick_second = view.countdown_per_second.and(pace.tick_sec);
                 }
             }
@@ -346,6 +362,10 @@ pub struct TicketView {
     /// ticket id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival: Option<u64>,
+    /// While waiting in a lane (docs/lanes.md): its name. The position is the place in the
+    /// lane; the ETA counts every lane's admissions before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<String>,
     /// While admitted: the signed admission pass, a JWT (EdDSA) that the gate, and any edge
     /// with the keys of `GET /.well-known/jwks.json`, check without the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -432,6 +452,10 @@ pub struct ShowStats {
     /// from 1; absent: none runs, the show's own settings are in force.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_event: Option<u32>,
+    /// The lanes (docs/lanes.md), the general queue among them, in the order a tick serves
+    /// them, with the fans waiting in each (absent: the show has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lanes: Vec<LaneStats>,
     /// What the operator set, whole: every setting sent and kept (the fields above are what
     /// is in force).
     #[serde(default)]
@@ -439,6 +463,22 @@ pub struct ShowStats {
     /// Who is here (docs/presence.md).
     #[serde(default)]
     pub presence: PresenceStats,
+}
+
+/// One lane of a show, as its stats answer it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LaneStats {
+    /// Its name (`general`: the queue without a code).
+    pub name: String,
+    /// Its share of the rate, percent, while it holds fans (absent with priority).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<u8>,
+    /// Served first while it holds fans.
+    #[serde(default)]
+    pub priority: bool,
+    /// Fans waiting in it.
+    pub waiting: u64,
 }
 
 /// A show's presence figures, as its stats answer them.

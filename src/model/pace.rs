@@ -35,6 +35,9 @@ pub struct Pace {
     /// admissions of every age, the first freeing in half a hold; fresh ones free later, by
     /// half a hold less their mean age. Every ETA waits that much more.
     pub settle_ms: u32,
+    /// The show's lanes (docs/lanes.md), the general queue among them: empty when it has
+    /// none. A fan's place in its lane counts the admissions before it over every lane.
+    pub lanes: super::Lanes,
 }
 
 /// An announced rate change, as seen when the pace was read.
@@ -81,6 +84,7 @@ impl Pace {
             away_milli: 0,
             passed_over: 0,
             settle_ms: 0,
+            lanes: super::Lanes::default(),
         }
     }
 

@@ -143,7 +143,8 @@ pub struct ShowSettings {
     /// by the admitter at the tick that finds it started or ended, recorded in the audit and
     /// pushed to every fan. An event may set `admitPerSecond`, `maxActiveBuyers`,
     /// `joinChallengeBits`, `maxQueueLength`, `presenceGraceSeconds`, `awayHoldSeconds` and
-    /// `notifyAheadSeconds`. Sent whole: a list sent replaces the one the show had.
+    /// `notifyAheadSeconds`, `lanes` and `codesOnly`. Sent whole: a list sent replaces the one
+    /// the show had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_items = 100)]
     pub events: Option<Vec<ScheduledEvent>>,
@@ -154,6 +155,17 @@ pub struct ShowSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_items = 32)]
     pub bypass: Option<Vec<super::BypassRule>>,
+    /// The lanes fans with an access code wait in (at most 8; `[]` removes them; docs/lanes.md):
+    /// each takes its `share` of the rate while it holds fans, or goes first with `priority`;
+    /// first come, first served inside each. A code names its lane (`POST …/codes`). A lane
+    /// removed while fans wait in it is served first until it is empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 8)]
+    pub lanes: Option<Vec<super::LaneRule>>,
+    /// Only fans with an access code may join (a presale): a join without one is refused
+    /// (403), and a code that is refused sends nobody to the general queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codes_only: Option<bool>,
 }
 
 /// One event of a show's schedule (`events`): from `startsAt` until `endsAt`, or until the
@@ -345,6 +357,9 @@ impl ShowSettings {
         if let Some(rules) = &self.bypass {
             super::bypass::check_rules(rules).map_err(|why| refuse("bypass", why))?;
         }
+        if let Some(lanes) = &self.lanes {
+            super::lanes::check_lanes(lanes).map_err(|why| refuse("lanes", why))?;
+        }
         Ok(())
     }
 
@@ -358,6 +373,8 @@ impl ShowSettings {
             presence_grace_seconds: self.presence_grace_seconds,
             away_hold_seconds: self.away_hold_seconds,
             notify_ahead_seconds: self.notify_ahead_seconds,
+            lanes: self.lanes.clone(),
+            codes_only: self.codes_only,
             ..ShowSettings::default()
         }
     }
@@ -576,8 +593,8 @@ fn check_events(events: &[ScheduledEvent], now_ms: u64) -> Result<(), SettingErr
                 field,
                 format!(
                     "event {n}: an event may set admitPerSecond, maxActiveBuyers, \
-                     joinChallengeBits, maxQueueLength, presenceGraceSeconds, awayHoldSeconds \
-                     and notifyAheadSeconds"
+                     joinChallengeBits, maxQueueLength, presenceGraceSeconds, awayHoldSeconds, \
+                     notifyAheadSeconds, lanes and codesOnly"
                 ),
             ));
         }

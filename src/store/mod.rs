@@ -18,6 +18,7 @@
 //! - [`SharedKeys`] (`keys/`): the pass key instances share when none is configured.
 //! - [`Presence`] (`presence/`): fans following each show live, on every instance together.
 //! - [`Lineage`] (`lineage/`): a show's arrival counter, mended after a failover lost writes.
+//! - [`Codes`] (`codes/`): a show's access codes, kept hashed, each for a lane.
 //! - [`Health`]: whether the store answers.
 //!
 //! Each concern is one folder: its `mod.rs` (the trait and its types), its scripts (`*.lua`),
@@ -50,6 +51,7 @@
 //! instance that notices ([`Shows::check_show`]); it refuses everything with
 //! [`StoreError::ShowLost`] until an operator opens it again.
 
+mod codes;
 mod draw;
 mod embedded;
 mod feed;
@@ -69,6 +71,7 @@ use async_trait::async_trait;
 
 use crate::model::ShowId;
 
+pub use self::codes::{Codes, CodesAdded, LaneCodes, MAX_CODES_A_CALL, MAX_CODES_A_SHOW, NewCode};
 pub use self::draw::{
     AUDIT_MAX_RECORDS, AuditKind, AuditRecord, Closing, DrawPhase, DrawState, Drawn, Draws,
     RecordId, parse_ranges, ranges_text, to_ranges,
@@ -112,6 +115,7 @@ pub trait QueueStore:
     + Presence
     + Health
     + Lineage
+    + Codes
     + 'static
 {
 }
@@ -129,6 +133,7 @@ impl<T> QueueStore for T where
         + Presence
         + Health
         + Lineage
+        + Codes
         + 'static
 {
 }
@@ -178,6 +183,10 @@ pub enum StoreError {
     /// The challenge was spent on a join already.
     #[error("that join challenge was used already; ask for a new one")]
     ProofSpent,
+    /// The join's access code let nobody in (unknown, used up, its lane closed), or the show
+    /// takes fans with a code only: why.
+    #[error("{0}")]
+    CodeRefused(&'static str),
     /// `REDIS_WAIT_REPLICAS`: fewer replicas than asked confirmed the write in time. It may
     /// or may not survive a failover; the client retries (an `Idempotency-Key` keeps one
     /// place).

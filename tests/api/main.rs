@@ -54,6 +54,7 @@ mod failover_retry;
 mod gate;
 mod http;
 mod hub;
+mod lanes;
 mod notify;
 mod openapi;
 mod presence;

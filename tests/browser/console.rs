@@ -46,7 +46,7 @@ async fn confirm(client: &Client, yes: bool) -> String {
 /// Signs in with the app's token and waits for the live feed.
 /// Opens `show`'s detail from its row of the table and waits for `inside` to show in its
 /// card; the card's selector.
-async fn open_card(client: &Client, show: &str, inside: &str) -> String {
+pub(crate) async fn open_card(client: &Client, show: &str, inside: &str) -> String {
     client
         .click_on(&format!("[data-row='{show}'] .row-details"))
         .await;
@@ -61,7 +61,7 @@ async fn open_card(client: &Client, show: &str, inside: &str) -> String {
     card
 }
 
-async fn sign_in(client: &Client, app: &TestApp) {
+pub(crate) async fn sign_in(client: &Client, app: &TestApp) {
     client.goto(&app.url("/admin")).await.unwrap();
     client.fill("#token", &app.admin_token).await;
     client.click_on("#login-button").await;
@@ -72,7 +72,7 @@ async fn sign_in(client: &Client, app: &TestApp) {
 }
 
 /// Watches `show` through the console's form.
-async fn watch(client: &Client, show: &str) {
+pub(crate) async fn watch(client: &Client, show: &str) {
     client.fill("#watch-show", show).await;
     client.click_on("#watch-button").await;
     eventually("the show's row", SHORT, || async {

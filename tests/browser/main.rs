@@ -16,6 +16,7 @@ mod console;
 mod fair_start;
 mod gateway;
 mod helpers;
+mod lanes;
 mod pages;
 mod phases;
 mod waiting;

@@ -71,6 +71,7 @@ struct ConsoleRoutes {
     feed: &'static str,
     page: &'static str,
     draw: &'static str,
+    codes: &'static str,
     ticket: &'static str,
     /// The OpenAPI document, whose settings schema the settings form is built from.
     openapi: &'static str,
@@ -110,6 +111,7 @@ pub(super) async fn console() -> Response {
                 feed: routes::ADMIN_STATS_EVENTS,
                 page: routes::WAIT_PAGE,
                 draw: routes::DRAW,
+                codes: routes::CODES,
                 ticket: routes::ADMIN_TICKET,
                 openapi: routes::OPENAPI,
                 settings: ShowSettings::name(),

@@ -10,7 +10,10 @@ use utoipa::openapi::schema::{KnownFormat, ObjectBuilder};
 
 use super::build::{any_case, at_most, integer, reference, show_id_chars, string};
 use crate::pass::{MAX_NONCE_LEN, PASS_PREFIX};
-use crate::protocol::{ADMISSION_HEADER, IDEMPOTENCY_KEY, JOIN_PROOF_HEADER};
+use crate::protocol::{
+    ACCESS_CODE_FALLBACK_HEADER, ACCESS_CODE_HEADER, ADMISSION_HEADER, IDEMPOTENCY_KEY,
+    JOIN_PROOF_HEADER,
+};
 
 /// One parameter, optional unless `required`.
 fn parameter(
@@ -136,6 +139,24 @@ params! {
              (one this server did not mint is refused, 403), the nonce 1 to 64 visible \
              characters but `:`",
             string(None).pattern(Some(proof_pattern())),
+            false,
+        ),
+        parameter(
+            ACCESS_CODE_HEADER,
+            ParameterIn::Header,
+            "A presale or priority code (6 to 64 of A-Z, a-z, 0-9, '-', '_'): joins the code's \
+             lane and spends one of its uses; a code unknown, used up or for a lane not open is \
+             403 with why, and refused codes count against the client's block (429 past the \
+             limit)",
+            string(None).pattern(Some("^[A-Za-z0-9_-]{6,64}$")),
+            false,
+        ),
+        parameter(
+            ACCESS_CODE_FALLBACK_HEADER,
+            ParameterIn::Header,
+            "`general`: join the general queue when the code is refused, rather than 403 \
+             (not on a show that takes codes only)",
+            string(None).pattern(Some("^general$")),
             false,
         ),
     ];

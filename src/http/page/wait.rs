@@ -44,6 +44,7 @@ pub(crate) struct PageRoutes {
     idempotency_header: &'static str,
     challenge: &'static str,
     proof_header: &'static str,
+    code_header: &'static str,
     keep_pass: &'static str,
     notify: &'static str,
     vapid: &'static str,
@@ -63,6 +64,7 @@ impl PageRoutes {
             idempotency_header: crate::protocol::IDEMPOTENCY_KEY,
             challenge: routes::CHALLENGE,
             proof_header: crate::protocol::JOIN_PROOF_HEADER,
+            code_header: crate::protocol::ACCESS_CODE_HEADER,
             keep_pass: routes::WAIT_PASS,
             notify: routes::NOTIFY,
             vapid: routes::VAPID,
@@ -112,6 +114,10 @@ struct WaitPage {
     /// The path of this site an admitted fan is sent back to (`?return=`, where a gateway
     /// or an edge sent it to queue), checked to be one; "" for none.
     return_to: String,
+    /// The show has lanes an access code joins: the join form asks for a code.
+    codes: bool,
+    /// The fan's lane, while waiting in one.
+    lane: String,
 }
 
 /// The query of the waiting page.
@@ -231,6 +237,8 @@ async fn render_wait(
         draw_url: routes::show(routes::DRAW, show.as_str()),
         refresh_seconds: NOSCRIPT_REFRESH_SECONDS,
         return_to: String::new(),
+        codes: meta.lanes,
+        lane: String::new(),
     };
     let Some(ticket) = ticket else {
         return Ok(page);
@@ -271,6 +279,7 @@ async fn render_wait(
             page.ahead = position - 1;
             page.position_text = thousands(position);
             page.ahead_text = thousands(position - 1);
+            page.lane = view.lane.clone().unwrap_or_default();
             page.away_ahead = view.away_ahead.unwrap_or(0);
             page.away_ahead_text = view.away_ahead.map(thousands).unwrap_or_default();
             // The ETA the ticket JSON tells (it skips fans away ahead).
@@ -371,12 +380,26 @@ pub(crate) async fn join(
     ConnectInfo(client): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     show: Result<Path<String>, PathRejection>,
+    form: axum::body::Bytes,
 ) -> Response {
     let joined = async {
         check_form_post(&headers, state.site.public_origin.as_ref())?;
         let show = page_show(show)?;
         let client = state.client_ip(client.ip(), &headers);
-        let request = JoinRequest::read(&headers, client)?;
+        let mut request = JoinRequest::read(&headers, client)?;
+        // The form's access code, when the show takes codes and the fan typed one.
+        let code = form_urlencoded::parse(&form)
+            .find(|(name, _)| name == "accessCode")
+            .map(|(_, value)| value.trim().to_owned())
+            .filter(|code| !code.is_empty());
+        if let Some(code) = &code {
+            if !crate::model::code_ok(code) {
+                return Err(AppError::BadRequest(
+                    "an access code is 6 to 64 of A-Z, a-z, 0-9, '-' and '_'".into(),
+                ));
+            }
+            request.code = Some(code);
+        }
         let (joined, _) = crate::http::join::join(&state, &show, request).await?;
         Ok::<_, AppError>((show, joined.ticket))
     };

@@ -12,7 +12,7 @@ use redis::aio::ConnectionLike;
 use super::reply::{ClosingReply, DrawReply, ScheduleReply};
 use super::{AuditKind, AuditRecord, Closing, DrawState, Drawn, Draws, RecordId, parse_ranges};
 use crate::draw;
-use crate::model::{Schedule, ShowId};
+use crate::model::{LaneTurn, Schedule, ShowId};
 use crate::store::redis::{OPEN_SHOWS, RedisStore, SCHEDULED, ShowScript, show_script};
 use crate::store::{Result, StoreError};
 
@@ -227,6 +227,7 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
         Some("lost") => AuditKind::Lost,
         Some("event") => AuditKind::Event,
         Some("bypass") => AuditKind::Bypass,
+        Some("code") => AuditKind::Code,
         _ => return Err(bad()),
     };
     let ranges = |name: &str| match field(name) {
@@ -262,6 +263,13 @@ fn record(id: String, fields: &[(String, String)]) -> Result<AuditRecord> {
                 serde_json::from_value(serde_json::Value::String(kind.to_owned()))
                     .map_err(|_| bad())?,
             ),
+        },
+        code: field("code").map(str::to_owned),
+        lane: field("lane").map(str::to_owned),
+        places: number("places"),
+        lanes: match field("lanes") {
+            None => Vec::new(),
+            Some(text) => LaneTurn::parse_all(text).ok_or_else(bad)?,
         },
         id,
     })

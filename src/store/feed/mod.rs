@@ -8,7 +8,9 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
 use super::{DrawPhase, Result};
-use crate::model::{EndReason, Pace, Paused, Phase, RateChange, Sale, ShowId};
+use crate::model::{
+    EndReason, LaneFigure, LaneName, Lanes, Pace, Paused, Phase, RateChange, Sale, ShowId,
+};
 
 /// What a hub needs to push every fan its position without asking the store per fan.
 #[async_trait]
@@ -137,6 +139,33 @@ pub struct PaceFigures {
     /// How much later than in its stride a full cap frees its first place (ms; see [`Pace`]).
     #[serde(skip_serializing_if = "is_zero")]
     pub settle_ms: u64,
+    /// The show's lanes, the general queue among them, in the order a tick serves them
+    /// (absent: none; docs/lanes.md).
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::store::redis::reply::list"
+    )]
+    pub lanes: Vec<LaneFigures>,
+}
+
+/// One lane as `pace_reply` tells it (`lane_figures` in `prelude.lua`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LaneFigures {
+    /// Its slot (0: the general queue).
+    pub slot: u8,
+    /// Its name ("" for the general queue).
+    pub name: String,
+    /// Its share of the rate, percent.
+    pub share: u8,
+    /// Served first while it holds fans.
+    pub priority: bool,
+    /// Fans waiting in it.
+    pub waiting: u64,
+    /// Its highest arrival admitted.
+    pub head: u64,
+    /// Its fans passed over while away.
+    pub parked: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -163,6 +192,15 @@ impl From<&PaceFigures> for Pace {
             away_milli: u16::try_from(p.away_milli.min(1000)).unwrap_or(1000),
             passed_over: u32::try_from(p.passed_over).unwrap_or(u32::MAX),
             settle_ms: u32::try_from(p.settle_ms).unwrap_or(u32::MAX),
+            lanes: Lanes::new(p.lanes.iter().map(|l| LaneFigure {
+                slot: l.slot,
+                name: LaneName::new(&l.name).unwrap_or_default(),
+                share: l.share,
+                priority: l.priority,
+                waiting: l.waiting,
+                head: l.head,
+                parked: l.parked,
+            })),
         }
     }
 }

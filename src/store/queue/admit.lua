@@ -152,31 +152,104 @@ local function reached(ticket, arrival)
     let_in(ticket, arrival)
   end
 end
--- However many are away, a tick looks at no more than this many fans past its places.
-local budget = places + 1000
--- A drawn pre-queue goes first, in drawn order: place hd + 1 holds the arrival the
--- permutation put there (skipped if it left).
+-- However many are away, a tick looks at no more than this many fans past the places it
+-- fills in a queue.
+local LOOK_PAST = 1000
+-- A show with lanes (docs/lanes.md) splits the places among them; each lane is taken from
+-- in its own arrival order.
+local lanes = served_lanes(st_set)
 local d = draw_phase()
-if d and d.p then
-  while n < places and hd < d.closed and budget > 0 do
-    hd = hd + 1
-    local a = drawn_arrival(d.p, hd)
-    local t = redis.call('ZRANGEBYSCORE', Q, a, a)[1]
-    if t then
-      redis.call('ZREM', Q, t)
-      reached(t, a)
-      budget = budget - 1
+-- The general queue (lane 0): up to `want` more let in, a drawn pre-queue first, in drawn
+-- order (place hd + 1 holds the arrival the permutation put there, skipped if it left).
+local function take_general(want)
+  local goal, budget = n + want, want + LOOK_PAST
+  if d and d.p then
+    while n < goal and hd < d.closed and budget > 0 do
+      hd = hd + 1
+      local a = drawn_arrival(d.p, hd)
+      local t = redis.call('ZRANGEBYSCORE', Q, a, a)[1]
+      if t then
+        redis.call('ZREM', Q, t)
+        reached(t, a)
+        budget = budget - 1
+      end
     end
   end
-end
-while n < places and budget > 0 and (not d or not d.p or hd >= d.closed) do
-  local popped = redis.call('ZPOPMIN', Q, math.min(places - n, budget))
-  if #popped == 0 then break end
-  for i = 1, #popped, 2 do
-    reached(popped[i], popped[i + 1])
-    hd = tonumber(popped[i + 1])
+  while n < goal and budget > 0 and (not d or not d.p or hd >= d.closed) do
+    local popped
+    if lanes then
+      popped = redis.call('ZRANGEBYSCORE', Q, '-inf', LANE - 1, 'WITHSCORES', 'LIMIT', 0,
+        math.min(goal - n, budget))
+      for i = 1, #popped, 2 do redis.call('ZREM', Q, popped[i]) end
+    else
+      popped = redis.call('ZPOPMIN', Q, math.min(goal - n, budget))
+    end
+    if #popped == 0 then break end
+    for i = 1, #popped, 2 do
+      reached(popped[i], popped[i + 1])
+      hd = tonumber(popped[i + 1])
+    end
+    budget = budget - #popped / 2
   end
-  budget = budget - #popped / 2
+end
+-- Lane `k` (from 1): up to `want` more let in, in its arrival order.
+local lane_heads = {}
+local function take_lane(k, want)
+  local goal, budget = n + want, want + LOOK_PAST
+  local lo, hi = lane_range(k)
+  local hk = lane_heads[k] or lane_head(k)
+  while n < goal and budget > 0 do
+    local got = redis.call('ZRANGEBYSCORE', Q, lo, hi, 'WITHSCORES', 'LIMIT', 0,
+      math.min(goal - n, budget))
+    if #got == 0 then break end
+    for i = 1, #got, 2 do
+      redis.call('ZREM', Q, got[i])
+      reached(got[i], got[i + 1])
+      hk = tonumber(got[i + 1])
+    end
+    budget = budget - #got / 2
+  end
+  lane_heads[k] = hk
+end
+-- For the audit: each lane's fans queued, let in and reached (let in or passed over), and the
+-- places the lanes shared.
+local lane_record, shared_places = nil, places - n
+if not lanes then
+  take_general(places - n)
+else
+  local w0, got, saw = {}, {}, {}
+  for _, l in ipairs(lanes) do got[l.slot], saw[l.slot] = 0, 0 end
+  -- A lane whose fans were away takes fewer than its part: a second look gives what is left
+  -- to the others.
+  for look = 1, 3 do
+    local free_places = places - n
+    if free_places <= 0 then break end
+    local w, any = {}, false
+    for _, l in ipairs(lanes) do
+      w[l.slot] = lane_queued(l.slot)
+      if look == 1 then w0[l.slot] = w[l.slot] end
+      any = any or w[l.slot] > 0
+    end
+    if not any then break end
+    local q = lane_quotas(free_places, lanes, w, second)
+    for _, l in ipairs(lanes) do
+      if q[l.slot] > 0 then
+        local n0, p0 = n, #passed
+        if l.slot == 0 then take_general(q[l.slot]) else take_lane(l.slot, q[l.slot]) end
+        got[l.slot] = got[l.slot] + n - n0
+        saw[l.slot] = saw[l.slot] + (n - n0) + (#passed - p0)
+      end
+    end
+  end
+  lane_record = {}
+  for _, l in ipairs(lanes) do
+    lane_record[#lane_record + 1] = table.concat({l.slot, l.priority and 'p' or l.share,
+      w0[l.slot] or 0, got[l.slot], saw[l.slot]}, ':')
+  end
+  for k, hk in pairs(lane_heads) do
+    redis.call('HSET', LANES, 'head:' .. k, hk)
+    redis.call('ZREMRANGEBYSCORE', LEFT, k * LANE, hk)
+  end
 end
 if hd ~= head_before then
   redis.call('SET', HEAD, hd)
@@ -206,6 +279,14 @@ if n > 0 or #passed > 0 or #expired > 0 then
     table.sort(expired)
     record[#record + 1] = 'expired'
     record[#record + 1] = ranges(expired)
+  end
+  -- Lanes: the places they shared, and each lane's `slot:share:queued:let in:reached`
+  -- (share `p` for priority), in the order served.
+  if lane_record then
+    record[#record + 1] = 'places'
+    record[#record + 1] = shared_places
+    record[#record + 1] = 'lanes'
+    record[#record + 1] = table.concat(lane_record, ',')
   end
   audit(record)
 end

@@ -13,7 +13,7 @@ use super::reply::{
     TouchReply,
 };
 use super::{AdmitOutcome, BypassAsked, Bypassed, Joined, Queue, Status, Touched};
-use crate::model::ShowId;
+use crate::model::{AccessCode, ShowId};
 use crate::pass::Proof;
 use crate::store::redis::{RedisStore, ShowScript, TicketArgs, show_script};
 use crate::store::{Result, StoreError};
@@ -60,11 +60,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
 
     /// One call whatever happens (`join.lua` answers a replayed key's ticket itself), shared
     /// with the show's other joins that arrive meanwhile (`gather.rs`).
-    async fn join_proven(
+    async fn join_coded(
         &self,
         show: &ShowId,
         key: Option<&str>,
         proof: Option<&Proof>,
+        code: Option<&AccessCode>,
     ) -> Result<(Joined, bool)> {
         let join = JoinArgs {
             ticket: Uuid::new_v4(),
@@ -72,6 +73,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Queue for RedisStore<C> 
             proof_key: proof.map(|p| format!("wr:{{{show}}}:pow:{}", p.id)),
             proof_ttl_ms: proof.map(|p| p.ttl_ms.max(1)),
             proof_bits: proof.map(|p| p.bits),
+            code: code.map(|c| c.hash.clone()),
+            fallback: code.is_some_and(|c| c.fallback),
         };
         self.gathered(show, join, |store, show, joins| {
             Box::pin(async move { store.join_call(&show, joins).await })
@@ -224,6 +227,12 @@ pub(super) struct JoinArgs {
     proof_ttl_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     proof_bits: Option<u32>,
+    /// The hash of its access code, and whether it falls back to the general queue when the
+    /// code is refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    fallback: bool,
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> RedisStore<C> {

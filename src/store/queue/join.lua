@@ -34,6 +34,15 @@
 -- still be used, proof_ttl_ms), so a valid proof costs no extra call and a reused one is
 -- refused atomically. The outcome `proof_required` (none brought) or `proof_too_weak`, each
 -- with the `bits` needed, or `proof_spent` (used before, this call included).
+-- Access codes (docs/lanes.md): a join may bring `code` (the code's hash, as CODES keeps it:
+-- `lane|uses left`) and `fallback` (it would rather wait in the general queue than be refused).
+-- A code known, with a use left, for a lane the settings in force list, joins that lane: a use
+-- is spent, the lane's next arrival taken (its own sequence, `seq:<slot>` of LANES), and the
+-- audit records the code's hash (its first 16 hex digits) and the lane; the outcome `laned`,
+-- with where the ticket stands. Otherwise `code_refused` with why (`unknown`, `used_up`,
+-- `lane_closed`), unless the join asked to fall back and the show is not `codesOnly`; a join
+-- with no code of a `codesOnly` show is `code_required`. Codes are judged before the proof is
+-- spent, and a refused code spends nothing.
 local m = show_meta()
 local epoch, refused = live_show(m)
 if refused then return refused end
@@ -43,10 +52,25 @@ local ended = phase_of(m) == 4
 local need = tonumber(m.challenge_bits or '0')
 -- maxQueueLength (the show's settings): the room left in the queue, nil when unbounded. A
 -- join past it waits outside, told to come back (a replay is not refused: it holds a place).
-local most = tonumber(settings(m).maxQueueLength or 0)
+local st = settings(m)
+local most = tonumber(st.maxQueueLength or 0)
 local room = most > 0 and most - redis.call('ZCARD', Q) or nil
 local joins = A.joins
 local out, fresh, new, arrival = {}, {}, {}, {}
+-- Joins into a lane: their lane's name, by join.
+local laned = {}
+-- The lane the code hashed `code` lets its fan into, and the uses it has left; else nil and
+-- why not.
+local function code_lane(code)
+  local v = redis.call('HGET', CODES, code)
+  if not v then return nil, 'unknown' end
+  local lane, uses = string.match(v, '^([^|]+)|(%d+)$')
+  if not lane or tonumber(uses) < 1 then return nil, 'used_up' end
+  for _, l in ipairs(st.lanes or {}) do
+    if l.name == lane then return lane, tonumber(uses) end
+  end
+  return nil, 'lane_closed'
+end
 local answered = false
 local JOINED = {}
 
@@ -90,6 +114,17 @@ for i, j in ipairs(joins) do
       end
     end
   end
+  local lane, uses
+  if not o and not ended then
+    if j.code then
+      lane, uses = code_lane(j.code)
+      if not lane and (st.codesOnly or not j.fallback) then
+        o = {outcome = 'code_refused', why = uses}
+      end
+    elseif st.codesOnly then
+      o = {outcome = 'code_required'}
+    end
+  end
   if not o then
     if ended then
       o = {outcome = 'ended'}
@@ -101,6 +136,28 @@ for i, j in ipairs(joins) do
       o = {outcome = 'proof_too_weak', bits = need}
     elseif need > 0 and not redis.call('SET', j.proof_key, '1', 'NX', 'PX', j.proof_ttl_ms) then
       o = {outcome = 'proof_spent'}
+    elseif lane then
+      local k = lane_slot(lane, st)
+      if not k then
+        o = unavailable('every lane is taken by fans still waiting; try again later', 10000)
+      else
+        redis.call('HSET', CODES, j.code, lane .. '|' .. (uses - 1))
+        redis.call('HINCRBY', CODESTAT, 'uses:' .. lane, -1)
+        local a = k * LANE + redis.call('HINCRBY', LANES, 'seq:' .. k, 1)
+        redis.call('ZADD', Q, a, j.ticket)
+        redis.call('ZADD', AWAY, now_ms(), j.ticket)
+        if j.idem_key then
+          redis.call('HSET', IDEM, j.idem_key, j.ticket)
+          redis.call('PEXPIRE', IDEM, 86400000)
+          fresh[j.idem_key] = i
+        end
+        if room then room = room - 1 end
+        audit({'kind', 'code', 'at_ms', now_ms(), 'epoch', epoch, 'code', string.sub(j.code, 1, 16),
+          'lane', lane, 'arrival', a})
+        arrival[i] = a
+        laned[i] = true
+        o = {outcome = 'laned', ticket = standing(j.ticket, a, m)}
+      end
     else
       o = JOINED
       if room then room = room - 1 end
@@ -108,10 +165,12 @@ for i, j in ipairs(joins) do
       if j.idem_key then fresh[j.idem_key] = i end
     end
   end
-  if o == JOINED or o.outcome == 'replayed' then answered = true end
+  if o == JOINED or o.outcome == 'replayed' or o.outcome == 'laned' then answered = true end
   out[i] = o
 end
 
+-- A lane may have taken its slot in this call: the pace tells of it.
+if next(laned) then m.lane_slots = redis.call('HGET', META, 'lane_slots') end
 local n = #new
 local first, opens_in
 if n > 0 then
@@ -173,7 +232,9 @@ for i, o in ipairs(out) do
   if type(o) == 'table' and o.mate then
     local mate = out[o.mate]
     local t
-    if opens_in then
+    if laned[o.mate] then
+      t = mate.ticket
+    elseif opens_in then
       t = {state = 'pre_queue', arrival = arrival[o.mate], opens_in_ms = opens_in}
     elseif type(mate) == 'number' then
       t = {state = 'waiting', arrival = arrival[o.mate], position = mate}

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::Result;
-use crate::model::{BypassKind, Pace, Sale, ShowId, TicketState};
+use crate::model::{AccessCode, BypassKind, Pace, Sale, ShowId, TicketState};
 use crate::pass::Proof;
 use crate::pass::SignedLink;
 
@@ -36,6 +36,20 @@ pub trait Queue: Send + Sync {
         show: &ShowId,
         key: Option<&str>,
         proof: Option<&Proof>,
+    ) -> Result<(Joined, bool)> {
+        self.join_coded(show, key, proof, None).await
+    }
+    /// A join as [`Queue::join_proven`], with the access code its fan brought, if any
+    /// (docs/lanes.md): a code known, with a use left, for a lane the show lists, joins that
+    /// lane and spends a use; otherwise `CodeRefused` ([`super::StoreError`]), or the general
+    /// queue when the fan asked to fall back. A show that takes codes only refuses a join
+    /// without one.
+    async fn join_coded(
+        &self,
+        show: &ShowId,
+        key: Option<&str>,
+        proof: Option<&Proof>,
+        code: Option<&AccessCode>,
     ) -> Result<(Joined, bool)>;
     /// Where a ticket stands now.
     async fn status(&self, show: &ShowId, ticket: Uuid) -> Result<Status>;

@@ -104,6 +104,13 @@ enum JoinOutcome {
     ProofSpent,
     /// A rule of the show refused this join for now (`unavailable()` in `prelude.lua`).
     Unavailable { why: String, retry_after_ms: u64 },
+    /// Joined a lane by its access code: where the new ticket stands (its arrival the
+    /// lane's).
+    Laned { ticket: TicketState },
+    /// The access code let nobody in: `unknown`, `used_up` or `lane_closed`.
+    CodeRefused { why: String },
+    /// The show takes fans with an access code only.
+    CodeRequired,
 }
 
 impl JoinReply {
@@ -175,6 +182,19 @@ impl JoinReply {
                     Err(StoreError::ProofTooWeak(bits))
                 }
                 JoinEntry::Outcome(JoinOutcome::ProofSpent) => Err(StoreError::ProofSpent),
+                JoinEntry::Outcome(JoinOutcome::Laned { ticket: standing }) => {
+                    joined(ticket, standing).map(|j| (j, false))
+                }
+                JoinEntry::Outcome(JoinOutcome::CodeRefused { why }) => {
+                    Err(StoreError::CodeRefused(match why.as_str() {
+                        "used_up" => "this access code has been used as often as it may",
+                        "lane_closed" => "this access code's lane is not open now",
+                        _ => "this access code is not one of this show's",
+                    }))
+                }
+                JoinEntry::Outcome(JoinOutcome::CodeRequired) => Err(StoreError::CodeRefused(
+                    "this sale takes fans with an access code only (X-Access-Code)",
+                )),
                 JoinEntry::Outcome(JoinOutcome::Unavailable {
                     why,
                     retry_after_ms,

@@ -20,12 +20,14 @@ use crate::store::Result;
 
 /// Every per-show script: its name (its file, `<name>.lua`, in the folder of its concern) and
 /// its body.
-pub(super) const SCRIPTS: [(&str, &str); 27] = [
+pub(super) const SCRIPTS: [(&str, &str); 29] = [
+    ("add_codes", include_str!("../codes/add_codes.lua")),
     ("admit", include_str!("../queue/admit.lua")),
     ("bypass", include_str!("../queue/bypass.lua")),
     ("challenge", include_str!("../shows/challenge.lua")),
     ("check", include_str!("../shows/check.lua")),
     ("close", include_str!("../shows/close.lua")),
+    ("code_counts", include_str!("../codes/code_counts.lua")),
     (
         "close_pre_queue",
         include_str!("../draw/close_pre_queue.lua"),
@@ -55,7 +57,14 @@ pub(super) const SCRIPTS: [(&str, &str); 27] = [
 
 /// The per-show scripts that write nothing, registered `no-writes`: like a script run by SHA,
 /// which Redis refuses only at its first write, they still answer when Redis is out of memory.
-const READ_ONLY: [&str; 5] = ["challenge", "is_admitted", "meta", "snapshot", "stats"];
+const READ_ONLY: [&str; 6] = [
+    "challenge",
+    "code_counts",
+    "is_admitted",
+    "meta",
+    "snapshot",
+    "stats",
+];
 
 /// The helpers every per-show script runs with, and `bind`, which names its keys and arguments.
 pub(super) const PRELUDE: &str = include_str!("prelude.lua");

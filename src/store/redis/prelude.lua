@@ -15,13 +15,13 @@
 local A, S
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
   SEEN, AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, ON,
-  BYPASSED, LINKS
+  BYPASSED, LINKS, LANES, CODES, CODESTAT
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
 local function state_keys()
   return {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW, SEEN,
-    AUDIT, IDEM, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, BYPASSED}
+    AUDIT, IDEM, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, BYPASSED, LANES}
 end
 -- The store's settings as last decoded: a library of functions keeps them between calls, so
 -- they are decoded again only when another store (or version) sends other ones. P: each key's
@@ -49,6 +49,12 @@ local function bind(keys, argv)
   -- link used (`…:link:<id>`, kept until the link's end): beside the show's keys alike.
   BYPASSED = string.sub(META, 1, -5) .. 'bypassed'
   LINKS = string.sub(META, 1, -5) .. 'link:'
+  -- Lanes (docs/lanes.md): each lane's sequence and head (`seq:<slot>`, `head:<slot>`), and
+  -- the show's access codes (their hashes → `lane|uses left`, and each lane's counts), which
+  -- outlive an epoch as the settings do.
+  LANES = string.sub(META, 1, -5) .. 'lanes'
+  CODES = string.sub(META, 1, -5) .. 'codes'
+  CODESTAT = string.sub(META, 1, -5) .. 'codestat'
   SHOW, ADMITTED, CHANNEL = A.show, A.admitted_prefix, A.channel
   DEFAULT_RATE, TTL, DEFAULT_CAP = S.default_rate, S.ttl_ms, S.default_cap
   -- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
@@ -127,8 +133,17 @@ local function present(ticket, now, grace)
   local seen = redis.call('ZSCORE', AWAY, ticket)
   return (not seen) or tonumber(seen) >= now - grace
 end
--- Parked fans who hold a place ahead of every queued one.
-local function parked_count() return redis.call('ZCARD', PARKED) end
+-- Lanes (docs/lanes.md, model/lanes.rs): lane k's arrivals run from k * LANE + 1, each lane
+-- dense, so an arrival names its lane and one queue (Q) holds them all, the general queue
+-- (lane 0) lowest.
+local LANE = 1099511627776
+local function lane_of(a) return math.floor(a / LANE) end
+local function lane_range(k) return k * LANE, (k + 1) * LANE - 1 end
+-- Parked fans of lane `k` (0 when not given), who hold places ahead of its queued ones.
+local function parked_count(k)
+  local lo, hi = lane_range(k or 0)
+  return redis.call('ZCOUNT', PARKED, lo, hi)
+end
 -- Instances whose report of live streams still holds, at `now`: {instance = until_ms}; and
 -- those whose report ran out (the same, `all`: HGETALL's answer, when read already).
 local function live_instances(now, all)
@@ -191,13 +206,160 @@ end
 -- one by one (`live_show`, `phase_of`, `draw_phase`, `pace_reply`, `standing`).
 local JOIN_META = {'epoch', 'lost', 'deleted', 'open', 'phase', 'stock', 'challenge_bits',
   'opens_at', 'closed_n', 'draw_key', 'pace', 'change_at', 'change_rate', 'end_reason', 'window',
-  'settings', 'in_force', 'event_at', 'event_rate', 'change_masked'}
+  'settings', 'in_force', 'event_at', 'event_rate', 'change_masked', 'lane_slots'}
 local function show_meta()
   local v = redis.call('HMGET', META, unpack(JOIN_META))
   return {epoch = v[1], lost = v[2], deleted = v[3], open = v[4], phase = v[5], stock = v[6],
     challenge_bits = v[7], opens_at = v[8], closed_n = v[9], draw_key = v[10], pace = v[11],
     change_at = v[12], change_rate = v[13], end_reason = v[14], window = v[15], settings = v[16],
-    in_force = v[17], event_at = v[18], event_rate = v[19], change_masked = v[20]}
+    in_force = v[17], event_at = v[18], event_rate = v[19], change_masked = v[20],
+    lane_slots = v[21]}
+end
+-- The show's lanes by name → slot (META `lane_slots`): a lane takes a slot when its first
+-- fan joins and keeps it while fans wait in it. `m`: the meta as `show_meta` read it, if it did.
+local function lane_slots(m)
+  local text
+  if m then text = m.lane_slots else text = redis.call('HGET', META, 'lane_slots') end
+  if not text then return {} end
+  return cjson.decode(text)
+end
+-- Fans queued in lane `k` (its parked ones aside).
+local function lane_queued(k)
+  local lo, hi = lane_range(k)
+  return redis.call('ZCOUNT', Q, lo, hi)
+end
+-- The highest arrival of lane `k` admitted so far.
+local function lane_head(k)
+  if k == 0 then return head() end
+  return tonumber(redis.call('HGET', LANES, 'head:' .. k) or (k * LANE))
+end
+-- The lanes served, in the order a tick serves them (`st`: the settings in force; `m` as
+-- above): first those the settings no longer list while fans wait in them (their fans came
+-- in through a lane, and keep it), with priority; then the listed lanes with priority, in
+-- order; then the shared ones, and the general queue (slot 0) last with the share the lanes
+-- leave. Each {slot, name, share, priority}; a listed lane nobody joined yet holds no slot and
+-- is left out. nil when the show has no lanes.
+local function served_lanes(st, m)
+  local slots = lane_slots(m)
+  local listed = st.lanes or {}
+  if #listed == 0 and next(slots) == nil then return nil end
+  local named, out, shared, gone = {}, {}, 0, {}
+  for _, l in ipairs(listed) do
+    named[l.name] = true
+    shared = shared + (l.share or 0)
+  end
+  for name, k in pairs(slots) do
+    if not named[name] then gone[#gone + 1] = {slot = k, name = name, share = 0, priority = true} end
+  end
+  table.sort(gone, function(a, b) return a.slot < b.slot end)
+  for _, l in ipairs(gone) do out[#out + 1] = l end
+  for _, first in ipairs({true, false}) do
+    for _, l in ipairs(listed) do
+      if (l.priority == true) == first and slots[l.name] then
+        out[#out + 1] = {slot = slots[l.name], name = l.name, share = l.share or 0,
+          priority = l.priority == true}
+      end
+    end
+  end
+  out[#out + 1] = {slot = 0, name = '', share = 100 - shared, priority = false}
+  return out
+end
+-- The slot of lane `name` (`st`: the settings in force), taking a free one when it has none:
+-- a slot is free when no lane holds it, or its lane is no longer listed and empty. nil when
+-- every slot is held.
+local function lane_slot(name, st)
+  local slots = lane_slots()
+  if slots[name] then return slots[name] end
+  local taken, named = {}, {}
+  for _, l in ipairs(st.lanes or {}) do named[l.name] = true end
+  for n, k in pairs(slots) do
+    if not named[n] and lane_queued(k) + parked_count(k) == 0 then
+      slots[n] = nil
+    else
+      taken[k] = true
+    end
+  end
+  for k = 1, 8 do
+    if not taken[k] then
+      slots[name] = k
+      redis.call('HSET', META, 'lane_slots', cjson.encode(slots))
+      return k
+    end
+  end
+  return nil
+end
+-- How a tick's `places` go to the lanes `lanes` (as `served_lanes` orders them), `w[slot]`
+-- fans queued in each, at the store's second `second` (docs/lanes.md): the lanes with
+-- priority take all they can, in order; the shared lanes split the rest by their shares,
+-- a lane with fewer fans than its part leaving the rest to the others; each part is rounded
+-- down or up by systematic rounding from the second (its fraction of the golden ratio), so the
+-- parts sum to the places and every lane gets its share over the seconds. `verify` works the
+-- same out again (draw/lanes.rs), so the operations and their order are part of the audit's
+-- contract. Answers {slot = places}.
+local function lane_quotas(places, lanes, w, second)
+  local q, left = {}, places
+  for _, l in ipairs(lanes) do
+    q[l.slot] = 0
+    if l.priority then
+      local t = math.min(w[l.slot], left)
+      q[l.slot], left = t, left - t
+    end
+  end
+  local x, open = {}, {}
+  for _, l in ipairs(lanes) do
+    if not l.priority and w[l.slot] > 0 then
+      open[#open + 1] = l
+      x[l.slot] = 0
+    end
+  end
+  while left > 0 and #open > 0 do
+    local total = 0
+    for _, l in ipairs(open) do total = total + l.share end
+    local full, rest = {}, {}
+    for _, l in ipairs(open) do
+      if x[l.slot] + left * l.share / total >= w[l.slot] then
+        full[#full + 1] = l
+      else
+        rest[#rest + 1] = l
+      end
+    end
+    if #full == 0 then
+      for _, l in ipairs(open) do x[l.slot] = x[l.slot] + left * l.share / total end
+      left = 0
+    else
+      for _, l in ipairs(full) do
+        left = left - (w[l.slot] - x[l.slot])
+        x[l.slot] = w[l.slot]
+      end
+      open = rest
+    end
+  end
+  local u = (second * 0.6180339887498949) % 1
+  local c = 0
+  for _, l in ipairs(lanes) do
+    if x[l.slot] then
+      local from = math.floor(c + u + 1e-9)
+      c = c + x[l.slot]
+      q[l.slot] = math.floor(c + u + 1e-9) - from
+    end
+  end
+  return q
+end
+-- The lanes as the pace tells them (`LaneFigure` in model/lanes.rs), from the meta `m` as
+-- `show_meta` read it: nil when the show has none but the general queue.
+local function lane_figures(m)
+  local text = m.in_force or m.settings
+  if not m.lane_slots and not (text and string.find(text, '"lanes"', 1, true)) then return nil end
+  local served = served_lanes(cjson.decode(text or '{}'), m)
+  if not served or #served < 2 then return nil end
+  local out = {}
+  for _, l in ipairs(served) do
+    local k = l.slot
+    local parked = parked_count(k)
+    out[#out + 1] = {slot = k, name = l.name, share = l.share, priority = l.priority,
+      waiting = lane_queued(k) + parked, head = lane_head(k), parked = parked}
+  end
+  return out
 end
 -- The phase's code, from meta read by `show_meta`.
 local function phase_of(m) return (m.open == '1') and 1 or (PHASE_CODE[m.phase or ''] or 0) end
@@ -354,6 +516,7 @@ local function pace_reply(m)
     reason = ph == 4 and (m.end_reason or nil) or nil,
     away_milli = away[1], passed_over = away[2],
     settle_ms = settle > 0 and math.floor(settle * 1000 + 0.5) or nil,
+    lanes = lane_figures(m),
   }, tonumber(k[4] or '0')
 end
 -- The fair start's draw (src/draw.rs, which says why): a keyed permutation of 1..n, eight
@@ -434,9 +597,11 @@ local function order_key(d, a)
   return nil
 end
 
--- Where the parked ticket with arrival `a` stands: behind the parked fans who arrived before it.
+-- Where the parked ticket with arrival `a` stands: behind the parked fans of its lane who
+-- arrived before it.
 local function parked_standing(a)
-  return {state = 'waiting', arrival = a, position = redis.call('ZCOUNT', PARKED, '-inf', a)}
+  local lo = lane_range(lane_of(a))
+  return {state = 'waiting', arrival = a, position = redis.call('ZCOUNT', PARKED, lo, a)}
 end
 
 -- Where the queued ticket with arrival `seq` stands (`TicketState` in model/mod.rs):
@@ -448,6 +613,12 @@ local function standing(ticket, seq, m)
   if not key then
     local opens_in = d.closed and 0 or math.max(d.opens_at - now_ms(), 0)
     return {state = 'pre_queue', arrival = seq, opens_in_ms = opens_in}
+  end
+  -- A lane's fan: its rank in its lane, behind the lane's parked fans.
+  local k = lane_of(seq)
+  if k > 0 then
+    return {state = 'waiting', arrival = seq,
+      position = redis.call('ZCOUNT', Q, k * LANE, seq) + parked_count(k)}
   end
   -- Parked fans (passed over while away) hold their places ahead of every queued one.
   local parked = parked_count()

@@ -13,7 +13,7 @@ use super::reply::{
     PauseReply, SetThrottleReply, StatsReply, ThrottleReply,
 };
 use super::{Configured, Indexed, ShowMeta, Shows, ThrottleControl, Throttling, not_running};
-use crate::model::{EndReason, EventTimes, PresenceStats, ShowId, ShowStats};
+use crate::model::{EndReason, EventTimes, LaneStats, PresenceStats, ShowId, ShowStats};
 use crate::store::redis::{
     NoArgs, OPEN_SHOWS, RedisStore, SCHEDULED, SHOWS, ShowScript, show_script,
 };
@@ -251,6 +251,21 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             joined: r.joined,
             join_challenge_bits: r.challenge_bits,
             running_event: r.event,
+            lanes: r
+                .pace
+                .lanes
+                .iter()
+                .map(|l| LaneStats {
+                    name: if l.slot == 0 {
+                        "general".to_owned()
+                    } else {
+                        l.name.clone()
+                    },
+                    share: (!l.priority).then_some(l.share),
+                    priority: l.priority,
+                    waiting: l.waiting,
+                })
+                .collect(),
             settings: ShowSettings::read(r.settings.as_deref()),
             presence: PresenceStats {
                 away: r.away,

@@ -1,4 +1,7 @@
--- A show's meta: {} when there is no show, else {show = {epoch, open, lost}}.
-local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted')
+-- A show's meta: {} when there is no show, else {show = {epoch, open, lost, lanes}}, `lanes`
+-- whether the settings in force list lanes a code joins (the page asks for a code then).
+local m = redis.call('HMGET', META, 'epoch', 'open', 'lost', 'deleted', 'in_force', 'settings')
 if m[4] or not m[1] then return {} end
-return {show = {epoch = m[1], open = m[2] == '1', lost = m[3] == '1'}}
+local text = m[5] or m[6] or ''
+return {show = {epoch = m[1], open = m[2] == '1', lost = m[3] == '1',
+  lanes = string.find(text, '"lanes":[{', 1, true) ~= nil}}

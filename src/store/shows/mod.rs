@@ -84,6 +84,8 @@ pub struct ShowMeta {
     pub open: bool,
     /// The store lost the show's state; it serves nothing until re-opened.
     pub lost: bool,
+    /// The settings in force list lanes an access code joins (docs/lanes.md).
+    pub lanes: bool,
 }
 
 /// What [`Shows::configure`] and [`Shows::open`] did.

@@ -20,6 +20,8 @@ struct MetaFields {
     epoch: u64,
     open: bool,
     lost: bool,
+    #[serde(default)]
+    lanes: bool,
 }
 
 impl From<MetaReply> for Option<ShowMeta> {
@@ -28,6 +30,7 @@ impl From<MetaReply> for Option<ShowMeta> {
             epoch: s.epoch,
             open: s.open,
             lost: s.lost,
+            lanes: s.lanes,
         })
     }
 }
