@@ -37,6 +37,12 @@ use waiting_room::protocol::routes;
 pub struct ShowsFile {
     /// The shows, by id.
     pub shows: BTreeMap<String, ShowSettings>,
+    /// Access codes (docs/lanes.md), by show: a CSV file each (`code,lane[,uses]` a line),
+    /// its path relative to this file's folder. Sent after the show's settings; codes the
+    /// show holds already are kept as they are, so sending them again changes nothing.
+    /// `export` writes none: the server keeps codes hashed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub codes: BTreeMap<String, PathBuf>,
 }
 
 /// The server and its operator token, as both commands take them.
@@ -85,11 +91,24 @@ pub enum Change {
     Same,
 }
 
+/// A show's codes as `apply` sent them (or, dry, would).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodesSent {
+    /// The show.
+    pub show: String,
+    /// The CSV file.
+    pub file: PathBuf,
+    /// What the server added, and held already; `None` when not sent.
+    pub counts: Option<(u64, u64)>,
+}
+
 /// What `apply` found and did, show by show: the file's shows, then those it leaves out.
 #[derive(Debug, Default)]
 pub struct Applied {
     /// Each show of the file and its change.
     pub changes: Vec<(String, Change)>,
+    /// Each show's codes sent (or, dry, to send).
+    pub codes: Vec<CodesSent>,
     /// Shows the server has and the file does not name.
     pub left_alone: Vec<String>,
 }
@@ -98,6 +117,10 @@ impl Applied {
     /// Whether anything was (or would be) changed.
     pub fn changed(&self) -> bool {
         self.changes.iter().any(|(_, c)| *c != Change::Same)
+            || self
+                .codes
+                .iter()
+                .any(|c| c.counts.is_none_or(|(added, _)| added > 0))
     }
 
     /// A line a show, for a person.
@@ -132,6 +155,21 @@ impl Applied {
                 Change::Same => out.push(format!("{show}: as in the file")),
             }
         }
+        for CodesSent {
+            show,
+            file: path,
+            counts,
+        } in &self.codes
+        {
+            out.push(match counts {
+                None => format!("{show}: codes would be sent from {}", path.display()),
+                Some((0, held)) => format!("{show}: codes as in {} ({held} held)", path.display()),
+                Some((added, held)) => format!(
+                    "{show}: {added} codes added from {} ({held} held already)",
+                    path.display()
+                ),
+            });
+        }
         for show in &self.left_alone {
             out.push(format!("{show}: not in the file, left alone"));
         }
@@ -153,8 +191,13 @@ fn short(v: &Value) -> String {
 pub async fn apply_main(args: ApplyArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let file =
+    let mut file =
         parse(&text).with_context(|| format!("{} is not a shows file", args.file.display()))?;
+    // Code files are named from the shows file's folder.
+    let folder = args.file.parent().unwrap_or(std::path::Path::new("."));
+    for path in file.codes.values_mut() {
+        *path = folder.join(&*path);
+    }
     let server = Server::new(&args.server)?;
     let applied = apply(&server, &file, args.dry_run).await?;
     for line in applied.lines(args.dry_run) {
@@ -187,7 +230,7 @@ pub async fn export_main(args: ExportArgs) -> anyhow::Result<()> {
 /// server's type, so a misspelt setting is named here, before anything is sent.
 pub fn parse(text: &str) -> anyhow::Result<ShowsFile> {
     let file: ShowsFile = yaml_serde::from_str(text)?;
-    for show in file.shows.keys() {
+    for show in file.shows.keys().chain(file.codes.keys()) {
         if show.parse::<waiting_room::model::ShowId>().is_err() {
             bail!("{show:?} is not a show id (1 to 64 of A-Z a-z 0-9 . _ -)");
         }
@@ -237,6 +280,26 @@ pub async fn apply(server: &Server, file: &ShowsFile, dry_run: bool) -> anyhow::
             }
         }
         applied.changes.push((show.clone(), change));
+    }
+    // Codes, once every show is made: a file each, read whole before anything is sent.
+    for (show, path) in &file.codes {
+        let csv = std::fs::read(path)
+            .with_context(|| format!("{show}: cannot read codes {}", path.display()))?;
+        let sent = if dry_run {
+            None
+        } else {
+            Some(
+                server
+                    .add_codes(show, csv)
+                    .await
+                    .with_context(|| format!("{show}: codes from {} not sent", path.display()))?,
+            )
+        };
+        applied.codes.push(CodesSent {
+            show: show.clone(),
+            file: path.clone(),
+            counts: sent,
+        });
     }
     applied.left_alone = server
         .shows()
@@ -335,6 +398,29 @@ impl Server {
             }
         }
         Ok(Some(settings))
+    }
+
+    /// Sends `csv` as `show`'s access codes: how many were added, and held already. Lines the
+    /// server refused are an error, naming the first.
+    async fn add_codes(&self, show: &str, csv: Vec<u8>) -> anyhow::Result<(u64, u64)> {
+        let r = self
+            .request(Method::POST, &routes::show(routes::CODES, show))?
+            .header("content-type", "text/csv")
+            .body(csv)
+            .send()
+            .await?;
+        let report: Value = answer(r).await?.json().await?;
+        let count = |name: &str| report[name].as_u64().unwrap_or(0);
+        if count("refusedCount") > 0 {
+            let first = &report["refused"][0];
+            bail!(
+                "{} lines refused (line {}: {}); the other codes were added",
+                count("refusedCount"),
+                first["line"],
+                first["why"].as_str().unwrap_or("")
+            );
+        }
+        Ok((count("added"), count("alreadyHeld")))
     }
 
     /// Sends `body` with `method` to `path`; the server's refusal, in its words, is an error.

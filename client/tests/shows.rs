@@ -184,3 +184,43 @@ fn run(url: &str, args: &[&str]) -> String {
     assert!(out.status.success(), "{args:?}: {text}{err}");
     text
 }
+
+/// Lanes in the file, and their codes by file reference: sent once, and a second apply adds
+/// none (the spent codes stay spent).
+#[tokio::test]
+async fn apply_sends_a_shows_codes_once() {
+    let app = spawn_app().await;
+    let dir = std::env::temp_dir().join(format!("wr-apply-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("presale.csv");
+    std::fs::write(
+        &csv,
+        "code,lane,uses\nPRESALE-0001,presale\nPRESALE-0002,presale,2\n",
+    )
+    .unwrap();
+    let text = format!(
+        "shows:\n  fest:\n    lanes: [{{name: presale, share: 80}}]\ncodes:\n  fest: {}\n",
+        csv.display()
+    );
+    let file = shows::parse(&text).unwrap();
+    let server = server(&app);
+    let dry = shows::apply(&server, &file, true).await.unwrap();
+    assert!(
+        dry.lines(true)
+            .iter()
+            .any(|l| l.starts_with("fest: codes would be sent"))
+    );
+    let made = shows::apply(&server, &file, false).await.unwrap();
+    assert_eq!(made.codes[0].counts, Some((2, 0)));
+    let stats = app.stats("fest").await;
+    assert_eq!(stats["settings"]["lanes"][0]["share"], 80, "{stats}");
+    let again = shows::apply(&server, &file, false).await.unwrap();
+    assert!(!again.changed(), "{:?} {:?}", again.changes, again.codes);
+    assert_eq!(again.codes[0].counts, Some((0, 2)));
+    // A file with a bad line: named, the rest added.
+    std::fs::write(&csv, "PRESALE-0003,presale\nbad line\n").unwrap();
+    let refused = shows::apply(&server, &file, false).await.unwrap_err();
+    assert!(format!("{refused:#}").contains("line 2"), "{refused:#}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    app.stop().await;
+}
