@@ -107,6 +107,21 @@ pub async fn open_due(store: &(impl Draws + ?Sized), fence: u64, now_ms: u64) {
     }
 }
 
+/// Applies every schedule's change that is due (docs/events.md), whatever its show's phase:
+/// the settings in force, and the phase an event starts (it may open a show, pause it or end
+/// it). Each call is fenced and idempotent, as a tick is.
+pub async fn apply_events_due(store: &(impl Shows + ?Sized), fence: u64, now_ms: u64) {
+    let due = match store.events_due(now_ms).await {
+        Ok(due) => due,
+        Err(e) => return tracing::warn!(error = %e, "cannot list the schedules due"),
+    };
+    for show in due {
+        if let Err(e) = store.apply_due_events(&show, fence).await {
+            tracing::warn!(%show, error = %e, "a schedule's change failed; retrying next tick");
+        }
+    }
+}
+
 /// Opens one scheduled show whose time has come; true when this call drew it.
 pub async fn open_scheduled(
     store: &(impl Draws + ?Sized),
@@ -188,8 +203,10 @@ pub async fn run(
         if !(on_the_second || fresh) {
             continue;
         }
-        // Scheduled shows whose time has come open first, so their tick is this one.
+        // Scheduled shows whose time has come open first, so their tick is this one; so do
+        // shows a schedule's event opens.
         open_due(store.as_ref(), fence, clock.now_ms()).await;
+        apply_events_due(store.as_ref(), fence, clock.now_ms()).await;
         // The checkouts are asked beside the tick, never in its way: what they answer sets
         // the rate in force for the next tick.
         let shows = match store.open_shows().await {

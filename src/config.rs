@@ -95,6 +95,13 @@ pub struct Config {
     #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 
+    /// The secret access codes are kept under (docs/lanes.md): the store and the audit hold
+    /// only HMAC-SHA256 of each code under it, so nobody who reads them can try codes
+    /// offline. Every instance needs the same; unset, it is derived from `ADMIN_TOKEN` (so a
+    /// new operator token voids the codes: set this to keep them across one).
+    #[arg(long, env = "ACCESS_CODE_KEY", hide_env_values = true)]
+    pub access_code_key: Option<String>,
+
     /// Keys that sign admission passes and join challenges: `kid:base64secret[,kid:…]`, each
     /// secret at least 32 bytes; the first signs, all verify (rotate by putting the new key
     /// first and dropping the old one after an admission TTL). Unset: a random key, good on
@@ -287,6 +294,7 @@ impl Config {
             max_active_buyers: 0,
             arrival_window: Duration::from_secs(60),
             admin_token: Some("test-operator-token".into()),
+            access_code_key: None,
             pass_keys: None,
             join_rate_limit: 0,
             operator_token_guesses: OPERATOR_TOKEN_GUESSES,

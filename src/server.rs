@@ -108,6 +108,10 @@ impl Application {
                 shed,
             },
             site: Site {
+                code_key: crate::model::CodeKey::new(
+                    config.access_code_key.as_deref(),
+                    &admin_token,
+                ),
                 admin_token,
                 public_origin: config.public_url.clone(),
                 trusted_proxy_hops: config.trusted_proxy_hops,

@@ -741,6 +741,8 @@
         return `${words(k).toLowerCase()} ${fmt(v)}`;
       };
       const sets = Object.entries(e.settings || {}).map(setting);
+      const starts = { open: 'opens the sale', paused: 'pauses the sale', ended: 'ends the sale' };
+      if (e.phase) sets.unshift(starts[e.phase] || e.phase);
       what.textContent = ` · ${sets.length ? sets.join(', ') : 'the show\'s own settings'}`;
       const tag = document.createElement('span');
       tag.className = 'event-state';

@@ -4,8 +4,8 @@
 
 use crate::model::LaneTurn;
 
-/// A tick looks at no more than this many fans past the places it fills in a lane
-/// (`LOOK_PAST` in admit.lua).
+/// A tick looks at no more than this many fans past its places, over every lane together
+/// (`budget` in admit.lua).
 const LOOK_PAST: u64 = 1000;
 
 /// Each lane's places (in `turns`' order) when `places` go to the lanes `turns` (their
@@ -66,11 +66,14 @@ pub(super) fn quotas(places: u64, turns: &[LaneTurn], second: u64) -> Vec<u64> {
 
 /// Whether every lane of a tick got its part: each lane let in at least its places, unless
 /// the tick reached every fan queued in it (the rest away) or looked as far past its places
-/// as a tick does.
+/// as a tick does (over every lane).
 pub(super) fn shortchanged(places: u64, turns: &[LaneTurn], second: u64) -> Option<String> {
     let q = quotas(places, turns, second);
+    let reached: u64 = turns.iter().map(|t| t.reached).sum();
+    let let_in: u64 = turns.iter().map(|t| t.let_in).sum();
+    let looked_all = reached - let_in.min(reached) >= LOOK_PAST;
     turns.iter().zip(q).find_map(|(t, part)| {
-        let ran_out = t.reached >= t.queued || t.reached >= part.saturating_add(LOOK_PAST);
+        let ran_out = t.reached >= t.queued || looked_all;
         (t.let_in < part && !ran_out).then(|| {
             format!(
                 "lane {} let in {} of the {part} places its share gives it, with fans still \

@@ -119,6 +119,8 @@ struct Queue {
     last_key: HashMap<u8, u64>,
     /// Fans who joined a lane with an access code.
     coded: u64,
+    /// A fan joined a lane (a code's use): every tick from then says how it split its places.
+    lanes_seen: bool,
     /// Passed over while away and neither back nor released yet: the record that passed
     /// each over.
     parked: HashMap<u64, String>,
@@ -385,7 +387,11 @@ impl Queue {
                 self.asked_passed = Some((r.id.clone(), r.at_ms));
             }
         }
-        lanes_kept(r, &admitted, &returned, &passed)?;
+        let lanes_seen = self.lanes_seen;
+        if passed.is_empty() && admitted.is_empty() {
+            return Ok(());
+        }
+        lanes_kept(r, &admitted, &returned, &passed, lanes_seen)?;
         Ok(())
     }
 
@@ -407,6 +413,7 @@ impl Queue {
             ));
         }
         self.coded += 1;
+        self.lanes_seen = true;
         Ok(())
     }
 
@@ -522,38 +529,43 @@ fn lanes_kept(
     admitted: &HashSet<u64>,
     returned: &HashSet<u64>,
     passed: &[u64],
+    lanes_seen: bool,
 ) -> Result<(), Violation> {
-    let lanes_named = admitted.iter().chain(passed).any(|&a| lane_of(a) > 0);
+    // Each slot's fans let in (in turn) and passed over, in one pass.
+    let mut let_in = [0u64; 256];
+    let mut passed_in = [0u64; 256];
+    for &a in admitted.iter().filter(|a| !returned.contains(a)) {
+        let_in[usize::from(lane_of(a))] += 1;
+    }
+    for &a in passed {
+        passed_in[usize::from(lane_of(a))] += 1;
+    }
     if r.lanes.is_empty() {
-        if lanes_named {
+        // Once a show has lanes, every tick that reaches a fan says how it split its places.
+        if lanes_seen || let_in[1..].iter().chain(&passed_in[1..]).any(|&n| n > 0) {
             return violation(format!(
-                "record {}: a lane's fans admitted by a tick that names no lanes",
+                "record {}: a tick of a show with lanes that names no lanes",
                 r.id
             ));
         }
         return Ok(());
     }
+    let mut listed = [false; 256];
     for t in &r.lanes {
-        let let_in = admitted
-            .iter()
-            .filter(|&&a| lane_of(a) == t.slot && !returned.contains(&a))
-            .count() as u64;
-        let passed_here = passed.iter().filter(|&&a| lane_of(a) == t.slot).count() as u64;
-        if let_in != t.let_in || let_in + passed_here != t.reached {
+        let slot = usize::from(t.slot);
+        listed[slot] = true;
+        if let_in[slot] != t.let_in || let_in[slot] + passed_in[slot] != t.reached {
             return violation(format!(
                 "record {}: lane {} is said to have let in {} and reached {}, but the tick \
-                 let in {let_in} and passed over {passed_here} of it",
-                r.id, t.slot, t.let_in, t.reached
+                 let in {} and passed over {} of it",
+                r.id, t.slot, t.let_in, t.reached, let_in[slot], passed_in[slot]
             ));
         }
     }
-    let listed = |a: u64| r.lanes.iter().any(|t| t.slot == lane_of(a));
-    let in_turn = admitted.iter().filter(|a| !returned.contains(a));
-    if let Some(a) = in_turn.chain(passed).find(|&&a| !listed(a)) {
+    if let Some(slot) = (0..256).find(|&s| !listed[s] && let_in[s] + passed_in[s] > 0) {
         return violation(format!(
-            "record {}: arrival {a} of lane {}, which the tick's lanes leave out",
-            r.id,
-            lane_of(*a)
+            "record {}: fans of lane {slot}, which the tick's lanes leave out",
+            r.id
         ));
     }
     match super::lanes::shortchanged(r.places.unwrap_or(0), &r.lanes, r.at_ms / 1000) {
@@ -1031,5 +1043,109 @@ mod tests {
         assert!(refused(&reversed).contains("a range 5-2"));
         let huge_rate = [tick("t", 1, u32::MAX, &[[1, u64::MAX - 1]])];
         assert!(refused(&huge_rate).contains("above the most any show has"));
+    }
+
+    /// A tick of a show with a presale lane (slot 1, 80 %) and the general queue (20 %).
+    fn lane_tick(id: &str, second: u64, presale: &[[u64; 2]], general: &[[u64; 2]]) -> AuditRecord {
+        let count = |r: &[[u64; 2]]| r.iter().map(|[a, b]| b - a + 1).sum::<u64>();
+        let mut t = tick(id, second, 10, &[presale, general].concat());
+        t.places = Some(10);
+        t.lanes = vec![
+            crate::model::LaneTurn {
+                slot: 1,
+                share: Some(80),
+                queued: 100,
+                let_in: count(presale),
+                reached: count(presale),
+            },
+            crate::model::LaneTurn {
+                slot: 0,
+                share: Some(20),
+                queued: 100,
+                let_in: count(general),
+                reached: count(general),
+            },
+        ];
+        t
+    }
+
+    fn code_use(id: &str, arrival: u64) -> AuditRecord {
+        AuditRecord {
+            id: id.into(),
+            arrival: Some(arrival),
+            code: Some("0123456789abcdef".into()),
+            lane: Some("presale".into()),
+            ..AuditRecord::new(AuditKind::Code, 0)
+        }
+    }
+
+    #[test]
+    fn lanes_first_in_first_out_at_their_shares_verify_and_a_broken_one_does_not() {
+        let l = LANE_SPAN;
+        let honest = [
+            code_use("c1", l + 1),
+            lane_tick("t1", 1, &[[l + 1, l + 8]], &[[1, 2]]),
+            lane_tick("t2", 2, &[[l + 9, l + 16]], &[[3, 4]]),
+        ];
+        let v = verify(None, &honest, None).expect("fair");
+        assert_eq!((v.coded, v.admitted), (1, 20));
+        // A lane's later arrivals before an earlier one, let in after them.
+        let mut bad = honest.to_vec();
+        bad[2] = lane_tick("t2", 2, &[[l + 10, l + 17]], &[[3, 4]]);
+        let mut late = lane_tick("t3", 3, &[[l + 9, l + 9]], &[[5, 13]]);
+        late.lanes[0].queued = 1;
+        bad.push(late);
+        assert!(
+            refused(&bad).contains("out of queue order"),
+            "{}",
+            refused(&bad)
+        );
+        // The presale lane given 2 places of 10 while it held fans: its share broken.
+        let mut bad = honest.clone();
+        bad[2] = lane_tick("t2", 2, &[[l + 9, l + 10]], &[[3, 10]]);
+        assert!(
+            refused(&bad).contains("lane 1 let in 2"),
+            "{}",
+            refused(&bad)
+        );
+        // Lane figures that disagree with whom the tick let in.
+        let mut bad = honest.clone();
+        bad[1].lanes[0].let_in = 7;
+        assert!(
+            refused(&bad).contains("is said to have let in 7"),
+            "{}",
+            refused(&bad)
+        );
+        // Lanes left out of a tick of a show with lanes.
+        let mut bad = honest.clone();
+        bad[2].lanes.clear();
+        assert!(
+            refused(&bad).contains("names no lanes"),
+            "{}",
+            refused(&bad)
+        );
+        // A code's use that names a general arrival.
+        let mut bad = honest.clone();
+        bad[0] = code_use("c1", 5);
+        assert!(
+            refused(&bad).contains("a lane's arrival"),
+            "{}",
+            refused(&bad)
+        );
+    }
+
+    #[test]
+    fn hostile_lane_turns_are_refused_when_read() {
+        use crate::model::LaneTurn;
+        assert!(LaneTurn::parse_all("1:80:5:4:4,0:20:5:1:1").is_some());
+        assert!(
+            LaneTurn::parse_all("1:80:5:4:4,1:20:5:1:1").is_none(),
+            "a slot twice"
+        );
+        let many: Vec<String> = (0..300).map(|i| format!("{}:p:1:1:1", i % 256)).collect();
+        assert!(LaneTurn::parse_all(&many.join(",")).is_none());
+        assert!(LaneTurn::parse_all("1:80:5:4").is_none());
+        assert!(LaneTurn::parse_all("1:80:5:4:4:9").is_none());
+        assert!(LaneTurn::parse_all("300:80:5:4:4").is_none());
     }
 }

@@ -19,8 +19,8 @@ use serde::Serialize;
 use super::AppState;
 use super::extract::{AppPath, Operator, show_id};
 use crate::error::AppError;
-use crate::model::{MAX_CODE, MIN_CODE, ShowId, code_hash, code_ok, lane_name_ok};
-use crate::store::{LaneCodes, MAX_CODES_A_CALL, NewCode};
+use crate::model::{CodeKey, MAX_CODE, MIN_CODE, ShowId, code_ok, lane_name_ok};
+use crate::store::{LaneCodes, MAX_CODES_A_CALL, MAX_CODES_A_SHOW, NewCode};
 
 /// The most lines one upload holds.
 pub(crate) const MAX_CODE_LINES: usize = 100_000;
@@ -32,6 +32,8 @@ const MAX_LINE: usize = 256;
 const MAX_USES: u32 = 1_000_000;
 /// The most refused lines reported one by one (the rest are counted).
 const MOST_REPORTED: usize = 100;
+/// The most lanes one upload may name.
+const MOST_LANES: usize = 64;
 
 /// `?replace=true`: codes the show holds already are set anew (their uses counted again).
 #[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
@@ -112,7 +114,7 @@ pub(super) async fn add(
     let show = show_id(&show)?;
     let Query(replace) =
         replace.map_err(|e| AppError::BadRequest(format!("the query (`replace`): {e}")))?;
-    let mut read = Reading::new(&show);
+    let mut read = Reading::new(&show, &state.site.code_key);
     let mut stream = body.into_data_stream();
     let mut bytes = 0usize;
     let mut pending: Vec<u8> = Vec::new();
@@ -165,6 +167,21 @@ pub(super) async fn add(
         .into_iter()
         .map(|l| l.name)
         .collect();
+    // Within the show's bound, or nothing at all: checked before the first batch.
+    let held: u64 = state
+        .store
+        .code_counts(&show)
+        .await?
+        .iter()
+        .map(|l| l.codes)
+        .sum();
+    if held + codes.len() as u64 > MAX_CODES_A_SHOW {
+        return Err(AppError::Conflict(format!(
+            "the show holds {held} codes: {} more would pass the {MAX_CODES_A_SHOW} a show may \
+             hold; nothing was added",
+            codes.len()
+        )));
+    }
     let mut added = 0;
     let mut already_held = 0;
     for batch in codes.chunks(MAX_CODES_A_CALL) {
@@ -227,22 +244,24 @@ fn too_large() -> AppError {
 /// An upload as it is read: the codes so far (hashed), the lines refused, the lanes named.
 struct Reading<'a> {
     show: &'a ShowId,
+    key: &'a CodeKey,
     line: u64,
     codes: Vec<NewCode>,
     refused: Vec<RefusedLine>,
     refused_count: u64,
-    lanes: Vec<String>,
+    lanes: std::collections::BTreeSet<String>,
 }
 
 impl<'a> Reading<'a> {
-    fn new(show: &'a ShowId) -> Self {
+    fn new(show: &'a ShowId, key: &'a CodeKey) -> Self {
         Reading {
             show,
+            key,
             line: 0,
             codes: Vec::new(),
             refused: Vec::new(),
             refused_count: 0,
-            lanes: Vec::new(),
+            lanes: std::collections::BTreeSet::new(),
         }
     }
 
@@ -276,7 +295,8 @@ impl<'a> Reading<'a> {
             self.refuse("not UTF-8 text".into());
             return Ok(());
         };
-        let text = text.trim();
+        // A spreadsheet's export may open with a byte order mark.
+        let text = text.trim_start_matches('\u{feff}').trim();
         if text.is_empty()
             || (self.line == 1 && text.eq_ignore_ascii_case("code,lane,uses"))
             || (self.line == 1 && text.eq_ignore_ascii_case("code,lane"))
@@ -310,11 +330,15 @@ impl<'a> Reading<'a> {
             self.refuse(format!("uses: 1 to {MAX_USES}"));
             return Ok(());
         };
-        if !self.lanes.iter().any(|l| l == lane) {
-            self.lanes.push(lane.to_owned());
+        if !self.lanes.contains(lane) {
+            if self.lanes.len() >= MOST_LANES {
+                self.refuse(format!("at most {MOST_LANES} lanes named in one file"));
+                return Ok(());
+            }
+            self.lanes.insert(lane.to_owned());
         }
         self.codes.push(NewCode {
-            hash: code_hash(self.show, code),
+            hash: self.key.hash(self.show, code),
             lane: lane.to_owned(),
             uses,
         });

@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use super::AppState;
 use super::serve::client_prefix;
 use crate::error::AppError;
-use crate::model::{AccessCode, MAX_CODE, MIN_CODE, ShowId, code_hash, code_ok};
+use crate::model::{AccessCode, MAX_CODE, MIN_CODE, ShowId, code_ok};
 use crate::pass::ProofError;
 use crate::protocol::{
     ACCESS_CODE_FALLBACK_HEADER, ACCESS_CODE_HEADER, IDEMPOTENCY_KEY, JOIN_PROOF_HEADER,
@@ -124,7 +124,7 @@ pub(crate) async fn join(
                 )
             })?;
             Some(AccessCode {
-                hash: code_hash(show, code),
+                hash: state.site.code_key.hash(show, code),
                 fallback: request.fallback,
             })
         }
@@ -154,9 +154,13 @@ pub(crate) async fn join(
     }
     if !replayed {
         state.metrics.joined(show);
-        state
-            .watchdog
-            .joined(show, joined.status.epoch, joined.arrival, joined.ticket);
+        // The loss witness follows the general queue's counter; a lane's arrivals (from
+        // 2^40 up, each lane its own counter) are not its to hold against it.
+        if joined.arrival < crate::model::LANE_SPAN {
+            state
+                .watchdog
+                .joined(show, joined.status.epoch, joined.arrival, joined.ticket);
+        }
     }
     Ok((joined, replayed))
 }

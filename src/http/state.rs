@@ -97,6 +97,8 @@ pub struct Limits {
 pub struct Site {
     /// The operator's bearer token: `ADMIN_TOKEN`, or the one drawn at start.
     pub admin_token: Arc<str>,
+    /// The secret access codes are kept under (`ACCESS_CODE_KEY`).
+    pub code_key: crate::model::CodeKey,
     /// `PUBLIC_URL`'s origin: the only one join forms may come from; https makes cookies
     /// `Secure`.
     pub public_origin: Option<Origin>,

@@ -157,7 +157,13 @@ impl LaneTurn {
     /// Lane turns as a tick record keeps them: `slot:share:queued:let in:reached`, share `p`
     /// for priority, comma-separated; `None` if the text is not that.
     pub fn parse_all(text: &str) -> Option<Vec<LaneTurn>> {
-        text.split(',')
+        // The general queue and at most eight lanes, and lanes removed with fans still in
+        // them: never more turns than slots.
+        if text.split(',').count() > 256 {
+            return None;
+        }
+        let turns: Vec<LaneTurn> = text
+            .split(',')
             .map(|item| {
                 let mut p = item.split(':');
                 let slot = p.next()?.parse().ok()?;
@@ -174,7 +180,14 @@ impl LaneTurn {
                 };
                 p.next().is_none().then_some(turn)
             })
-            .collect()
+            .collect::<Option<_>>()?;
+        let mut seen = [false; 256];
+        for t in &turns {
+            if std::mem::replace(&mut seen[usize::from(t.slot)], true) {
+                return None;
+            }
+        }
+        Some(turns)
     }
 }
 

@@ -87,7 +87,7 @@ pub const MAX_CODE: usize = 64;
 /// never the code, and whether its fan would rather join the general queue than be refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AccessCode {
-    /// [`code_hash`] of the code.
+    /// [`CodeKey::hash`] of the code.
     pub hash: String,
     /// Join the general queue if the code is refused (`X-Access-Code-Fallback: general`).
     pub fallback: bool,
@@ -102,11 +102,41 @@ pub fn code_ok(code: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// How a show keeps `code`: SHA-256 of `show:code`, in hex. The store holds only this, and
-/// the audit its first 16 digits; codes differ between shows even when their text is alike.
-pub fn code_hash(show: &ShowId, code: &str) -> String {
-    let digest = Sha256::digest(format!("{show}:{code}").as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+/// The secret access codes are kept under (`ACCESS_CODE_KEY`, or derived from the operator
+/// token): without it, neither what the store holds nor what the audit shows tells a code.
+#[derive(Clone)]
+pub struct CodeKey([u8; 32]);
+
+impl CodeKey {
+    /// The key `ACCESS_CODE_KEY` names, or, unset, one derived from the operator token.
+    pub fn new(configured: Option<&str>, admin_token: &str) -> CodeKey {
+        let material = match configured.map(str::trim).filter(|k| !k.is_empty()) {
+            Some(key) => format!("access-code-key:{key}"),
+            None => format!("access-code-key-from-admin-token:{admin_token}"),
+        };
+        CodeKey(Sha256::digest(material.as_bytes()).into())
+    }
+
+    /// How a show keeps `code`: HMAC-SHA256 under this key of `show:code`, in hex. The store
+    /// holds only this, and the audit its first 16 digits; codes differ between shows even
+    /// when their text is alike.
+    pub fn hash(&self, show: &ShowId, code: &str) -> String {
+        use hmac::{KeyInit, Mac};
+        let mut mac = <hmac::Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
+            .expect("HMAC takes any key length");
+        mac.update(format!("{show}:{code}").as_bytes());
+        mac.finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for CodeKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CodeKey(…)")
+    }
 }
 
 /// Whether `name` may name a lane.

@@ -23,16 +23,16 @@ pub use self::draw::{
     parse_ranges, ranges_text, to_ranges,
 };
 pub use self::lanes::{
-    AccessCode, LANE_SPAN, LaneFigure, LaneName, LaneRule, Lanes, MAX_CODE, MAX_LANES, MIN_CODE,
-    code_hash, code_ok, lane_name_ok, lane_of,
+    AccessCode, CodeKey, LANE_SPAN, LaneFigure, LaneName, LaneRule, Lanes, MAX_CODE, MAX_LANES,
+    MIN_CODE, code_ok, lane_name_ok, lane_of,
 };
 pub use self::order::{MAX_AMOUNT, NewOrder, Order, OrderRequest, Redemption};
 pub use self::pace::{Eta, Pace, Paused, RateChange};
 pub use self::sale::{EndReason, Phase, SOLD_OUT, Sale};
 pub use self::settings::{
-    AnnouncedRate, EventTimes, MAX_ACTIVE_BUYERS, MAX_ARRIVAL_WINDOW, MAX_BEACON, MAX_BEACON_VALUE,
-    MAX_CHALLENGE_BITS, MAX_HEALTH_URL, MAX_RATE, MAX_STOCK, MIN_ARRIVAL_WINDOW, Schedule,
-    ScheduledEvent, SettingError, ShowSettings, health_uri,
+    AnnouncedRate, EventPhase, EventTimes, MAX_ACTIVE_BUYERS, MAX_ARRIVAL_WINDOW, MAX_BEACON,
+    MAX_BEACON_VALUE, MAX_CHALLENGE_BITS, MAX_HEALTH_URL, MAX_RATE, MAX_STOCK, MIN_ARRIVAL_WINDOW,
+    Schedule, ScheduledEvent, SettingError, ShowSettings, health_uri,
 };
 
 /// A show id as the outside may name it: `[A-Za-z0-9._-]{1,64}`, except `.` and `..` (no

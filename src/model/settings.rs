@@ -185,9 +185,27 @@ pub struct ScheduledEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ends_at: Option<String>,
     /// The settings in force while it runs, laid over the show's (only those an event may
-    /// set: see `events`).
+    /// set: see `events`; none: the show's own).
+    #[serde(default)]
     #[schema(value_type = Object)]
     pub settings: Box<ShowSettings>,
+    /// The phase the on-sale enters when the event starts (`open`, `paused` or `ended`), by
+    /// the admitter's tick, as the operator's call would; an operator may still change it
+    /// by hand afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<EventPhase>,
+}
+
+/// A phase an event of the schedule puts the on-sale in when it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EventPhase {
+    /// The admitter serves the show (`POST …/open`).
+    Open,
+    /// Admission stops, every place kept (`POST …/pause`).
+    Paused,
+    /// The on-sale is over (`POST …/end`).
+    Ended,
 }
 
 /// An event's times and settings as the store's scripts take them: ms since the epoch.
@@ -200,6 +218,9 @@ pub struct EventTimes {
     pub e: Option<u64>,
     /// Its settings.
     pub set: ShowSettings,
+    /// The phase it enters when it starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ph: Option<EventPhase>,
 }
 
 /// A setting out of range: which, and why.
@@ -390,6 +411,7 @@ impl ShowSettings {
                         s: parse_ms(&e.starts_at)?,
                         e: e.ends_at.as_deref().and_then(parse_ms),
                         set: e.settings.for_an_event(),
+                        ph: e.phase,
                     })
                 })
                 .collect(),

@@ -19,7 +19,8 @@ use crate::support::redis::RedisServer;
 
 both_stores!(
     a_schedule_changes_the_settings_at_its_times_and_audits_each_change,
-    every_eta_counts_with_the_next_events_rate
+    every_eta_counts_with_the_next_events_rate,
+    events_open_pause_and_end_the_sale_with_its_lanes_at_their_times
 );
 
 /// `secs` from now (negative: ago) as RFC 3339.
@@ -278,5 +279,159 @@ async fn an_event_comes_at_its_time_across_a_leader_kill() {
             .iter()
             .all(|r| r.fence == fence && r.rate == Some(4) && admitted(r) == 4),
         "{later:?}"
+    );
+}
+
+/// The phases of an audit, in order, and whether every tick came while the sale was open.
+fn phases_and_ticks(records: &[AuditRecord]) -> (Vec<String>, bool) {
+    let mut phases = Vec::new();
+    let mut open = false;
+    let mut ticks_open = true;
+    for r in records {
+        match r.kind {
+            AuditKind::Phase => {
+                let p = serde_json::to_value(r.phase).unwrap();
+                open = p == "open";
+                phases.push(p.as_str().unwrap_or("").to_owned());
+            }
+            AuditKind::Tick => ticks_open &= open,
+            _ => {}
+        }
+    }
+    (phases, ticks_open)
+}
+
+/// A sale run by its schedule alone: a presale of codes only opens it, a pause, the general
+/// sale opens it again with the presale lane beside the general queue, and the end. Each
+/// starts at its tick with nobody calling, and no fan is admitted while it is not open.
+async fn events_open_pause_and_end_the_sale_with_its_lanes_at_their_times(backend: Backend) {
+    let app = spawn_app_with(backend, config(2, Duration::from_secs(300))).await;
+    let lanes = json!([{"name": "presale", "share": 50}]);
+    let events = json!([
+        {"name": "presale", "startsAt": in_secs(2), "phase": "open",
+         "settings": {"lanes": lanes, "codesOnly": true}},
+        {"name": "break", "startsAt": in_secs(5), "phase": "paused"},
+        {"name": "general", "startsAt": in_secs(8), "phase": "open",
+         "settings": {"lanes": lanes, "admitPerSecond": 3}},
+        {"name": "over", "startsAt": in_secs(11), "phase": "ended"},
+    ]);
+    app.configure("tour", json!({"events": events})).await;
+    let codes: String = (0..40)
+        .map(|i| format!("TOUR-CODE-{i:02},presale\n"))
+        .collect();
+    let r = app
+        .as_operator(
+            reqwest::Method::POST,
+            &waiting_room::protocol::routes::show(waiting_room::protocol::routes::CODES, "tour"),
+        )
+        .body(codes)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(app.stats("tour").await["phase"], "pending");
+    // The presale opens the sale by itself: codes only.
+    app.stats_until("tour", Duration::from_secs(30), |s| s["phase"] == "open")
+        .await;
+    let join = |code: Option<String>| {
+        let mut r = app
+            .client
+            .post(app.url(&waiting_room::protocol::routes::show(
+                waiting_room::protocol::routes::JOIN,
+                "tour",
+            )));
+        if let Some(c) = code {
+            r = r.header(waiting_room::protocol::ACCESS_CODE_HEADER, c);
+        }
+        async move { r.send().await.unwrap() }
+    };
+    let refused = join(None).await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    for i in 0..20 {
+        let r = join(Some(format!("TOUR-CODE-{i:02}"))).await;
+        assert_eq!(r.status(), StatusCode::ACCEPTED);
+    }
+    // The break pauses it, the general sale opens it again for all.
+    app.stats_until("tour", Duration::from_secs(30), |s| s["phase"] == "paused")
+        .await;
+    let s = app
+        .stats_until("tour", Duration::from_secs(30), |s| s["phase"] == "open")
+        .await;
+    assert_eq!(s["runningEvent"], 3, "{s}");
+    let general = join(None).await;
+    assert_eq!(general.status(), StatusCode::ACCEPTED);
+    // And it ends.
+    app.stats_until("tour", Duration::from_secs(30), |s| s["phase"] == "ended")
+        .await;
+    let records = audit_of(&app, "tour", 1000).await;
+    let (phases, ticks_open) = phases_and_ticks(&records);
+    assert_eq!(phases, ["open", "paused", "open", "ended"], "{records:?}");
+    assert!(ticks_open, "a tick while not open: {records:?}");
+    assert!(
+        records
+            .iter()
+            .any(|r| r.kind == AuditKind::Tick && !r.lanes.is_empty()),
+        "{records:?}"
+    );
+    waiting_room::draw::verify(None, &records, None).expect("fair");
+    app.stop().await;
+}
+
+/// An event that opens a sale comes at its time across a leader kill: the survivor opens it
+/// once, under its token, and admits from then.
+#[tokio::test]
+async fn an_event_opens_the_sale_across_a_leader_kill() {
+    let redis = RedisServer::start().await;
+    let mut servers = [
+        ServerProcess::start(&redis.url(), 2, &[]).await,
+        ServerProcess::start(&redis.url(), 2, &[]).await,
+    ];
+    servers[0].create("dawn").await;
+    servers[0].join_many("dawn", 50).await;
+    let until = Instant::now() + Duration::from_secs(30);
+    let leader = loop {
+        let found = leaders(&[&servers[0], &servers[1]]).await;
+        if let [i] = found[..] {
+            break i;
+        }
+        assert!(Instant::now() < until, "no one leader: {found:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let survivor = 1 - leader;
+    servers[survivor]
+        .configure(
+            "dawn",
+            json!({"events": [{"startsAt": in_secs(5), "phase": "open",
+                               "settings": {"admitPerSecond": 4}}]}),
+        )
+        .await;
+    servers[leader].kill();
+    servers[survivor]
+        .stats_until("dawn", Duration::from_secs(60), |s| s["phase"] == "open")
+        .await;
+    let until = Instant::now() + Duration::from_secs(30);
+    let records = loop {
+        let records = audit_of(&servers[survivor], "dawn", 1000).await;
+        if records.iter().filter(|r| r.kind == AuditKind::Tick).count() >= 2 {
+            break records;
+        }
+        assert!(Instant::now() < until, "no ticks: {records:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Opened once, by the event applied under the survivor's token; its ticks follow.
+    let (phases, ticks_open) = phases_and_ticks(&records);
+    assert_eq!(phases, ["open"], "{records:?}");
+    assert!(ticks_open);
+    let event = records
+        .iter()
+        .find(|r| r.kind == AuditKind::Event)
+        .expect("the event applied");
+    assert!(event.fence > 0, "{event:?}");
+    assert!(
+        records
+            .iter()
+            .filter(|r| r.kind == AuditKind::Tick)
+            .all(|r| r.fence == event.fence && r.rate == Some(4)),
+        "{records:?}"
     );
 }

@@ -27,7 +27,7 @@ const HOP_BY_HOP: [&str; 8] = [
 /// goes on as it is. `X-Forwarded-For` is rebuilt with the client appended (as nginx's
 /// `$proxy_add_x_forwarded_for`); `Forwarded` and `X-Real-IP` say what the gateway did not,
 /// so they are dropped.
-const OWNED: [&str; 8] = [
+const OWNED: [&str; 9] = [
     "x-forwarded-proto",
     "x-forwarded-host",
     "forwarded",
@@ -35,8 +35,10 @@ const OWNED: [&str; 8] = [
     COMMAND_HEADER,
     CHECKED_HEADER,
     "x-admission-ticket",
-    // A show's bypass token is the waiting room's secret, never the origin's to log.
+    // A show's bypass token is the waiting room's secret, never the origin's to log; so is a
+    // fan's access code.
     "x-bypass-token",
+    "x-access-code",
 ];
 
 /// Whether the request asks to switch protocols (a WebSocket handshake).

@@ -1,6 +1,6 @@
 //! Access codes (docs/lanes.md): presale and priority codes an operator adds to a show, each
 //! for a lane, single-use or with a count of uses. The store keeps each code's hash
-//! ([`crate::model::code_hash`]), never the code; a join spends a use (`join.lua`).
+//! ([`crate::model::CodeKey::hash`]), never the code; a join spends a use (`join.lua`).
 
 mod calls;
 
@@ -12,7 +12,7 @@ use crate::model::ShowId;
 /// One code as it is added: its hash, its lane, and how many joins it lets in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewCode {
-    /// [`crate::model::code_hash`] of the code.
+    /// [`crate::model::CodeKey::hash`] of the code.
     pub hash: String,
     /// The lane it lets its fans into.
     pub lane: String,

@@ -42,8 +42,10 @@ if changed then
 end
 if (change[3] and tonumber(change[3]) <= now)
   or (changed and redis.call('HEXISTS', META, 'events') == 1) then
-  if apply_events(now, epoch, token) then
+  if apply_events(now, epoch, token, true) then
     publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now)
+    -- The event paused or ended the on-sale: nobody is admitted.
+    if not is_open() then return {outcome = 'not_served'} end
   end
 end
 
@@ -152,9 +154,9 @@ local function reached(ticket, arrival)
     let_in(ticket, arrival)
   end
 end
--- However many are away, a tick looks at no more than this many fans past the places it
--- fills in a queue.
-local LOOK_PAST = 1000
+-- However many are away, a tick looks at no more than this many fans past its places (over
+-- every lane together).
+local budget = places + 1000
 -- A show with lanes (docs/lanes.md) splits the places among them; each lane is taken from
 -- in its own arrival order.
 local lanes = served_lanes(st_set)
@@ -162,7 +164,7 @@ local d = draw_phase()
 -- The general queue (lane 0): up to `want` more let in, a drawn pre-queue first, in drawn
 -- order (place hd + 1 holds the arrival the permutation put there, skipped if it left).
 local function take_general(want)
-  local goal, budget = n + want, want + LOOK_PAST
+  local goal = n + want
   if d and d.p then
     while n < goal and hd < d.closed and budget > 0 do
       hd = hd + 1
@@ -195,7 +197,7 @@ end
 -- Lane `k` (from 1): up to `want` more let in, in its arrival order.
 local lane_heads = {}
 local function take_lane(k, want)
-  local goal, budget = n + want, want + LOOK_PAST
+  local goal = n + want
   local lo, hi = lane_range(k)
   local hk = lane_heads[k] or lane_head(k)
   while n < goal and budget > 0 do

@@ -41,8 +41,8 @@
 -- audit records the code's hash (its first 16 hex digits) and the lane; the outcome `laned`,
 -- with where the ticket stands. Otherwise `code_refused` with why (`unknown`, `used_up`,
 -- `lane_closed`), unless the join asked to fall back and the show is not `codesOnly`; a join
--- with no code of a `codesOnly` show is `code_required`. Codes are judged before the proof is
--- spent, and a refused code spends nothing.
+-- with no code of a `codesOnly` show is `code_required`. A code is judged once the join's
+-- proof (if the show asks one) is spent, so each try of a code costs a proof.
 local m = show_meta()
 local epoch, refused = live_show(m)
 if refused then return refused end
@@ -114,20 +114,14 @@ for i, j in ipairs(joins) do
       end
     end
   end
+  -- A code is judged last, once the proof is spent: a proof buys one try of a code, and
+  -- nothing tells a code apart before it.
   local lane, uses
-  if not o and not ended then
-    if j.code then
-      lane, uses = code_lane(j.code)
-      if not lane and (st.codesOnly or not j.fallback) then
-        o = {outcome = 'code_refused', why = uses}
-      end
-    elseif st.codesOnly then
-      o = {outcome = 'code_required'}
-    end
-  end
   if not o then
     if ended then
       o = {outcome = 'ended'}
+    elseif st.codesOnly and not j.code then
+      o = {outcome = 'code_required'}
     elseif room and room <= 0 then
       o = unavailable('the queue is full; try again in a few seconds', 10000)
     elseif need > 0 and not j.proof_key then
@@ -136,7 +130,15 @@ for i, j in ipairs(joins) do
       o = {outcome = 'proof_too_weak', bits = need}
     elseif need > 0 and not redis.call('SET', j.proof_key, '1', 'NX', 'PX', j.proof_ttl_ms) then
       o = {outcome = 'proof_spent'}
-    elseif lane then
+    elseif j.code then
+      lane, uses = code_lane(j.code)
+      if not lane and (st.codesOnly or not j.fallback) then
+        o = {outcome = 'code_refused', why = uses}
+      end
+    end
+  end
+  if not o then
+    if lane then
       local k = lane_slot(lane, st)
       if not k then
         o = unavailable('every lane is taken by fans still waiting; try again later', 10000)

@@ -20,7 +20,7 @@ use crate::store::Result;
 
 /// Every per-show script: its name (its file, `<name>.lua`, in the folder of its concern) and
 /// its body.
-pub(super) const SCRIPTS: [(&str, &str); 29] = [
+pub(super) const SCRIPTS: [(&str, &str); 30] = [
     ("add_codes", include_str!("../codes/add_codes.lua")),
     ("admit", include_str!("../queue/admit.lua")),
     ("bypass", include_str!("../queue/bypass.lua")),
@@ -35,6 +35,7 @@ pub(super) const SCRIPTS: [(&str, &str); 29] = [
     ("configure", include_str!("../shows/configure.lua")),
     ("delete", include_str!("../shows/delete.lua")),
     ("draw", include_str!("../draw/draw.lua")),
+    ("due_events", include_str!("../shows/due_events.lua")),
     ("end", include_str!("../shows/end.lua")),
     ("is_admitted", include_str!("../queue/is_admitted.lua")),
     ("join", include_str!("../queue/join.lua")),

@@ -71,6 +71,9 @@ pub(super) const OPEN_SHOWS: &str = "wr:open";
 pub(super) const SHOWS: &str = "wr:shows";
 /// Scheduled shows not drawn yet, scored by their opening time (ms).
 pub(super) const SCHEDULED: &str = "wr:scheduled";
+/// Shows with a schedule of events, scored by when it next changes anything (ms): the
+/// admitter applies each change when due, whatever the show's phase.
+pub(super) const EVENTS_DUE: &str = "wr:events-due";
 
 /// A per-show script, named after its file (`<name>.lua`, beside the Rust of its concern that
 /// calls it; the name its reply's errors give).

@@ -730,8 +730,11 @@ end
 -- applies it then), `event_rate` the rate from then when it differs (every ETA counts with it,
 -- as with an announced rate change). A change of the running event (meta `event`, its place
 -- in the list from 1) is audited, with `fence` (the admitter's token, 0 for the operator), and
--- published. Answers whether the running event changed.
-local function apply_events(now, epoch, fence)
+-- published. An event that starts a phase (`ph`: open, paused, ended) puts the on-sale in it
+-- as it starts, only when `phases` (the admitter's fenced call): any other caller leaves that
+-- whole change, its settings too, to the admitter's next tick. Answers whether the running
+-- event changed.
+local function apply_events(now, epoch, fence, phases)
   local m = redis.call('HMGET', META, 'events', 'settings', 'event', 'change_at')
   local events = cjson.decode(m[1] or '[]')
   local base = cjson.decode(m[2] or '{}')
@@ -750,6 +753,21 @@ local function apply_events(now, epoch, fence)
     return all
   end
   local running = running_at(now)
+  -- The running event, by its place, what it sets and the phase it starts (its keys in
+  -- order, so that the same settings always read the same): a change of any is a change of
+  -- the schedule in force.
+  local is = ''
+  if running then
+    local set, names = events[running].set, {}
+    for name in pairs(set) do names[#names + 1] = name end
+    table.sort(names)
+    local parts = {tostring(running)}
+    for _, name in ipairs(names) do parts[#parts + 1] = name .. '=' .. cjson.encode(set[name]) end
+    if events[running].ph then parts[#parts + 1] = 'phase=' .. events[running].ph end
+    is = table.concat(parts, ';')
+  end
+  local ph = running and events[running].ph
+  if ph and not phases and (m[3] or '') ~= is then return false end
   local st = in_force(running)
   -- The next time anything changes: a start or an end after now.
   local next_at
@@ -790,17 +808,6 @@ local function apply_events(now, epoch, fence)
   else
     redis.call('HDEL', META, 'change_masked')
   end
-  -- The running event, by its place and what it sets (its keys in order, so that the same
-  -- settings always read the same): a change of either is a change of the schedule in force.
-  local is = ''
-  if running then
-    local set, names = events[running].set, {}
-    for name in pairs(set) do names[#names + 1] = name end
-    table.sort(names)
-    local parts = {tostring(running)}
-    for _, name in ipairs(names) do parts[#parts + 1] = name .. '=' .. tostring(set[name]) end
-    is = table.concat(parts, ';')
-  end
   if (m[3] or '') == is then return false end
   local record = {'kind', 'event', 'at_ms', now, 'epoch', epoch, 'fence', fence, 'rate', rate()}
   if running then
@@ -810,6 +817,17 @@ local function apply_events(now, epoch, fence)
     redis.call('HDEL', META, 'event')
   end
   audit(record)
+  if ph == 'open' then
+    -- As `open.lua` would, but for a fair start, which opens by itself after its draw.
+    local d = draw_phase()
+    if not is_open() and not (d and not d.p) then
+      redis.call('HSET', META, 'open', '1')
+      redis.call('HDEL', META, 'phase', 'end_reason')
+      audit({'kind', 'phase', 'at_ms', now, 'epoch', epoch, 'phase', 'open'})
+    end
+  elseif ph then
+    enter_phase(ph, epoch)
+  end
   return true
 end
 -- A schedule's change that came while no tick runs (a show not open: pending, paused, closed,
@@ -820,7 +838,7 @@ local function events_due(m, epoch)
   if phase_of(m) == 1 then return m end
   if not m.event_at or tonumber(m.event_at) > now_ms() then return m end
   local now = now_ms()
-  if apply_events(now, epoch, 0) then
+  if apply_events(now, epoch, 0, false) then
     publish('rate', epoch, redis.call('INCR', VER), head(), nil, 0, now)
   end
   return show_meta()

@@ -15,9 +15,9 @@ use super::reply::{
 use super::{Configured, Indexed, ShowMeta, Shows, ThrottleControl, Throttling, not_running};
 use crate::model::{EndReason, EventTimes, LaneStats, PresenceStats, ShowId, ShowStats};
 use crate::store::redis::{
-    NoArgs, OPEN_SHOWS, RedisStore, SCHEDULED, SHOWS, ShowScript, show_script,
+    EVENTS_DUE, NoArgs, OPEN_SHOWS, RedisStore, SCHEDULED, SHOWS, ShowScript, show_script,
 };
-use crate::store::{Result, ShowSettings, TOMBSTONE_TTL, new_epoch};
+use crate::store::{Result, ShowSettings, StoreError, TOMBSTONE_TTL, new_epoch};
 
 static CONFIGURE: LazyLock<ShowScript> = show_script!("configure");
 static OPEN: LazyLock<ShowScript> = show_script!("open");
@@ -25,6 +25,7 @@ static CLOSE: LazyLock<ShowScript> = show_script!("close");
 static PAUSE: LazyLock<ShowScript> = show_script!("pause");
 static END: LazyLock<ShowScript> = show_script!("end");
 static DELETE: LazyLock<ShowScript> = show_script!("delete");
+static DUE_EVENTS: LazyLock<ShowScript> = show_script!("due_events");
 static CHECK: LazyLock<ShowScript> = show_script!("check");
 static META: LazyLock<ShowScript> = show_script!("meta");
 static STATS: LazyLock<ShowScript> = show_script!("stats");
@@ -96,6 +97,26 @@ struct ThrottleArgs {
     pace: Option<u32>,
 }
 
+/// `due_events.lua`'s own arguments: the admitter's fencing token.
+#[derive(serde::Serialize)]
+struct DueArgs {
+    fence: u64,
+}
+
+/// `due_events.lua`'s answer.
+#[derive(Debug, serde::Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+enum DueReply {
+    Applied {
+        open: bool,
+        next_at: Option<u64>,
+    },
+    Fenced {
+        #[allow(dead_code, reason = "a reply must say it, so a wrong one is refused")]
+        fence: u64,
+    },
+}
+
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> {
     async fn configure(&self, show: &ShowId, settings: ShowSettings) -> Result<Configured> {
@@ -114,9 +135,21 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
             events: settings.event_times(),
             settings: settings.without_schedule(),
         };
+        let scheduled = args.events.as_ref().map(|e| !e.is_empty());
         let r: ConfigureReply = self.run(&CONFIGURE, show, &args).await?;
         let mut conn = self.conn.clone();
         let _: i64 = conn.sadd(SHOWS, show.as_str()).await?;
+        // A schedule sent: the admitter looks at it at its next tick, and lists it again for
+        // each change from then on; none: nothing to look at.
+        match scheduled {
+            Some(true) => {
+                let _: i64 = conn.zadd(EVENTS_DUE, show.as_str(), 0).await?;
+            }
+            Some(false) => {
+                let _: i64 = conn.zrem(EVENTS_DUE, show.as_str()).await?;
+            }
+            None => {}
+        }
         Ok(r.into())
     }
 
@@ -182,7 +215,43 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
         let _: i64 = conn.srem(OPEN_SHOWS, show.as_str()).await?;
         let _: i64 = conn.srem(SHOWS, show.as_str()).await?;
         let _: i64 = conn.zrem(SCHEDULED, show.as_str()).await?;
+        let _: i64 = conn.zrem(EVENTS_DUE, show.as_str()).await?;
         Ok(r.deleted)
+    }
+
+    async fn events_due(&self, now_ms: u64) -> Result<Vec<ShowId>> {
+        let mut conn = self.conn.clone();
+        let names: Vec<String> = conn.zrangebyscore(EVENTS_DUE, "-inf", now_ms).await?;
+        Ok(names.iter().filter_map(|n| n.parse().ok()).collect())
+    }
+
+    async fn apply_due_events(&self, show: &ShowId, fence: u64) -> Result<Option<bool>> {
+        let mut conn = self.conn.clone();
+        let r = match self.run(&DUE_EVENTS, show, &DueArgs { fence }).await {
+            Ok(r) => r,
+            Err(StoreError::NoSuchShow(_)) => {
+                let _: i64 = conn.zrem(EVENTS_DUE, show.as_str()).await?;
+                return Ok(Some(false));
+            }
+            Err(e) => return Err(e),
+        };
+        let (open, next_at) = match r {
+            DueReply::Fenced { .. } => return Ok(None),
+            DueReply::Applied { open, next_at } => (open, next_at),
+        };
+        match next_at {
+            Some(at) => {
+                let _: i64 = conn.zadd(EVENTS_DUE, show.as_str(), at).await?;
+            }
+            None => {
+                let _: i64 = conn.zrem(EVENTS_DUE, show.as_str()).await?;
+            }
+        }
+        // An event that opened the show: the admitter serves it from its next tick.
+        if open {
+            let _: i64 = conn.sadd(OPEN_SHOWS, show.as_str()).await?;
+        }
+        Ok(Some(open))
     }
 
     async fn show(&self, show: &ShowId) -> Result<Option<ShowMeta>> {

@@ -65,7 +65,7 @@ if A.events then
   end
 end
 local scheduled = A.events or redis.call('HEXISTS', META, 'events') == 1
-if scheduled then apply_events(now, epoch, 0) end
+if scheduled then apply_events(now, epoch, 0, false) end
 if A.rate or A.change_at or A.stock or scheduled then
   local ver = redis.call('INCR', VER)
   publish('rate', epoch, ver, head(), nil, 0, now)

@@ -28,6 +28,12 @@ pub trait Shows: Send + Sync {
     async fn end(&self, show: &ShowId, reason: Option<EndReason>) -> Result<()>;
     /// Removes the show and all its state; false if there was none.
     async fn delete(&self, show: &ShowId) -> Result<bool>;
+    /// The shows whose schedule of events changes something by `now_ms`.
+    async fn events_due(&self, now_ms: u64) -> Result<Vec<ShowId>>;
+    /// Applies `show`'s due changes of its schedule under the admitter's `fence` (the phase an
+    /// event starts included), and lists it again for its next change; `None` when the
+    /// fence is older than the show's (another leader served it).
+    async fn apply_due_events(&self, show: &ShowId, fence: u64) -> Result<Option<bool>>;
     /// The show, if an operator made it (a lost show included).
     async fn show(&self, show: &ShowId) -> Result<Option<ShowMeta>>;
     /// Every show an operator made, open or not, in id order.
