@@ -97,11 +97,12 @@ pub(crate) struct CodeCounts {
     request_body(content = String, content_type = "text/csv"),
     responses(
         (status = 200, description = "What was added, and the lines refused", body = CodesReport),
-        (status = 400, description = "A bad showId, or a body that is not text", body = crate::protocol::ErrorBody),
+        (status = 400, description = "A bad showId or query", body = crate::protocol::ErrorBody),
         (status = 401, description = "Operator token missing or wrong", body = crate::protocol::ErrorBody),
         (status = 404, description = crate::http::openapi::NO_SHOW, body = crate::protocol::ErrorBody),
         (status = 409, description = "The show would hold more codes than it may", body = crate::protocol::ErrorBody),
         (status = 413, description = "More than 100,000 lines or 12 MiB: nothing added", body = crate::protocol::ErrorBody),
+        (status = 415, description = "Not `text/csv`", body = crate::protocol::ErrorBody),
     ),
 )]
 pub(super) async fn add(
@@ -109,9 +110,23 @@ pub(super) async fn add(
     State(state): State<AppState>,
     AppPath(show): AppPath<String>,
     replace: Result<Query<Replace>, QueryRejection>,
+    headers: axum::http::HeaderMap,
     body: Body,
 ) -> Result<impl IntoResponse, AppError> {
     let show = show_id(&show)?;
+    let csv = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let v = v.trim().to_ascii_lowercase();
+            v.starts_with("text/csv") || v.starts_with("text/plain")
+        });
+    if !csv {
+        return Err(AppError::Rejected(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "send the codes as `Content-Type: text/csv`, `code,lane[,uses]` a line".into(),
+        ));
+    }
     let Query(replace) =
         replace.map_err(|e| AppError::BadRequest(format!("the query (`replace`): {e}")))?;
     let mut read = Reading::new(&show, &state.site.code_key);

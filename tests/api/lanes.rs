@@ -356,6 +356,15 @@ async fn hostile_uploads_are_refused_and_add_nothing(backend: Backend) {
         (&json!(1), &json!(2)),
         "{report}"
     );
+    // Not a CSV: 415.
+    let r = app
+        .as_operator(reqwest::Method::POST, &routes::show(routes::CODES, "big"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
     // The operator's token is needed, and an unknown show is 404.
     let r = app
         .client
