@@ -232,6 +232,8 @@
         input.spellcheck = false;
         input.autocomplete = 'off';
       }
+      // What it shows as built (a checkbox: unchecked) is no edit of the operator's.
+      input.dataset.shown = valueOf(input);
       box.append(label, input);
       if (f.help) {
         const help = document.createElement('small');
@@ -741,8 +743,8 @@
         return `${words(k).toLowerCase()} ${fmt(v)}`;
       };
       const sets = Object.entries(e.settings || {}).map(setting);
-      const starts = { open: 'opens the sale', paused: 'pauses the sale', ended: 'ends the sale' };
-      if (e.phase) sets.unshift(starts[e.phase] || e.phase);
+      const phaseWords = { open: 'opens the sale', paused: 'pauses the sale', ended: 'ends the sale' };
+      if (e.phase) sets.unshift(phaseWords[e.phase] || e.phase);
       what.textContent = ` · ${sets.length ? sets.join(', ') : 'the show\'s own settings'}`;
       const tag = document.createElement('span');
       tag.className = 'event-state';

@@ -191,27 +191,39 @@ async fn a_schedule_that_does_not_fit_is_refused_whole() {
     app.stop().await;
 }
 
+/// Two server processes on one redis-server of their own (kept alive with them).
+async fn two_servers() -> (RedisServer, [ServerProcess; 2]) {
+    let redis = RedisServer::start().await;
+    let servers = [
+        ServerProcess::start(&redis.url(), 2, &[]).await,
+        ServerProcess::start(&redis.url(), 2, &[]).await,
+    ];
+    (redis, servers)
+}
+
+/// Which of `servers` leads the admitter, once exactly one does.
+async fn one_leader(servers: &[ServerProcess; 2]) -> usize {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = leaders(&[&servers[0], &servers[1]]).await;
+        if let [i] = found[..] {
+            return i;
+        }
+        assert!(Instant::now() < until, "no one leader: {found:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// The tick that applies an event is the admitter's: with the leader killed just before an
 /// event starts, the instance that takes over applies it once, under its own fencing token.
 #[tokio::test]
 async fn an_event_comes_at_its_time_across_a_leader_kill() {
-    let redis = RedisServer::start().await;
-    let mut servers = [
-        ServerProcess::start(&redis.url(), 2, &[]).await,
-        ServerProcess::start(&redis.url(), 2, &[]).await,
-    ];
+    let (_redis, mut servers) = two_servers().await;
     servers[0].create("relay").await;
     servers[0].join_many("relay", 200).await;
     servers[0].open("relay").await;
     let until = Instant::now() + Duration::from_secs(30);
-    let leader = loop {
-        let found = leaders(&[&servers[0], &servers[1]]).await;
-        if let [i] = found[..] {
-            break i;
-        }
-        assert!(Instant::now() < until, "no one leader: {found:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let leader = one_leader(&servers).await;
     let survivor = 1 - leader;
     // The leader has admitted under its token before it dies.
     let dead_fences = loop {
@@ -382,22 +394,10 @@ async fn events_open_pause_and_end_the_sale_with_its_lanes_at_their_times(backen
 /// once, under its token, and admits from then.
 #[tokio::test]
 async fn an_event_opens_the_sale_across_a_leader_kill() {
-    let redis = RedisServer::start().await;
-    let mut servers = [
-        ServerProcess::start(&redis.url(), 2, &[]).await,
-        ServerProcess::start(&redis.url(), 2, &[]).await,
-    ];
+    let (_redis, mut servers) = two_servers().await;
     servers[0].create("dawn").await;
     servers[0].join_many("dawn", 50).await;
-    let until = Instant::now() + Duration::from_secs(30);
-    let leader = loop {
-        let found = leaders(&[&servers[0], &servers[1]]).await;
-        if let [i] = found[..] {
-            break i;
-        }
-        assert!(Instant::now() < until, "no one leader: {found:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let leader = one_leader(&servers).await;
     let survivor = 1 - leader;
     servers[survivor]
         .configure(

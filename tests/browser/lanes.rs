@@ -68,7 +68,7 @@ async fn the_console_shows_the_lanes_their_fans_and_codes_left() {
         &show,
         json!({
             "lanes": [{"name": "presale", "share": 80}],
-            "events": [{"name": "fan club first", "startsAt": at(3600),
+            "events": [{"name": "fan club first", "startsAt": at(3600), "phase": "open",
                         "settings": {"lanes": [{"name": "fan-club", "priority": true}], "codesOnly": true}}],
         }),
     )
@@ -132,7 +132,9 @@ async fn the_console_shows_the_lanes_their_fans_and_codes_left() {
             .await
             .unwrap();
         assert!(
-            event.contains("lanes fan-club (first)") && event.contains("codes only"),
+            event.contains("opens the sale")
+                && event.contains("lanes fan-club (first)")
+                && event.contains("codes only"),
             "{event}"
         );
     })
