@@ -16,6 +16,7 @@ use crate::support::notify::StandIn;
 both_stores!(
     a_waiting_fan_is_called_soon_then_admitted_by_push_and_by_webhook,
     a_subscription_the_show_does_not_allow_is_refused_and_nothing_is_called,
+    a_fan_in_a_lane_is_called_soon_by_its_lanes_pace,
 );
 
 fn notify_path(show: &str, ticket: &str) -> String {
@@ -170,5 +171,75 @@ async fn a_subscription_the_show_does_not_allow_is_refused_and_nothing_is_called
         ask(&app, show, &ticket, &theirs).await,
         StatusCode::NO_CONTENT
     );
+    app.stop().await;
+}
+
+/// A fan in a priority lane (docs/lanes.md) is called `soon` as its lane nears it, though the
+/// general queue's head is far behind its arrival number, then `admitted`.
+async fn a_fan_in_a_lane_is_called_soon_by_its_lanes_pace(backend: Backend) {
+    let app = spawn_app_with(backend, config(1, Duration::from_secs(60))).await;
+    let jwks: Value = app
+        .get("/.well-known/jwks.json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let receiver = StandIn::webhook(&jwks);
+    let hook = format!("{}/hook", receiver.url);
+    let show = "lanecall";
+    app.configure(
+        show,
+        json!({"admitPerSecond": 1, "notifyAheadSeconds": 1, "awayHoldSeconds": 0,
+               "notifyUrl": hook, "lanes": [{"name": "vip", "priority": true}]}),
+    )
+    .await;
+    let r = app
+        .as_operator(
+            reqwest::Method::POST,
+            &waiting_room::protocol::routes::show(waiting_room::protocol::routes::CODES, show),
+        )
+        .header("content-type", "text/csv")
+        .body("VIP-CALL-1,vip\nVIP-CALL-2,vip\nVIP-CALL-3,vip\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    app.join_many(show, 3).await;
+    let mut vips = Vec::new();
+    for i in 1..=3 {
+        let t: Value = app
+            .client
+            .post(app.url(&waiting_room::protocol::routes::show(
+                waiting_room::protocol::routes::JOIN,
+                show,
+            )))
+            .header(
+                waiting_room::protocol::ACCESS_CODE_HEADER,
+                format!("VIP-CALL-{i}"),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        vips.push(t["ticketId"].as_str().unwrap().to_owned());
+    }
+    let last = &vips[2];
+    assert_eq!(
+        ask(&app, show, last, &json!({"webhook": true})).await,
+        StatusCode::NO_CONTENT
+    );
+    app.open(show).await;
+    let hooks = receiver
+        .received_when(|r| events_of(r, last, "body").len() >= 2)
+        .await;
+    assert_eq!(events_of(&hooks, last, "body"), ["soon", "admitted"]);
+    let soon = hooks
+        .iter()
+        .find(|h| h["body"]["ticketId"] == last.as_str() && h["body"]["event"] == "soon")
+        .unwrap();
+    // Its place in its lane, not among the general queue's arrivals.
+    assert!(soon["body"]["position"].as_u64().unwrap() <= 2, "{soon:#}");
     app.stop().await;
 }

@@ -305,16 +305,32 @@ if redis.call('HLEN', CALLS) > 0 then
     end
   end
   local ahead = tonumber(st_set.notifyAheadSeconds or 120)
-  local within = hd + math.ceil(math.max(n_rate, 1) * ahead)
-  for _, t in ipairs(redis.call('ZRANGEBYSCORE', CALLQ, '-inf', within, 'LIMIT', 0, 1000)) do
-    redis.call('ZREM', CALLQ, t)
-    local seq = redis.call('ZSCORE', Q, t)
-    local pk = not seq and redis.call('ZSCORE', PARKED, t)
-    local where = (seq and standing(t, tonumber(seq))) or (pk and parked_standing(tonumber(pk)))
-    if where and where.position then
-      calls[#calls + 1] = {ticket = t, event = 'soon', position = where.position,
-        eta_s = math.ceil(where.position / math.max(n_rate, 1)),
-        channel = redis.call('HGET', CALLS, t)}
+  local rate_now = math.max(n_rate, 1)
+  -- Each queue's reach: from its head, as many places as it is let in within `ahead`. The
+  -- general queue at the whole rate; with lanes, each lane (its arrivals from slot * LANE)
+  -- at its share of the rate, or all of it with priority.
+  local reaches = {{lo = '-inf', head = hd, per = rate_now}}
+  if lanes then
+    reaches = {}
+    for _, l in ipairs(lanes) do
+      reaches[#reaches + 1] = {
+        lo = l.slot == 0 and '-inf' or l.slot * LANE,
+        head = l.slot == 0 and hd or (lane_heads[l.slot] or lane_head(l.slot)),
+        per = rate_now * (l.priority and 1 or l.share / 100),
+      }
+    end
+  end
+  for _, r in ipairs(reaches) do
+    local within = r.head + math.ceil(r.per * ahead)
+    for _, t in ipairs(redis.call('ZRANGEBYSCORE', CALLQ, r.lo, within, 'LIMIT', 0, 1000)) do
+      redis.call('ZREM', CALLQ, t)
+      local seq = redis.call('ZSCORE', Q, t)
+      local pk = not seq and redis.call('ZSCORE', PARKED, t)
+      local where = (seq and standing(t, tonumber(seq))) or (pk and parked_standing(tonumber(pk)))
+      if where and where.position then
+        calls[#calls + 1] = {ticket = t, event = 'soon', position = where.position,
+          eta_s = math.ceil(where.position / r.per), channel = redis.call('HGET', CALLS, t)}
+      end
     end
   end
 end
