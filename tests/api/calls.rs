@@ -9,6 +9,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::lanes::{joined_with, upload};
 use crate::support::app::{config, spawn_app_with};
 use crate::support::backend::Backend;
 use crate::support::notify::StandIn;
@@ -38,6 +39,19 @@ async fn ask(
         .status()
 }
 
+/// A webhook receiver that verifies the calls with `app`'s JWKS, and its URL.
+async fn webhook(app: &crate::support::app::TestApp) -> (StandIn, String) {
+    let jwks: Value = app
+        .get("/.well-known/jwks.json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let receiver = StandIn::webhook(&jwks);
+    let hook = format!("{}/hook", receiver.url);
+    (receiver, hook)
+}
+
 fn events_of(records: &[Value], ticket: &str, field: &str) -> Vec<String> {
     records
         .iter()
@@ -49,14 +63,7 @@ fn events_of(records: &[Value], ticket: &str, field: &str) -> Vec<String> {
 async fn a_waiting_fan_is_called_soon_then_admitted_by_push_and_by_webhook(backend: Backend) {
     let service = StandIn::push_service();
     let app = spawn_app_with(backend, config(1, Duration::from_secs(60))).await;
-    let jwks: Value = app
-        .get("/.well-known/jwks.json")
-        .await
-        .json()
-        .await
-        .unwrap();
-    let receiver = StandIn::webhook(&jwks);
-    let hook = format!("{}/hook", receiver.url);
+    let (receiver, hook) = webhook(&app).await;
     let show = "calls";
     app.create(show).await;
     app.configure(
@@ -178,14 +185,7 @@ async fn a_subscription_the_show_does_not_allow_is_refused_and_nothing_is_called
 /// general queue's head is far behind its arrival number, then `admitted`.
 async fn a_fan_in_a_lane_is_called_soon_by_its_lanes_pace(backend: Backend) {
     let app = spawn_app_with(backend, config(1, Duration::from_secs(60))).await;
-    let jwks: Value = app
-        .get("/.well-known/jwks.json")
-        .await
-        .json()
-        .await
-        .unwrap();
-    let receiver = StandIn::webhook(&jwks);
-    let hook = format!("{}/hook", receiver.url);
+    let (receiver, hook) = webhook(&app).await;
     let show = "lanecall";
     app.configure(
         show,
@@ -193,36 +193,12 @@ async fn a_fan_in_a_lane_is_called_soon_by_its_lanes_pace(backend: Backend) {
                "notifyUrl": hook, "lanes": [{"name": "vip", "priority": true}]}),
     )
     .await;
-    let r = app
-        .as_operator(
-            reqwest::Method::POST,
-            &waiting_room::protocol::routes::show(waiting_room::protocol::routes::CODES, show),
-        )
-        .header("content-type", "text/csv")
-        .body("VIP-CALL-1,vip\nVIP-CALL-2,vip\nVIP-CALL-3,vip\n")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
+    let codes = "VIP-CALL-1,vip\nVIP-CALL-2,vip\nVIP-CALL-3,vip\n".to_owned();
+    assert_eq!(upload(&app, show, codes).await.status(), StatusCode::OK);
     app.join_many(show, 3).await;
     let mut vips = Vec::new();
     for i in 1..=3 {
-        let t: Value = app
-            .client
-            .post(app.url(&waiting_room::protocol::routes::show(
-                waiting_room::protocol::routes::JOIN,
-                show,
-            )))
-            .header(
-                waiting_room::protocol::ACCESS_CODE_HEADER,
-                format!("VIP-CALL-{i}"),
-            )
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let t = joined_with(&app, show, &format!("VIP-CALL-{i}")).await;
         vips.push(t["ticketId"].as_str().unwrap().to_owned());
     }
     let last = &vips[2];

@@ -11,6 +11,7 @@ use waiting_room::model::{AuditKind, AuditRecord};
 
 use crate::cluster::leaders;
 use crate::draw::audit_of;
+use crate::lanes::{joined_with, upload};
 use crate::support::api::Api;
 use crate::support::app::{config, spawn_app, spawn_app_with};
 use crate::support::backend::Backend;
@@ -333,46 +334,22 @@ async fn events_open_pause_and_end_the_sale_with_its_lanes_at_their_times(backen
     let codes: String = (0..40)
         .map(|i| format!("TOUR-CODE-{i:02},presale\n"))
         .collect();
-    let r = app
-        .as_operator(
-            reqwest::Method::POST,
-            &waiting_room::protocol::routes::show(waiting_room::protocol::routes::CODES, "tour"),
-        )
-        .header("content-type", "text/csv")
-        .body(codes)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(upload(&app, "tour", codes).await.status(), StatusCode::OK);
     assert_eq!(app.stats("tour").await["phase"], "pending");
     // The presale opens the sale by itself: codes only.
     app.stats_until("tour", Duration::from_secs(60), |s| s["phase"] == "open")
         .await;
-    let join = |code: Option<String>| {
-        let mut r = app
-            .client
-            .post(app.url(&waiting_room::protocol::routes::show(
-                waiting_room::protocol::routes::JOIN,
-                "tour",
-            )));
-        if let Some(c) = code {
-            r = r.header(waiting_room::protocol::ACCESS_CODE_HEADER, c);
-        }
-        async move { r.send().await.unwrap() }
-    };
-    let refused = join(None).await;
+    let refused = app.join("tour").await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     for i in 0..20 {
-        let r = join(Some(format!("TOUR-CODE-{i:02}"))).await;
-        assert_eq!(r.status(), StatusCode::ACCEPTED);
+        joined_with(&app, "tour", &format!("TOUR-CODE-{i:02}")).await;
     }
     // The break pauses it (the audit shows it below), the general sale opens it again for all.
     let s = app
         .stats_until("tour", Duration::from_secs(60), |s| s["runningEvent"] == 3)
         .await;
     assert_eq!(s["phase"], "open", "{s}");
-    let general = join(None).await;
-    assert_eq!(general.status(), StatusCode::ACCEPTED);
+    app.join_ok("tour").await;
     // And it ends.
     app.stats_until("tour", Duration::from_secs(60), |s| s["phase"] == "ended")
         .await;

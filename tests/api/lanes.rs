@@ -27,7 +27,7 @@ both_stores!(
 on_stores!([cluster: Cluster] [codes_join_their_lanes_which_keep_their_shares_in_arrival_order]);
 
 /// `POST …/codes` with `csv`.
-async fn upload(api: &Api, show: &str, csv: String) -> reqwest::Response {
+pub(crate) async fn upload(api: &Api, show: &str, csv: String) -> reqwest::Response {
     api.as_operator(reqwest::Method::POST, &routes::show(routes::CODES, show))
         .header("content-type", "text/csv")
         .body(csv)
@@ -48,7 +48,12 @@ async fn counts(api: &Api, show: &str) -> Value {
 }
 
 /// A join with `code` (and the fallback, if asked).
-async fn join_with(api: &Api, show: &str, code: &str, fallback: bool) -> reqwest::Response {
+pub(crate) async fn join_with(
+    api: &Api,
+    show: &str,
+    code: &str,
+    fallback: bool,
+) -> reqwest::Response {
     let mut r = api
         .client
         .post(api.url(&routes::show(routes::JOIN, show)))
@@ -59,7 +64,8 @@ async fn join_with(api: &Api, show: &str, code: &str, fallback: bool) -> reqwest
     r.send().await.unwrap()
 }
 
-async fn joined_with(api: &Api, show: &str, code: &str) -> Value {
+/// A join with `code` that goes in: its ticket JSON.
+pub(crate) async fn joined_with(api: &Api, show: &str, code: &str) -> Value {
     let r = join_with(api, show, code, false).await;
     assert_eq!(r.status(), StatusCode::ACCEPTED, "{code}");
     r.json().await.unwrap()
