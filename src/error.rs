@@ -36,9 +36,10 @@ pub enum AppError {
     /// wait until its next join is let through.
     #[error("too many joins from this client; try again in {} s", .0.as_millis().div_ceil(1000).max(1))]
     TooManyRequests(Duration),
-    /// Too many wrong operator tokens from this client address lately.
-    #[error("too many wrong operator tokens from this client; try again in {} s", .0.as_millis().div_ceil(1000).max(1))]
-    TooManyGuesses(Duration),
+    /// Too many wrong guesses (`.1`: of what: operator tokens, bypasses, access codes) from
+    /// this client address lately.
+    #[error("too many {what} from this client; try again in {secs} s", what = .1, secs = .0.as_millis().div_ceil(1000).max(1))]
+    TooManyGuesses(Duration, &'static str),
     /// The client's address has `MAX_STREAMS_PER_CLIENT` streams open already.
     #[error(
         "too many open streams from this client (at most {0} at once); close one and try again"
@@ -79,7 +80,7 @@ impl AppError {
             AppError::NotFound(_) | AppError::UnknownTicket(_) => StatusCode::NOT_FOUND,
             AppError::TooManyRequests(_)
             | AppError::TooManyStreams(_)
-            | AppError::TooManyGuesses(_) => StatusCode::TOO_MANY_REQUESTS,
+            | AppError::TooManyGuesses(..) => StatusCode::TOO_MANY_REQUESTS,
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::Gone(_) => StatusCode::GONE,
             AppError::Unavailable(_) | AppError::Overloaded(_) | AppError::NotNow(..) => {
@@ -118,7 +119,7 @@ impl AppError {
     pub(crate) fn retry_after(&self) -> Option<Duration> {
         match self {
             AppError::TooManyRequests(wait)
-            | AppError::TooManyGuesses(wait)
+            | AppError::TooManyGuesses(wait, _)
             | AppError::Overloaded(wait)
             | AppError::NotNow(_, wait) => Some(*wait),
             // A stream closes when its fan is admitted or leaves; no telling when.

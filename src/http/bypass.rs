@@ -89,7 +89,7 @@ pub(crate) async fn let_through(
     let guesses = &state.limits.bypass_guesses;
     guesses
         .check(asking.client)
-        .map_err(AppError::TooManyGuesses)?;
+        .map_err(|wait| AppError::TooManyGuesses(wait, "refused bypasses"))?;
     let refuse = |why: String| {
         guesses.wrong(asking.client);
         AppError::Forbidden(why)

@@ -164,7 +164,7 @@ impl FromRequestParts<AppState> for Operator {
                 .limits
                 .token_guesses
                 .check(client)
-                .map_err(AppError::TooManyGuesses)?;
+                .map_err(|wait| AppError::TooManyGuesses(wait, "wrong operator tokens"))?;
         }
         if presents_token(&parts.headers, &state.site.admin_token) {
             Ok(Operator)

@@ -114,15 +114,9 @@ pub(crate) async fn join(
     let code = match request.code {
         None => None,
         Some(code) => {
-            guesses.check(request.client).map_err(|wait| {
-                AppError::Rejected(
-                    axum::http::StatusCode::TOO_MANY_REQUESTS,
-                    format!(
-                        "too many refused access codes from this client; try again in {} s",
-                        wait.as_secs().max(1)
-                    ),
-                )
-            })?;
+            guesses
+                .check(request.client)
+                .map_err(|wait| AppError::TooManyGuesses(wait, "refused access codes"))?;
             Some(AccessCode {
                 hash: state.site.code_key.hash(show, code),
                 fallback: request.fallback,

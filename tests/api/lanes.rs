@@ -330,6 +330,9 @@ async fn refused_codes_are_throttled_and_a_presale_takes_codes_only(backend: Bac
     assert!(throttled, "a hundred wrong codes and never throttled");
     let r = join_with(&app, "pre", "REAL-CODE-1", false).await;
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    // Told when to come back, and what it was refused for.
+    assert!(r.headers().contains_key("retry-after"), "{:?}", r.headers());
+    assert!(r.text().await.unwrap().contains("refused access codes"));
     assert_eq!(counts(&app, "pre").await["lanes"][0]["usesLeft"], 1);
     let metrics = app.metrics().await;
     assert!(
