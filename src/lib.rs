@@ -36,6 +36,8 @@
 //!
 //! - [`clock`]: the one clock the admitter, hub and console read, pausable in tests.
 //! - [`config`]: every setting, as a flag with an environment variable.
+//! - [`i18n`]: the fans' languages: one message catalog each (`locales/`), the language a
+//!   page is answered in, numbers and waits worded for it.
 //! - [`protocol`]: the wire contract, spelled once: routes, push event names, frames, errors.
 //! - [`model`]: show ids, the ticket JSON, orders, a show's settings, with validation at the
 //!   edge.
@@ -75,6 +77,7 @@ pub mod draw;
 pub mod error;
 pub mod http;
 pub mod hub;
+pub mod i18n;
 mod loss_witness;
 pub mod metrics;
 pub mod model;

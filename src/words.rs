@@ -1,5 +1,5 @@
-//! Numbers and waits worded the way a fan reads them, for the waiting page, its script
-//! (`static/wait.js` words them the same way) and the command-line fan client alike; and
+//! Numbers and waits worded the way a fan reads them, in English, for the command-line
+//! clients (the pages speak the fan's language, `crate::i18n`); and
 //! durations as people write them, for the server's settings and the clients' flags.
 
 use std::time::Duration;
@@ -32,77 +32,24 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// Time until a scheduled opening as a clock: `4:05`, `1:02:03`, `3 d 04:05:06` beyond a
-/// day. `static/wait.js` counts down the same way.
+/// day, in English ([`crate::i18n`] words it in every language).
 pub fn countdown(seconds: u64) -> String {
-    let (d, h, m, s) = (
-        seconds / 86_400,
-        seconds / 3600 % 24,
-        seconds / 60 % 60,
-        seconds % 60,
-    );
-    match (d, h) {
-        (0, 0) => format!("{m}:{s:02}"),
-        (0, _) => format!("{h}:{m:02}:{s:02}"),
-        _ => format!("{d} d {h:02}:{m:02}:{s:02}"),
-    }
+    english().countdown(seconds)
 }
 
-/// A wait in words a fan reads at a glance. `static/wait.js` words it the same way.
+/// A wait in words a fan reads at a glance, in English.
 pub fn eta_words(seconds: u64) -> String {
-    match seconds {
-        0 => "any moment now".into(),
-        1..=59 => "less than a minute".into(),
-        _ => {
-            let minutes = (seconds + 30) / 60;
-            if minutes == 1 {
-                return "about a minute".into();
-            }
-            if minutes < 60 {
-                return format!("about {minutes} minutes");
-            }
-            if minutes >= 24 * 60 {
-                return "more than a day".into();
-            }
-            // Past an hour, to the nearest five minutes: more precision would be a lie.
-            let rounded = (minutes + 2) / 5 * 5;
-            let (hours, rest) = (rounded / 60, rounded % 60);
-            let hours = if hours == 1 {
-                "1 hour".to_owned()
-            } else {
-                format!("{hours} hours")
-            };
-            if rest == 0 {
-                format!("about {hours}")
-            } else {
-                format!("about {hours} {rest} minutes")
-            }
-        }
-    }
+    english().eta_words(seconds)
 }
 
 /// A wait in words, as a range when the pace is uncertain ("about 20–30 minutes"), else as
-/// [`eta_words`]. `static/wait.js` words it the same way.
+/// [`eta_words`], in English.
 pub fn wait_words(seconds: u64, range: Option<(u64, u64)>) -> String {
-    let Some((low, high)) = range else {
-        return eta_words(seconds);
-    };
-    let (low_m, high_m) = ((low + 30) / 60, (high + 30) / 60);
-    if high_m <= 1 || low_m == high_m || high_m >= 24 * 60 {
-        return eta_words(seconds);
-    }
-    if high_m < 60 {
-        return if low_m == 0 {
-            format!("up to {high_m} minutes")
-        } else {
-            format!("about {low_m}–{high_m} minutes")
-        };
-    }
-    let (low_h, high_h) = ((low_m + 30) / 60, (high_m + 30) / 60);
-    match (low_h, high_h) {
-        (l, h) if l == h => eta_words(seconds),
-        (0, h) => format!("up to {h} hours"),
-        (l, h) => format!("about {l}–{h} hours"),
-    }
+    english().wait_words(seconds, range)
+}
+
+fn english() -> crate::i18n::Args<'static> {
+    crate::i18n::Args::of(crate::i18n::english())
 }
 
 #[cfg(test)]
