@@ -19,6 +19,7 @@
 //! - [`Presence`] (`presence/`): fans following each show live, on every instance together.
 //! - [`Lineage`] (`lineage/`): a show's arrival counter, mended after a failover lost writes.
 //! - [`Codes`] (`codes/`): a show's access codes, kept hashed, each for a lane.
+//! - [`Pages`] (`pages/`): a show's own waiting page, its words and its files.
 //! - [`Health`]: whether the store answers.
 //!
 //! Each concern is one folder: its `mod.rs` (the trait and its types), its scripts (`*.lua`),
@@ -60,6 +61,7 @@ mod lease;
 mod limits;
 mod lineage;
 mod orders;
+mod pages;
 mod presence;
 mod queue;
 mod redis;
@@ -83,6 +85,7 @@ pub use self::lease::AdmitterLease;
 pub use self::limits::JoinLimits;
 pub use self::lineage::{Arrivals, Lineage, Mended};
 pub use self::orders::{OrderBook, OrderOutcome, Redeemed, order_fingerprint};
+pub use self::pages::{Pages, StoredPage};
 pub use self::presence::{Attendance, Presence};
 pub use self::queue::position;
 pub use self::queue::{
@@ -116,6 +119,7 @@ pub trait QueueStore:
     + Health
     + Lineage
     + Codes
+    + Pages
     + 'static
 {
 }
@@ -134,6 +138,7 @@ impl<T> QueueStore for T where
         + Health
         + Lineage
         + Codes
+        + Pages
         + 'static
 {
 }

@@ -20,7 +20,7 @@ use crate::store::Result;
 
 /// Every per-show script: its name (its file, `<name>.lua`, in the folder of its concern) and
 /// its body.
-pub(super) const SCRIPTS: [(&str, &str); 30] = [
+pub(super) const SCRIPTS: [(&str, &str); 32] = [
     ("add_codes", include_str!("../codes/add_codes.lua")),
     ("admit", include_str!("../queue/admit.lua")),
     ("bypass", include_str!("../queue/bypass.lua")),
@@ -46,10 +46,12 @@ pub(super) const SCRIPTS: [(&str, &str); 30] = [
     ("open", include_str!("../shows/open.lua")),
     ("order", include_str!("../orders/order.lua")),
     ("pace", include_str!("../shows/pace.lua")),
+    ("page", include_str!("../pages/page.lua")),
     ("pause", include_str!("../shows/pause.lua")),
     ("presence", include_str!("../presence/presence.lua")),
     ("redeem", include_str!("../orders/redeem.lua")),
     ("schedule", include_str!("../draw/schedule.lua")),
+    ("set_page", include_str!("../pages/set_page.lua")),
     ("snapshot", include_str!("../feed/snapshot.lua")),
     ("stats", include_str!("../shows/stats.lua")),
     ("status", include_str!("../queue/status.lua")),
@@ -58,11 +60,12 @@ pub(super) const SCRIPTS: [(&str, &str); 30] = [
 
 /// The per-show scripts that write nothing, registered `no-writes`: like a script run by SHA,
 /// which Redis refuses only at its first write, they still answer when Redis is out of memory.
-const READ_ONLY: [&str; 6] = [
+const READ_ONLY: [&str; 7] = [
     "challenge",
     "code_counts",
     "is_admitted",
     "meta",
+    "page",
     "snapshot",
     "stats",
 ];

@@ -282,7 +282,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
         // Keep the lists whole where they disagree: a lost show stays listed, an open one
         // stays served, a closed one is not.
         let mut conn = self.conn.clone();
-        if let Some(m) = found {
+        if let Some(m) = &found {
             if !indexed.listed {
                 let _: i64 = conn.sadd(SHOWS, show.as_str()).await?;
             }

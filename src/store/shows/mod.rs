@@ -82,7 +82,7 @@ pub struct ThrottleControl {
 }
 
 /// What the store knows of a show's existence.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShowMeta {
     /// Changes whenever the show's state is created anew.
     pub epoch: u64,
@@ -92,6 +92,8 @@ pub struct ShowMeta {
     pub lost: bool,
     /// The settings in force list lanes an access code joins (docs/lanes.md).
     pub lanes: bool,
+    /// The version of the show's own waiting page, when it has one ([`crate::store::Pages`]).
+    pub page: Option<String>,
 }
 
 /// What [`Shows::configure`] and [`Shows::open`] did.

@@ -22,6 +22,8 @@ struct MetaFields {
     lost: bool,
     #[serde(default)]
     lanes: bool,
+    #[serde(default)]
+    page: Option<String>,
 }
 
 impl From<MetaReply> for Option<ShowMeta> {
@@ -31,6 +33,7 @@ impl From<MetaReply> for Option<ShowMeta> {
             open: s.open,
             lost: s.lost,
             lanes: s.lanes,
+            page: s.page,
         })
     }
 }
