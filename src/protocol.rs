@@ -91,6 +91,14 @@ pub mod routes {
     pub const WAIT_JOIN: &str = "/wait/{show_id}/join";
     /// `POST` with the pass in `X-Admission-Ticket`: the `wr_pass` cookie gateway mode reads.
     pub const WAIT_PASS: &str = "/wait/{show_id}/pass";
+    /// `GET`: a file of a show's own page (a logo, a style sheet), by its hash: the same
+    /// forever, so cached for a year.
+    pub const WAIT_FILE: &str = "/wait/{show_id}/files/{file}";
+    /// `PUT` (operator) a show's own waiting page (template, words, files), `GET` it,
+    /// `DELETE` it (the built-in page again).
+    pub const PAGE: &str = "/orders/waiting-room/{show_id}/page";
+    /// `POST` (operator) a page not yet set: its render in a state and a language.
+    pub const PAGE_PREVIEW: &str = "/orders/waiting-room/{show_id}/page/preview";
     /// `GET`: the operator's console (HTML); its script asks for the token.
     pub const ADMIN: &str = "/admin";
     /// `GET` (operator): the figures of the open shows and those named in `?shows=` (comma

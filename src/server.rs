@@ -118,6 +118,7 @@ impl Application {
                 gateway,
             },
             life: Life { shutdown, tasks },
+            pages: Default::default(),
         });
         let limits = connection_limits(&config);
         let instance = format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple());

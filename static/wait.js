@@ -11,6 +11,18 @@
 (() => {
   'use strict';
 
+  // The page header's language picker (custom shop templates may leave it out): with this
+  // script a choice applies at once, so its submit button is not needed.
+  const langPicker = document.querySelector('form.lang-picker');
+  if (langPicker) {
+    const langSelect = langPicker.querySelector('#lang-select');
+    const langGo = langPicker.querySelector('.lang-go');
+    if (langSelect) {
+      if (langGo) langGo.hidden = true;
+      langSelect.addEventListener('change', () => langPicker.submit());
+    }
+  }
+
   const root = document.getElementById('wait');
   if (!root) return;
   const show = root.dataset.show;
@@ -101,47 +113,148 @@
 
   // ---- words -------------------------------------------------------------------------------
 
-  const fmt = (n) => Number(n).toLocaleString('en-US');
+  // Every word this script shows comes from the page's language catalog, which the server
+  // embeds as a data island (`#wr-messages`): its messages, digits and grouping. Whatever it
+  // says is plain text: it is always set with textContent, never as HTML.
+  const I18N = (() => {
+    const fallback = { lang: 'en', dir: 'ltr', digits: '0123456789', group: ',', groupMin: 1, messages: {} };
+    const island = document.getElementById('wr-messages');
+    if (!island) return fallback;
+    try {
+      const data = JSON.parse(island.textContent);
+      return {
+        ...fallback,
+        ...data,
+        messages: data && typeof data.messages === 'object' && data.messages ? data.messages : {},
+      };
+    } catch {
+      return fallback;
+    }
+  })();
+  const DIGITS = (() => {
+    const d = Array.from(String(I18N.digits || ''));
+    return d.length === 10 ? d : Array.from('0123456789');
+  })();
+  const GROUP = typeof I18N.group === 'string' ? I18N.group : ',';
+  const GROUP_MIN = Number(I18N.groupMin) >= 1 ? Number(I18N.groupMin) : 1;
+  const plurals = (() => {
+    try { return new Intl.PluralRules(I18N.lang); } catch { return null; }
+  })();
 
-  // The same words as the server's first paint (page.rs `eta_words`).
+  // ASCII digits in `text` as the language writes them (clocks like 4:05).
+  const digitsOf = (text) => String(text).replace(/[0-9]/g, (c) => DIGITS[c.charCodeAt(0) - 48]);
+
+  // A whole number in the language's digits, grouped by thousands only from 3 + groupMin
+  // digits on (by hand, not toLocaleString: the server's first paint formats the same way).
+  function fmt(n) {
+    const value = Math.round(Number(n)) || 0;
+    const plain = String(Math.abs(value));
+    let out = plain;
+    if (GROUP && plain.length >= 3 + GROUP_MIN) {
+      out = '';
+      for (let i = 0; i < plain.length; i += 1) {
+        if (i > 0 && (plain.length - i) % 3 === 0) out += GROUP;
+        out += plain[i];
+      }
+    }
+    return (value < 0 ? '-' : '') + digitsOf(out);
+  }
+
+  // The catalog's text for `key`, its plural form picked by `args.n` and every `{name}` filled
+  // from `args` (numbers through fmt, strings as they are). A missing key says itself.
+  const missing = new Set();
+  function t(key, args = {}) {
+    let text = Object.prototype.hasOwnProperty.call(I18N.messages, key) ? I18N.messages[key] : undefined;
+    if (text && typeof text === 'object') {
+      let form = 'other';
+      if (plurals && typeof args.n === 'number') {
+        try { form = plurals.select(args.n); } catch { form = 'other'; }
+      }
+      text = typeof text[form] === 'string' ? text[form] : text.other;
+    }
+    if (typeof text !== 'string') {
+      if (!missing.has(key)) {
+        missing.add(key);
+        console.warn(`wait.js: no message for ${key}`);
+      }
+      return key;
+    }
+    return text.replace(/\{(\w+)\}/g, (whole, name) => {
+      const value = args[name];
+      if (typeof value === 'number') return fmt(value);
+      return value === undefined || value === null ? whole : String(value);
+    });
+  }
+
+  // The waits, the fans ahead and the clocks: src/i18n words them the same way, with the same
+  // keys, for the server's first paint. Change one, change the other.
   function etaWords(s) {
-    if (s <= 0) return 'any moment now';
-    if (s < 60) return 'less than a minute';
+    if (s <= 0) return t('eta.now');
+    if (s < 60) return t('eta.under_minute');
     const minutes = Math.floor((s + 30) / 60);
-    if (minutes === 1) return 'about a minute';
-    if (minutes < 60) return `about ${minutes} minutes`;
-    if (minutes >= 24 * 60) return 'more than a day';
+    if (minutes < 60) return t('eta.minutes', { n: minutes });
+    if (minutes >= 24 * 60) return t('eta.day_plus');
     const rounded = Math.floor((minutes + 2) / 5) * 5;
     const hours = Math.floor(rounded / 60);
     const rest = rounded % 60;
-    const h = hours === 1 ? '1 hour' : `${hours} hours`;
-    return rest === 0 ? `about ${h}` : `about ${h} ${rest} minutes`;
+    if (rest === 0) return t('eta.hours', { n: hours });
+    return t('eta.hours_minutes', {
+      hours: t('eta.hour_part', { n: hours }),
+      minutes: t('eta.minute_part', { n: rest }),
+    });
   }
 
-  // The same words as the server's (words.rs `wait_words`): a range when the pace is uncertain.
+  // A range when the pace is uncertain.
   function waitWords(view) {
     const low = view.etaMinSeconds, high = view.etaMaxSeconds;
     if (low === undefined || high === undefined) return etaWords(view.etaSeconds);
     const lowM = Math.floor((low + 30) / 60), highM = Math.floor((high + 30) / 60);
     if (highM <= 1 || lowM === highM || highM >= 24 * 60) return etaWords(view.etaSeconds);
-    if (highM < 60) return lowM === 0 ? `up to ${highM} minutes` : `about ${lowM}–${highM} minutes`;
+    if (highM < 60) {
+      return lowM === 0
+        ? t('eta.up_to_minutes', { n: highM })
+        : t('eta.range_minutes', { low: lowM, high: highM });
+    }
     const lowH = Math.floor((lowM + 30) / 60), highH = Math.floor((highM + 30) / 60);
     if (lowH === highH) return etaWords(view.etaSeconds);
-    return lowH === 0 ? `up to ${highH} hours` : `about ${lowH}–${highH} hours`;
+    return lowH === 0
+      ? t('eta.up_to_hours', { n: highH })
+      : t('eta.range_hours', { low: lowH, high: highH });
   }
 
-  // The same words as the server's first paint (templates/wait.html).
   function aheadWords(position, awayAhead) {
     const ahead = position - 1;
-    if (ahead <= 0) return "Nobody is ahead of you: you're next.";
-    const away = awayAhead
-      ? ` About ${fmt(awayAhead)} of them are away: they are passed over while away, and your estimate skips them.`
-      : '';
-    if (ahead === 1) return `1 fan is ahead of you.${away}`;
-    return `${fmt(ahead)} fans are ahead of you.${away}`;
+    if (ahead <= 0) return t('wait.waiting.next');
+    const words = t('wait.waiting.ahead', { n: ahead });
+    return awayAhead > 0 ? `${words} ${t('wait.waiting.away', { n: awayAhead })}` : words;
   }
 
-  const clock = (s) => `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+  const two = (n) => String(n).padStart(2, '0');
+  const clock = (s) => digitsOf(`${Math.floor(s / 60)}:${two(s % 60)}`);
+
+  // Time until an opening as a clock: 4:05, 1:02:03, 3 d 04:05:06 beyond a day.
+  function countdown(total) {
+    const d = Math.floor(total / 86400);
+    const h = Math.floor(total / 3600) % 24;
+    const m = Math.floor(total / 60) % 60;
+    const s = total % 60;
+    if (d > 0) return t('clock.days', { d, hms: digitsOf(`${two(h)}:${two(m)}:${two(s)}`) });
+    if (h > 0) return digitsOf(`${h}:${two(m)}:${two(s)}`);
+    return digitsOf(`${m}:${two(s)}`);
+  }
+  // ---- (end of the words src/i18n shares)
+
+  // A refused join in the fan's words, by its HTTP status: the API's `message` is English by
+  // design, so it is shown only where it tells the fan something the status cannot.
+  function joinRefusal(status, body, withCode) {
+    if (status === 429) return t('script.error.busy');
+    if (status === 410) return t('error.ended');
+    if (status === 404) return t('error.not_found');
+    if (status === 403 && withCode && body.message) return t('script.error.code_refused', { reason: body.message });
+    if (status === 503) return t('error.full');
+    if (status >= 500) return t('error.other');
+    return body.message ? `${t('error.refused')} ${body.message}` : t('script.error.status', { status });
+  }
 
   function announce(text, urgent) {
     const el = urgent ? els.alert : els.announce;
@@ -172,11 +285,11 @@
     els.conn.hidden = false;
     els.conn.dataset.conn = kind;
     els.connText.textContent = {
-      connecting: 'Connecting…',
-      live: 'Live: updates arrive by themselves',
-      reconnecting: 'Connection lost. Reconnecting…',
-      polling: `Checking for updates every ${Math.round((detail || POLL_FIRST_MS) / 1000)} s`,
-    }[kind];
+      connecting: () => t('wait.connecting'),
+      live: () => t('script.conn.live'),
+      reconnecting: () => t('script.conn.reconnecting'),
+      polling: () => t('script.conn.polling', { n: Math.round((detail || POLL_FIRST_MS) / 1000) }),
+    }[kind]();
   }
 
   function showTicket() {
@@ -213,16 +326,16 @@
     els.notOpen.hidden = showOpen || paused;
     // Not open, and no opening announced (a set opening keeps fans in the pre-queue): the
     // server tells no ETA, so nothing is counted from (page.rs `NOT_OPEN_YET`).
-    if (!showOpen) els.eta.textContent = 'the sale has not opened yet';
-    if (paused) els.eta.textContent = 'paused: it goes on when the queue resumes';
+    if (!showOpen) els.eta.textContent = t('eta.not_open');
+    if (paused) els.eta.textContent = t('eta.paused');
     // Seats left against the fans ahead: the odds, told early.
     if (typeof view.stockLeft === 'number') {
       els.stockLeft.hidden = false;
       els.stockLeft.textContent = view.stockLeft === 0
-        ? 'Every seat has an order now: the sale is about to end.'
+        ? t('script.stock.none')
         : view.stockLeft < position
-          ? `About ${fmt(view.stockLeft)} seats are left for the ${fmt(position - 1)} fans ahead of you: you may not get one.`
-          : `About ${fmt(view.stockLeft)} seats are left.`;
+          ? t('script.stock.short', { n: view.stockLeft, ahead: t('script.stock.ahead', { n: position - 1 }) })
+          : t('script.stock.left', { n: view.stockLeft });
     } else {
       els.stockLeft.hidden = true;
     }
@@ -232,26 +345,14 @@
     els.progressFill.style.width = `${pct}%`;
     els.progress.setAttribute('aria-valuenow', String(Math.round(pct)));
     els.progressCaption.textContent = first > position
-      ? `${fmt(first - position)} of the ${fmt(first - 1)} fans who were ahead of you have gone through since you joined.`
-      : 'You joined just now: the bar fills as the fans ahead of you go through.';
+      ? t('script.progress.gone', { gone: first - position, n: first - 1 })
+      : t('script.progress.start');
 
     const now = Date.now();
     if (!wasWaiting || now - lastAnnounced > ANNOUNCE_EVERY_MS) {
       lastAnnounced = now;
-      announce(`You are number ${fmt(position)} in the queue. Estimated wait: ${waitWords(view)}.`);
+      announce(t('script.announce.position', { position, eta: waitWords(view) }));
     }
-  }
-
-  // Time until an opening as a clock, as the server words it (words.rs `countdown`).
-  function countdown(total) {
-    const d = Math.floor(total / 86400);
-    const h = Math.floor(total / 3600) % 24;
-    const m = Math.floor(total / 60) % 60;
-    const s = total % 60;
-    const two = (n) => String(n).padStart(2, '0');
-    if (d > 0) return `${d} d ${two(h)}:${two(m)}:${two(s)}`;
-    if (h > 0) return `${h}:${two(m)}:${two(s)}`;
-    return `${m}:${two(s)}`;
   }
 
   // In a scheduled show's pre-queue: no place until the draw, a countdown to the opening.
@@ -269,7 +370,7 @@
     tick();
     openingTimer = setInterval(tick, 500);
     if (!wasPre) {
-      announce(`You are in the pre-queue. The on-sale opens in ${countdown(view.opensInSeconds || 0)}; a draw then gives everyone here a place.`);
+      announce(t('script.announce.prequeue', { countdown: countdown(view.opensInSeconds || 0) }));
     }
   }
 
@@ -283,8 +384,8 @@
     if (view.pass && root.dataset.return) { goBack(view.pass); return; }
     startCountdown();
     if (!wasAdmitted) {
-      document.title = `It's your turn · ${show}`;
-      announce(`It's your turn. Your admission is valid for ${clock(view.expiresInSeconds || 0)} minutes. The order form is below.`, true);
+      document.title = t('wait.title_turn', { show });
+      announce(t('script.announce.turn', { time: clock(view.expiresInSeconds || 0) }), true);
       if (!els.holdId.value) els.holdId.value = `hold-${Math.random().toString(36).slice(2, 8)}`;
       els.email.focus({ preventScroll: true });
     }
@@ -296,7 +397,7 @@
   async function goBack(pass) {
     if (goingBack) return;
     goingBack = true;
-    announce('It\'s your turn. Taking you back to the shop…', true);
+    announce(t('script.announce.going_back'), true);
     try {
       const r = await fetch(root.dataset.routeKeepPass.replace('{show_id}', encodeURIComponent(show)), {
         method: 'POST',
@@ -339,26 +440,30 @@
     $('order-amount').textContent = Number(order.amount).toFixed(2);
     $('order-email').textContent = order.customerEmail;
     $('order-note').textContent = created
-      ? 'Your order is confirmed. Keep the order number for your records.'
-      : 'This hold was already ordered: here is that order.';
-    document.title = `Order placed · ${show}`;
-    announce(`Order placed. Order number ${order.id}.`, true);
+      ? t('script.order.confirmed')
+      : t('script.order.repeated');
+    document.title = t('wait.title_ordered', { show });
+    announce(t('script.announce.ordered', { order: String(order.id) }), true);
   }
 
   // The ticket's journey is over (expired, unknown, lost, left, closed, ended): stop following it.
   function finish(next, view) {
     stopFollowing();
-    document.title = `Waiting room · ${show}`;
-    if (next === 'expired') announce('Your admission ran out. You can join the queue again.', true);
-    if (next === 'unknown') announce("We can't find your ticket. You can join the queue again.", true);
+    document.title = t('wait.title', { show });
+    if (next === 'expired') announce(t('script.announce.expired'), true);
+    if (next === 'unknown') announce(t('script.announce.unknown'), true);
     if (next === 'released') {
-      els.releasedText.textContent = (view && view.message) || 'Your place was released: you were away too long.';
+      // The server's `message` (English, with the hold's length) is said in the page's
+      // language by the panel's own lead, as the first paint says it.
+      els.releasedText.textContent = t('wait.released.lead');
       announce(els.releasedText.textContent, true);
     }
-    if (next === 'lost') announce('Your place was lost when the waiting room failed over. Please join the queue again.', true);
-    if (next === 'closed') announce('The waiting room has stepped aside: go straight on to the shop.', true);
+    if (next === 'lost') announce(t('script.announce.lost'), true);
+    if (next === 'closed') announce(t('script.announce.closed'), true);
     if (next === 'ended') {
-      const why = view && view.reason ? `The sale for ${show} has ended: ${view.reason}.` : `The organiser has ended the sale for ${show}.`;
+      const why = view && view.reason
+        ? t('wait.ended.reason', { show, reason: String(view.reason) })
+        : t('wait.ended.lead', { show });
       els.endedReason.textContent = why;
       announce(why, true);
     }
@@ -412,7 +517,7 @@
         } else {
           if (state === 'prequeue') {
             clearInterval(openingTimer);
-            announce(`The draw is done: you are number ${fmt(view.position)} in the queue.`, true);
+            announce(t('script.announce.drawn', { position: view.position }), true);
           }
           renderWaiting(view);
           startCounting(view);
@@ -580,12 +685,12 @@
         const done = Math.min(99, Math.floor((data.hashes / expected) * 100));
         els.powProgress.value = data.nonce === undefined ? done : 100;
         els.powText.textContent = data.nonce === undefined
-          ? `Checking that you are a fan, not a bot: ${done}% of the expected work done…`
-          : 'Check done. Taking your place…';
+          ? t('script.pow.progress', { percent: done })
+          : t('script.pow.done');
         if (data.nonce !== undefined) { worker.terminate(); resolve(data.nonce); }
       };
       worker.onerror = (e) => { worker.terminate(); reject(e); };
-      els.powText.textContent = 'Checking that you are a fan, not a bot…';
+      els.powText.textContent = t('wait.joining.pow');
       els.powProgress.value = 0;
       worker.postMessage({ challenge, bits });
     });
@@ -604,7 +709,8 @@
       if (proof) headers[root.dataset.proofHeader] = proof;
       // A presale or priority code the fan typed (the show takes codes).
       const code = $('access-code');
-      if (code && code.value.trim()) headers[root.dataset.codeHeader] = code.value.trim();
+      const withCode = Boolean(code && code.value.trim());
+      if (withCode) headers[root.dataset.codeHeader] = code.value.trim();
       const res = await fetch(route('Join'), { method: 'POST', headers });
       const body = await res.json().catch(() => ({}));
       // 202: a new place; 200: the place this browser already holds (same key).
@@ -617,19 +723,19 @@
       }
       if (res.status === 429) {
         const wait = Number(res.headers.get('Retry-After')) || 2;
-        joinFailed('Many fans are joining from your network right now.', wait);
+        joinFailed(t('script.error.busy'), wait);
         return;
       }
-      joinFailed(body.message || `The waiting room answered ${res.status}.`, res.status >= 500 ? 5 : 0);
+      joinFailed(joinRefusal(res.status, body, withCode), res.status >= 500 ? 5 : 0);
     } catch {
-      joinFailed('The waiting room could not be reached. Check your connection.', 5);
+      joinFailed(t('wait.error.lead'), 5);
     }
   }
 
   function joinFailed(message, retryInSeconds) {
     setState('error');
     els.errorText.textContent = message;
-    els.errorRetry.textContent = retryInSeconds ? `Trying again in ${retryInSeconds} s…` : '';
+    els.errorRetry.textContent = retryInSeconds ? t('script.error.retry', { n: retryInSeconds }) : '';
     if (retryInSeconds) joinRetry = setTimeout(join, retryInSeconds * 1000);
   }
 
@@ -644,7 +750,7 @@
   async function leave() {
     if (!record) return;
     // A mis-tap would cost the fan a place that took minutes to earn.
-    if (!window.confirm('Leave the queue? Your place goes to the fans behind you.')) return;
+    if (!window.confirm(t('script.leave.confirm'))) return;
     const id = record.ticketId;
     stopFollowing();
     try {
@@ -654,7 +760,7 @@
     save();
     showTicket();
     finish('left');
-    announce('You left the queue.');
+    announce(t('script.announce.left'));
   }
 
   // ---- checkout ----------------------------------------------------------------------------
@@ -664,12 +770,12 @@
     els.orderError.hidden = true;
     const amount = els.amount.value.trim().replace(',', '.');
     const problem =
-      !els.holdId.value.trim() ? 'Enter the hold id.' :
-      !els.email.checkValidity() || !els.email.value.trim() ? 'Enter a valid email address.' :
-      !/^\d+(\.\d{1,2})?$/.test(amount) || Number(amount) <= 0 ? 'Enter an amount like 35.00.' : null;
+      !els.holdId.value.trim() ? t('script.order.enter_hold') :
+      !els.email.checkValidity() || !els.email.value.trim() ? t('script.order.enter_email') :
+      !/^\d+(\.\d{1,2})?$/.test(amount) || Number(amount) <= 0 ? t('script.order.enter_amount') : null;
     if (problem) return orderFailed(problem);
     els.placeOrder.disabled = true;
-    els.placeOrder.textContent = 'Placing order…';
+    els.placeOrder.textContent = t('script.order.placing');
     try {
       const res = await fetch(route('Orders'), {
         method: 'POST',
@@ -693,16 +799,23 @@
         renderOrdered(body, res.status === 201);
         return;
       }
-      const reason = res.status === 403
-        ? `Your admission is no longer accepted (${body.message || 'forbidden'}).`
-        : body.message || `The order was refused (${res.status}).`;
-      orderFailed(reason);
+      orderFailed(orderRefusal(res.status, body));
     } catch {
-      orderFailed('The order could not be sent. Check your connection and try again.');
+      orderFailed(t('script.order.unreachable'));
     } finally {
       els.placeOrder.disabled = false;
-      els.placeOrder.textContent = 'Place order';
+      els.placeOrder.textContent = t('wait.admitted.order');
     }
+  }
+
+  // A refused order in the fan's words, by its HTTP status; the API's `message` (English by
+  // design) follows where it says what to fix (a bad email, a hold ordered already).
+  function orderRefusal(status, body) {
+    if (status === 403) return t('script.order.not_accepted', { reason: body.message || t('script.order.forbidden') });
+    if (status === 410) return t('error.ended');
+    if (status === 429) return t('error.busy');
+    if (status >= 500) return t('error.other');
+    return body.message ? `${t('script.order.refused')} ${body.message}` : t('script.order.refused_status', { status });
   }
 
   function orderFailed(message) {
@@ -731,14 +844,14 @@
     const button = $('notify');
     if (!record) return;
     button.disabled = true;
-    status.textContent = 'Asking your browser…';
+    status.textContent = t('script.notify.asking');
     try {
       const permission = await Notification.requestPermission();
-      if (permission !== 'granted') throw new Error('notifications are blocked for this site');
+      if (permission !== 'granted') throw new Error(t('script.notify.blocked'));
       const registration = await navigator.serviceWorker.register(root.dataset.notifyWorker);
       await navigator.serviceWorker.ready;
       const res = await fetch(route('Vapid'), { cache: 'no-store' });
-      if (!res.ok) throw new Error(`no key (status ${res.status})`);
+      if (!res.ok) throw new Error(t('script.notify.no_key', { status: res.status }));
       const { publicKey } = await res.json();
       const subscription = await registration.pushManager.subscribe({
         userVisibleOnly: true,
@@ -751,12 +864,12 @@
       });
       if (asked.status !== 204) {
         const body = await asked.json().catch(() => ({}));
-        throw new Error(body.message || body.error || `status ${asked.status}`);
+        throw new Error(body.message || body.error || t('script.notify.status', { status: asked.status }));
       }
-      status.textContent = 'We will notify you when your turn is near: you may close this tab.';
+      status.textContent = t('script.notify.on');
       root.dataset.notify = 'on';
     } catch (e) {
-      status.textContent = `Notifications are not available (${e.message}): keep this page open, or come back to it; your place is kept while you are away.`;
+      status.textContent = t('script.notify.failed', { reason: String((e && e.message) || e) });
       root.dataset.notify = 'failed';
       button.disabled = false;
     }

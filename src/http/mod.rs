@@ -166,6 +166,12 @@ fn described(
         .routes(routes!(bypass::bypass).layer(crowd))
         .routes(routes!(bypass::sign_link))
         .routes(routes!(codes::add, codes::counts))
+        .routes(
+            routes!(page::set_page, page::get_page, page::delete_page)
+                .layer(DefaultBodyLimit::max(page::MAX_PAGE_BODY)),
+        )
+        .routes(routes!(page::preview).layer(DefaultBodyLimit::max(page::MAX_PAGE_BODY)))
+        .routes(routes!(page::file))
         .routes(routes!(operator::create, operator::delete))
         .routes(routes!(operator::open))
         .routes(routes!(operator::pause))

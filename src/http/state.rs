@@ -64,6 +64,8 @@ pub struct App {
     pub site: Site,
     /// The server's life: its shutdown and its tasks.
     pub life: Life,
+    /// The shows' own waiting pages this instance has read, by version.
+    pub(crate) pages: crate::http::page::PageCache,
 }
 
 /// Admission passes and join challenges.

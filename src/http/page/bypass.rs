@@ -104,7 +104,7 @@ pub(crate) async fn bypass(
             )
                 .into_response()
         }
-        Err(e) => error_page(e),
+        Err(e) => error_page(e, &headers),
     }
 }
 

@@ -1,0 +1,570 @@
+//! A show's own waiting page (docs/pages.md): the shop's template around the queue widget,
+//! its words in any shipped language, its files (a logo, a style sheet) served by hash.
+//!
+//! What keeps a fan honest is ours, not the template's: the template places `head` (our
+//! style sheet and our script, allowed by a nonce it never sees) and `queue` (the place, the
+//! wait, the phase notices, how the queue works), each exactly once, and cannot run script
+//! of its own. That is checked three times: the template's text when it is set (no script,
+//! no handler attribute, no `javascript:` link, no way around the escaping), its render in
+//! every state and language when it is set, and each render before it is served (a page
+//! that fails is answered with the built-in page instead). The CSP's nonce is the fourth.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use minijinja::Environment;
+use minijinja::value::{Object, Value, from_args};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::render::sandboxed;
+use crate::i18n::{Message, SHIPPED, catalog, categories, english};
+use crate::model::ShowId;
+use crate::store::StoredPage;
+
+/// The most text a template may hold.
+pub(crate) const MAX_TEMPLATE_BYTES: usize = 64 * 1024;
+/// The most files a page may bring, each at most [`MAX_FILE_BYTES`], together at most
+/// [`MAX_FILES_BYTES`].
+pub(crate) const MAX_FILES: usize = 8;
+pub(crate) const MAX_FILE_BYTES: usize = 512 * 1024;
+pub(crate) const MAX_FILES_BYTES: usize = 2 * 1024 * 1024;
+/// The most words a page may override, each at most [`MAX_MESSAGE_CHARS`].
+pub(crate) const MAX_MESSAGES: usize = 1000;
+pub(crate) const MAX_MESSAGE_CHARS: usize = 2000;
+
+/// The states a page is rendered in, each checked when a template is set.
+pub(crate) const STATES: [&str; 12] = [
+    "new", "prequeue", "waiting", "paused", "full", "admitted", "closed", "ended", "sold_out",
+    "lost", "away", "unknown",
+];
+
+/// A show's page as `PUT …/page` takes it (files as base64) and `GET …/page` answers it
+/// (files by name, with their URLs).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct PageDocument {
+    /// The page's template (HTML in minijinja's language, autoescaped; at most 64 KiB). It
+    /// must place `{{ head }}` in its `<head>` and `{{ queue }}` in its body, each once, and
+    /// may use `{{ t("key") }}`, `{{ file("logo.png") }}`, `{{ languages }}`, `{{ title }}`,
+    /// `{{ show }}`, `{{ state }}`, `{{ lang }}` and `{{ dir }}`. No script, no `on…`
+    /// attribute, no `javascript:` link. Absent: the built-in page, with the words below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// The show's own words, by language and key (`{"fr": {"wait.new.join": "…"}}`): a text,
+    /// or a text per plural form. A key and its placeholders are the catalog's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schema(value_type = Object)]
+    pub messages: BTreeMap<String, BTreeMap<String, Message>>,
+    /// The language of a fan whose browser asks for none we ship (else English).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_language: Option<String>,
+    /// The page's files by name (`logo.png`, `shop.css`): base64 when set; when read, the
+    /// path each is served at.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
+}
+
+/// A page as kept (the store's `doc`): its files by name → hash.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KeptPage {
+    template: Option<String>,
+    messages: BTreeMap<String, BTreeMap<String, Message>>,
+    default_language: Option<String>,
+    files: BTreeMap<String, String>,
+}
+
+/// A show's page as an instance holds it, ready to render.
+#[derive(Debug)]
+pub(crate) struct ShopPage {
+    pub version: String,
+    env: Option<Environment<'static>>,
+    pub messages: BTreeMap<String, Arc<BTreeMap<String, Message>>>,
+    pub default_language: Option<String>,
+    /// Files by name → `hash.ext`.
+    pub files: BTreeMap<String, String>,
+}
+
+impl ShopPage {
+    /// The page from what the store keeps; `None` (the built-in page) when it does not read.
+    pub(crate) fn from_stored(stored: &StoredPage) -> Option<ShopPage> {
+        let kept: KeptPage = match serde_json::from_str(&stored.doc) {
+            Ok(kept) => kept,
+            Err(e) => {
+                tracing::error!(error = %e, "a show's page does not read; the built-in one is shown");
+                return None;
+            }
+        };
+        let env = match &kept.template {
+            Some(text) => Some(compile(text).ok()?),
+            None => None,
+        };
+        Some(ShopPage {
+            version: stored.version.clone(),
+            env,
+            messages: kept
+                .messages
+                .into_iter()
+                .map(|(lang, words)| (lang, Arc::new(words)))
+                .collect(),
+            default_language: kept.default_language,
+            files: kept.files,
+        })
+    }
+
+    /// Whether it brings a template of its own.
+    pub(crate) fn has_template(&self) -> bool {
+        self.env.is_some()
+    }
+
+    /// Renders the shop's template around `ctx` (`None` without one).
+    pub(crate) fn render(&self, ctx: Value) -> Option<Result<String, minijinja::Error>> {
+        let env = self.env.as_ref()?;
+        Some(env.get_template(TEMPLATE).and_then(|t| t.render(ctx)))
+    }
+}
+
+/// The one template a shop's environment holds: nothing else can be included.
+const TEMPLATE: &str = "page.html";
+
+fn compile(text: &str) -> Result<Environment<'static>, minijinja::Error> {
+    let mut env = sandboxed();
+    env.add_template_owned(TEMPLATE, text.to_owned())?;
+    Ok(env)
+}
+
+/// `file("logo.png")`: the path a page's file is served at.
+#[derive(Debug)]
+pub(crate) struct Files {
+    pub show: String,
+    pub files: BTreeMap<String, String>,
+}
+
+impl Object for Files {
+    fn call(
+        self: &Arc<Self>,
+        _state: &minijinja::State<'_, '_>,
+        args: &[Value],
+    ) -> Result<Value, minijinja::Error> {
+        let (name,): (&str,) = from_args(args)?;
+        match self.files.get(name) {
+            Some(file) => Ok(Value::from(file_path(&self.show, file))),
+            None => Err(minijinja::Error::new(
+                minijinja::ErrorKind::InvalidOperation,
+                format!("file(): the page has no file {name:?}"),
+            )),
+        }
+    }
+}
+
+/// Where a page's file is served: under the show's page, by its hash.
+pub(crate) fn file_path(show: &str, hashed: &str) -> String {
+    crate::protocol::routes::path(crate::protocol::routes::WAIT_FILE, show, "")
+        .replace("{file}", hashed)
+}
+
+/// The kinds of file a page may bring, by extension.
+pub(crate) fn file_type(name: &str) -> Option<&'static str> {
+    let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "avif" => "image/avif",
+        "svg" => "image/svg+xml",
+        "ico" => "image/x-icon",
+        "css" => "text/css; charset=utf-8",
+        "woff2" => "font/woff2",
+        "woff" => "font/woff",
+        _ => return None,
+    })
+}
+
+/// What is wrong with a page an operator sent (a 400, with this).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Refused(pub String);
+
+/// Checks a page as sent and makes what the store keeps: the document and the files.
+pub(crate) fn check(doc: &PageDocument) -> Result<StoredPage, Refused> {
+    let refuse = |why: String| Err(Refused(why));
+    if let Some(text) = &doc.template {
+        if text.len() > MAX_TEMPLATE_BYTES {
+            return refuse(format!(
+                "the template holds {} bytes: at most {MAX_TEMPLATE_BYTES}",
+                text.len()
+            ));
+        }
+        check_template_text(text)?;
+        compile(text).map_err(|e| Refused(format!("the template does not parse: {e}")))?;
+    }
+    if let Some(lang) = &doc.default_language
+        && !SHIPPED.contains(&lang.as_str())
+    {
+        return refuse(format!(
+            "defaultLanguage {lang:?} is none of {}",
+            SHIPPED.join(", ")
+        ));
+    }
+    check_messages(&doc.messages)?;
+    if doc.files.len() > MAX_FILES {
+        return refuse(format!("{} files: at most {MAX_FILES}", doc.files.len()));
+    }
+    let mut files = Vec::new();
+    let mut named = BTreeMap::new();
+    let mut total = 0;
+    for (name, body) in &doc.files {
+        let good_name = !name.is_empty()
+            && name.len() <= 64
+            && !name.starts_with('.')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if !good_name {
+            return refuse(format!(
+                "a file's name is 1 to 64 of A-Z, a-z, 0-9, '.', '-', '_': {name:?}"
+            ));
+        }
+        if file_type(name).is_none() {
+            return refuse(format!(
+                "{name}: a page's files are images (png, jpg, gif, webp, avif, svg, ico), style sheets (css) and fonts (woff2, woff)"
+            ));
+        }
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(body.trim())
+            .map_err(|e| Refused(format!("{name}: not base64 ({e})")))?;
+        if bytes.len() > MAX_FILE_BYTES {
+            return refuse(format!(
+                "{name} holds {} bytes: at most {MAX_FILE_BYTES}",
+                bytes.len()
+            ));
+        }
+        total += bytes.len();
+        if total > MAX_FILES_BYTES {
+            return refuse(format!(
+                "the files hold more than {MAX_FILES_BYTES} bytes together"
+            ));
+        }
+        let hash = hex::encode(&Sha256::digest(&bytes)[..16]);
+        let ext = name
+            .rsplit_once('.')
+            .map(|(_, e)| e.to_ascii_lowercase())
+            .unwrap_or_default();
+        named.insert(name.clone(), format!("{hash}.{ext}"));
+        files.push((format!("{hash}.{ext}"), bytes));
+    }
+    let kept = KeptPage {
+        template: doc.template.clone(),
+        messages: doc.messages.clone(),
+        default_language: doc.default_language.clone(),
+        files: named,
+    };
+    let text = serde_json::to_string(&kept).map_err(|e| Refused(e.to_string()))?;
+    let mut hasher = Sha256::new();
+    hasher.update(text.as_bytes());
+    for (hash, _) in &files {
+        hasher.update(hash.as_bytes());
+    }
+    let version = hex::encode(&hasher.finalize()[..12]);
+    Ok(StoredPage {
+        doc: text,
+        version,
+        files,
+    })
+}
+
+/// The words a template's text may not hold, lower-cased: script of its own, a handler, a
+/// way to turn escaping off, an element that loads another document or changes the base.
+const BANNED: [(&str, &str); 12] = [
+    (
+        "<script",
+        "a template may not hold script: the page's own script is placed by {{ head }}",
+    ),
+    ("javascript:", "a template may not hold javascript: links"),
+    ("vbscript:", "a template may not hold vbscript: links"),
+    ("<iframe", "a template may not frame other pages"),
+    ("<frame", "a template may not frame other pages"),
+    ("<object", "a template may not embed objects"),
+    ("<embed", "a template may not embed objects"),
+    ("<base", "a template may not change the page's base"),
+    ("http-equiv", "a template may not set http-equiv"),
+    (
+        "<style",
+        "a template's styles go in a style sheet file (CSP: style-src 'self')",
+    ),
+    ("autoescape", "a template may not turn escaping off"),
+    ("srcdoc", "a template may not hold srcdoc"),
+];
+
+fn check_template_text(text: &str) -> Result<(), Refused> {
+    let lower = text.to_ascii_lowercase();
+    for (word, why) in BANNED {
+        if lower.contains(word) {
+            return Err(Refused(why.to_owned()));
+        }
+    }
+    if let Some(attr) = handler_attribute(&lower) {
+        return Err(Refused(format!(
+            "a template may not hold event handlers ({attr}=)"
+        )));
+    }
+    Ok(())
+}
+
+/// An `on…=` attribute inside a tag, if any (`<img onerror=…>`).
+pub(crate) fn handler_attribute(lower: &str) -> Option<String> {
+    let mut rest = lower;
+    while let Some(open) = rest.find('<') {
+        let tag = &rest[open..];
+        let end = tag.find('>').unwrap_or(tag.len());
+        let inside = &tag[..end];
+        let bytes = inside.as_bytes();
+        for (i, w) in inside.match_indices("on") {
+            let before = bytes.get(i.wrapping_sub(1)).copied().unwrap_or(b'<');
+            if !(before.is_ascii_whitespace()
+                || before == b'/'
+                || before == b'"'
+                || before == b'\'')
+            {
+                continue;
+            }
+            let name: String = inside[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            let after = inside[i + name.len()..].trim_start();
+            if name.len() > w.len() && after.starts_with('=') {
+                return Some(name);
+            }
+        }
+        rest = &tag[end..];
+    }
+    None
+}
+
+fn check_messages(messages: &BTreeMap<String, BTreeMap<String, Message>>) -> Result<(), Refused> {
+    let mut count = 0;
+    for (lang, words) in messages {
+        let Some(catalog) = catalog(lang).filter(|c| c.code == lang) else {
+            return Err(Refused(format!(
+                "messages: {lang:?} is none of {}",
+                SHIPPED.join(", ")
+            )));
+        };
+        for (key, message) in words {
+            count += 1;
+            if count > MAX_MESSAGES {
+                return Err(Refused(format!("messages: at most {MAX_MESSAGES}")));
+            }
+            let Some(theirs) = english().messages.get(key) else {
+                return Err(Refused(format!(
+                    "messages.{lang}: no message is called {key:?}"
+                )));
+            };
+            let allowed = theirs.placeholders();
+            for name in message.placeholders() {
+                if !allowed.contains(&name) {
+                    return Err(Refused(format!(
+                        "messages.{lang}.{key}: {{{name}}} is not one of its placeholders ({})",
+                        allowed
+                            .iter()
+                            .map(|a| format!("{{{a}}}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+            }
+            let texts: Vec<&String> = match message {
+                Message::Text(text) => vec![text],
+                Message::Plural(forms) => {
+                    if let Some(form) = forms
+                        .keys()
+                        .find(|f| !categories(catalog.code).contains(&f.as_str()))
+                    {
+                        return Err(Refused(format!(
+                            "messages.{lang}.{key}: {form:?} is not a plural form of {lang} ({})",
+                            categories(catalog.code).join(", ")
+                        )));
+                    }
+                    if !forms.contains_key("other") {
+                        return Err(Refused(format!(
+                            "messages.{lang}.{key}: a plural message gives `other`"
+                        )));
+                    }
+                    forms.values().collect()
+                }
+            };
+            if let Some(long) = texts.iter().find(|t| t.chars().count() > MAX_MESSAGE_CHARS) {
+                return Err(Refused(format!(
+                    "messages.{lang}.{key}: {} characters, at most {MAX_MESSAGE_CHARS}",
+                    long.chars().count()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a render of a shop's template must hold, and may not: our head and our queue once
+/// each, no other script, no handler attribute.
+pub(crate) fn check_render(html: &str, head: &str, queue: &str) -> Result<(), Refused> {
+    if html.matches(head).count() != 1 {
+        return Err(Refused(
+            "the template must place {{ head }} once, in <head>".into(),
+        ));
+    }
+    if html.matches(queue).count() != 1 {
+        return Err(Refused(
+            "the template must place {{ queue }} once, in every state".into(),
+        ));
+    }
+    let ours = head.to_ascii_lowercase().matches("<script").count()
+        + queue.to_ascii_lowercase().matches("<script").count();
+    let lower = html.to_ascii_lowercase();
+    if lower.matches("<script").count() != ours {
+        return Err(Refused("the template may not add script".into()));
+    }
+    let outside = lower.replacen(&queue.to_ascii_lowercase(), "", 1);
+    if let Some(attr) = handler_attribute(&outside) {
+        return Err(Refused(format!(
+            "the template may not add event handlers ({attr}=)"
+        )));
+    }
+    if outside.contains("javascript:") {
+        return Err(Refused("the template may not add javascript: links".into()));
+    }
+    Ok(())
+}
+
+/// The pages an instance holds, by show, each under the version it was read at: read again
+/// only when the show's meta names another. Bounded: past [`HELD`] shows it starts afresh.
+#[derive(Default)]
+pub(crate) struct PageCache {
+    pages: Mutex<HashMap<String, Arc<ShopPage>>>,
+    files: Mutex<HashMap<String, Arc<Vec<u8>>>>,
+}
+
+/// How many shows' pages an instance holds at once.
+const HELD: usize = 1024;
+/// How many bytes of page files an instance holds at once.
+const HELD_FILE_BYTES: usize = 64 * 1024 * 1024;
+
+impl PageCache {
+    /// The page of `show` held at `version`.
+    pub(crate) fn get(&self, show: &ShowId, version: &str) -> Option<Arc<ShopPage>> {
+        let pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+        pages
+            .get(show.as_str())
+            .filter(|p| p.version == version)
+            .cloned()
+    }
+
+    pub(crate) fn put(&self, show: &ShowId, page: Arc<ShopPage>) {
+        let mut pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+        if pages.len() >= HELD {
+            pages.clear();
+        }
+        pages.insert(show.to_string(), page);
+    }
+
+    /// A page file by its hashed name (files never change under one name).
+    pub(crate) fn file(&self, hashed: &str) -> Option<Arc<Vec<u8>>> {
+        let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        files.get(hashed).cloned()
+    }
+
+    pub(crate) fn put_file(&self, hashed: &str, bytes: Arc<Vec<u8>>) {
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        let held: usize = files.values().map(|b| b.len()).sum();
+        if held + bytes.len() > HELD_FILE_BYTES {
+            files.clear();
+        }
+        files.insert(hashed.to_owned(), bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(template: &str) -> PageDocument {
+        PageDocument {
+            template: Some(template.to_owned()),
+            ..PageDocument::default()
+        }
+    }
+
+    #[test]
+    fn a_template_with_script_or_a_handler_or_escaping_off_is_refused() {
+        for bad in [
+            "{{ head }}<SCRIPT>alert(1)</SCRIPT>{{ queue }}",
+            "{{ head }}<img src=x onerror=alert(1)>{{ queue }}",
+            "{{ head }}<a href=\"JavaScript:alert(1)\">x</a>{{ queue }}",
+            "{{ head }}<div\nonclick = \"x\">{{ queue }}</div>",
+            "{% autoescape false %}{{ head }}{% endautoescape %}{{ queue }}",
+            "{{ head }}{{ queue|safe }}",
+            "{{ head }}<iframe src=/></iframe>{{ queue }}",
+            "{{ head }}<style>body{}</style>{{ queue }}",
+            "{{ head }}{% include 'queue.html' %}",
+        ] {
+            let result = check(&page(bad)).and_then(|stored| {
+                // Parsing passes for the last two: rendering is what refuses them.
+                let shop = ShopPage::from_stored(&stored).ok_or(Refused("no".into()))?;
+                let ctx = minijinja::context! { head => "", queue => "" };
+                match shop.render(ctx) {
+                    Some(Ok(_)) => Ok(()),
+                    _ => Err(Refused("render".into())),
+                }
+            });
+            assert!(result.is_err(), "{bad}");
+        }
+        let fine = "<!doctype html><html><head>{{ head }}</head><body class=\"one\">\
+                    <p data-online=\"yes\">{{ t('wait.new.join') }}</p>{{ queue }}</body></html>";
+        assert!(check(&page(fine)).is_ok());
+    }
+
+    #[test]
+    fn words_and_files_are_held_to_the_catalog() {
+        let mut doc = PageDocument::default();
+        doc.messages.insert(
+            "fr".into(),
+            BTreeMap::from([("wait.new.join".into(), Message::Text("Entrer".into()))]),
+        );
+        assert!(check(&doc).is_ok());
+        doc.messages.insert(
+            "fr".into(),
+            BTreeMap::from([("wait.new.join".into(), Message::Text("{evil}".into()))]),
+        );
+        assert!(check(&doc).unwrap_err().0.contains("placeholders"));
+        doc.messages.clear();
+        doc.messages.insert(
+            "xx".into(),
+            BTreeMap::from([("wait.new.join".into(), Message::Text("x".into()))]),
+        );
+        assert!(check(&doc).is_err());
+        doc.messages.clear();
+        doc.files.insert("logo.exe".into(), "AAAA".into());
+        assert!(check(&doc).unwrap_err().0.contains("images"));
+        doc.files.clear();
+        doc.files.insert("logo.png".into(), "not base64!".into());
+        assert!(check(&doc).unwrap_err().0.contains("base64"));
+        doc.files.clear();
+        doc.files.insert("logo.png".into(), "iVBORw0KGgo=".into());
+        let stored = check(&doc).unwrap();
+        assert_eq!(stored.files.len(), 1);
+        assert!(stored.files[0].0.ends_with(".png"));
+    }
+
+    #[test]
+    fn handler_attributes_are_found_only_in_tags() {
+        assert_eq!(
+            handler_attribute("<img src=x onerror=y>"),
+            Some("onerror".into())
+        );
+        assert_eq!(handler_attribute("<p>turn on = off</p>"), None);
+        assert_eq!(handler_attribute("<p data-on=\"1\" class=\"on\">"), None);
+        assert_eq!(handler_attribute("<svg/onload=x>"), Some("onload".into()));
+    }
+}
