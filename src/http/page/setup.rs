@@ -15,13 +15,16 @@ use serde::Deserialize;
 
 use super::render::{self, Words};
 use super::shop::{self, PageDocument, Refused, STATES, ShopPage, file_path, file_type};
-use super::wait::{WaitPage, render_wait};
+use super::wait::{WaitPage, render_wait, shop_page};
 use crate::error::AppError;
 use crate::http::AppState;
 use crate::http::extract::{AppJson, AppPath, Operator, show_id};
 use crate::i18n::catalogs;
 use crate::model::ShowId;
 use crate::store::StoredPage;
+
+/// A page file's name is its content's hash: the same bytes forever, for any cache.
+const FILE_CACHE: &str = "public, max-age=31536000, immutable";
 
 /// The most a `PUT …/page` or a preview may send: the files (base64) and the template.
 pub(crate) const MAX_PAGE_BODY: usize = 4 << 20;
@@ -52,6 +55,17 @@ pub(crate) async fn set_page(
     AppJson(doc): AppJson<PageDocument>,
 ) -> Result<Json<PageDocument>, AppError> {
     let show = show_id(&show)?;
+    let nothing = doc.template.is_none()
+        && doc.messages.is_empty()
+        && doc.default_language.is_none()
+        && doc.files.is_empty();
+    if nothing {
+        return Err(AppError::BadRequest(
+            "send a template, messages, a defaultLanguage or files (DELETE …/page brings back \
+             the built-in page)"
+                .into(),
+        ));
+    }
     let stored = checked(&show, &doc)?;
     state.store.set_page(&show, &stored).await?;
     tracing::info!(%show, version = %stored.version, "a show's own page was set");
@@ -167,7 +181,9 @@ pub(crate) async fn preview(
             crate::i18n::SHIPPED.join(", ")
         )));
     };
-    let stored = shop::check(&doc).map_err(|Refused(why)| AppError::BadRequest(why))?;
+    // Checked whole, as `PUT` checks it: a page that fails in another state or language is
+    // refused here with why, not shown as the built-in page a fan would be shown instead.
+    let stored = checked(&show, &doc)?;
     let page = ShopPage::from_stored(&stored)
         .ok_or_else(|| AppError::BadRequest("the page does not read".into()))?;
     let words = Arc::new(Words {
@@ -266,12 +282,15 @@ pub(crate) async fn file(
     let Some(kind) = kind else {
         return Err(AppError::NotFound("no such file".into()));
     };
-    let etag = format!("\"{hash}\"");
-    if headers
-        .get(header::IF_NONE_MATCH)
-        .is_some_and(|v| v.as_bytes() == etag.as_bytes())
-    {
-        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
+    // Only a file of the page the show has now: one removed since is gone here too, even
+    // where this instance still holds its bytes (the meta is one read; the page is held).
+    let meta = state.store.show(&show).await?;
+    let page = match meta {
+        Some(meta) if !meta.lost => shop_page(&state, &show, meta.page.as_deref()).await,
+        _ => None,
+    };
+    if !page.is_some_and(|p| p.files.values().any(|f| *f == file)) {
+        return Err(AppError::NotFound("no such file".into()));
     }
     let key = format!("{show}/{file}");
     let bytes = match state.pages.file(&key) {
@@ -282,18 +301,34 @@ pub(crate) async fn file(
                 .page_file(&show, &file)
                 .await?
                 .ok_or_else(|| AppError::NotFound("no such file".into()))?;
-            let bytes = Arc::new(bytes);
+            let bytes = bytes::Bytes::from(bytes);
             state.pages.put_file(&key, bytes.clone());
             bytes
         }
     };
+    // Only a file the show has (held here, or kept in the store) is "not modified": a name it
+    // never had is 404, whatever the browser claims to hold.
+    let etag = format!("\"{hash}\"");
+    if headers
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|v| v.as_bytes() == etag.as_bytes())
+    {
+        return Ok((
+            StatusCode::NOT_MODIFIED,
+            [
+                (header::ETAG, etag),
+                (header::CACHE_CONTROL, FILE_CACHE.to_owned()),
+            ],
+        )
+            .into_response());
+    }
     let mut response = (
         [
             (header::CONTENT_TYPE, kind),
-            (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+            (header::CACHE_CONTROL, FILE_CACHE),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
-        bytes.as_ref().clone(),
+        bytes,
     )
         .into_response();
     let headers = response.headers_mut();

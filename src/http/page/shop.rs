@@ -443,7 +443,7 @@ pub(crate) fn check_render(html: &str, head: &str, queue: &str) -> Result<(), Re
 #[derive(Default)]
 pub(crate) struct PageCache {
     pages: Mutex<HashMap<String, Arc<ShopPage>>>,
-    files: Mutex<HashMap<String, Arc<Vec<u8>>>>,
+    files: Mutex<HashMap<String, bytes::Bytes>>,
 }
 
 /// How many shows' pages an instance holds at once.
@@ -470,12 +470,12 @@ impl PageCache {
     }
 
     /// A page file by its hashed name (files never change under one name).
-    pub(crate) fn file(&self, hashed: &str) -> Option<Arc<Vec<u8>>> {
+    pub(crate) fn file(&self, hashed: &str) -> Option<bytes::Bytes> {
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         files.get(hashed).cloned()
     }
 
-    pub(crate) fn put_file(&self, hashed: &str, bytes: Arc<Vec<u8>>) {
+    pub(crate) fn put_file(&self, hashed: &str, bytes: bytes::Bytes) {
         let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         let held: usize = files.values().map(|b| b.len()).sum();
         if held + bytes.len() > HELD_FILE_BYTES {
