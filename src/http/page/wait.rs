@@ -631,17 +631,40 @@ fn queue_html(page: &WaitPage, words: &Arc<Words>) -> Result<String, minijinja::
     )
 }
 
-/// The page's words for its script (`static/wait.js`): the language's whole catalog with the
-/// show's own words, as JSON no `</script>` can end early.
+/// The keys the page's script says: every `t('key'` in `static/wait.js` as served, read once
+/// (none found, or no file: every key, which is only heavier).
+fn script_keys() -> &'static Option<std::collections::BTreeSet<String>> {
+    static KEYS: std::sync::LazyLock<Option<std::collections::BTreeSet<String>>> =
+        std::sync::LazyLock::new(|| {
+            let text = std::fs::read_to_string(super::static_dir().join("wait.js")).ok()?;
+            let keys: std::collections::BTreeSet<String> = text
+                .split("t('")
+                .skip(1)
+                .filter_map(|rest| rest.split_once('\'').map(|(key, _)| key))
+                .filter(|key| {
+                    key.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._".contains(&b))
+                })
+                .map(str::to_owned)
+                .collect();
+            (!keys.is_empty()).then_some(keys)
+        });
+    &KEYS
+}
+
+/// The page's words for its script (`static/wait.js`): the messages it says, in the page's
+/// language with the show's own words, as JSON no `</script>` can end early.
 fn messages_island(words: &Words) -> String {
     let catalog = words.catalog;
+    let said = |key: &str| script_keys().as_ref().is_none_or(|keys| keys.contains(key));
     let mut messages: std::collections::BTreeMap<&str, &Message> = catalog
         .messages
         .iter()
+        .filter(|(k, _)| said(k))
         .map(|(k, v)| (k.as_str(), v))
         .collect();
     if let Some(own) = &words.overrides {
-        for (k, v) in own.iter() {
+        for (k, v) in own.iter().filter(|(k, _)| said(k)) {
             messages.insert(k.as_str(), v);
         }
     }
