@@ -57,6 +57,7 @@ mod hub;
 mod lanes;
 mod notify;
 mod openapi;
+mod pages;
 mod presence;
 mod push;
 mod rate_change;
