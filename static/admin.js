@@ -108,15 +108,15 @@
   const TOGETHER = [['rateChangeAt', 'rateChangeTo']];
 
   let settingFields = null; // the fields, once the document is read
-  const settingsSchema = fetch(routes.routeOpenapi, { headers: { Accept: 'application/json' } })
+  const openapi = fetch(routes.routeOpenapi, { headers: { Accept: 'application/json' } })
     .then((res) => {
       if (!res.ok) throw new Error(`the server answered ${res.status}`);
       return res.json();
-    })
-    .then((doc) => {
-      settingFields = fieldsOf(doc, routes.settingsSchema);
-      return settingFields;
     });
+  const settingsSchema = openapi.then((doc) => {
+    settingFields = fieldsOf(doc, routes.settingsSchema);
+    return settingFields;
+  });
   // A failure is said on each card.
   settingsSchema.catch(() => {});
 
@@ -297,14 +297,16 @@
   });
 
   // Every API call: bearer header, and a refused token sends the operator back to sign-in.
-  async function call(method, path, body) {
+  // `accept`: what the answer is when it is no refusal; `signal`: to give the call up.
+  async function call(method, path, body, { accept = 'application/json', signal } = {}) {
     const res = await fetch(path, {
       method,
       headers: Object.assign(
-        { Authorization: `Bearer ${token}`, Accept: 'application/json' },
+        { Authorization: `Bearer ${token}`, Accept: accept },
         body ? { 'Content-Type': 'application/json' } : {},
       ),
       body: body ? JSON.stringify(body) : undefined,
+      signal,
     });
     if (res.status === 401) {
       showLogin('The token was refused. Sign in again.');
@@ -541,7 +543,7 @@
     name.textContent = show;
     name.addEventListener('click', () => select(show, false));
     row.querySelector('.row-details').addEventListener('click', () => select(show, true));
-    c = { el, row, stats: null };
+    c = { el, row, stats: null, page: pageEditor(show, el) };
     cards.set(show, c);
     return c;
   }
@@ -1016,6 +1018,406 @@
     watch(show);
     select(show, false);
   });
+
+  // ---- the show's own waiting page ---------------------------------------------------------
+  //
+  // A template, words and files for the show's waiting page (docs/pages.md), with a live
+  // preview of the draft as fans would see it, in any state and language: the server renders
+  // it (`POST …/page/preview`, with the checks a save makes) and the console shows the HTML in
+  // a sandboxed frame that runs nothing. A save (`PUT …/page`) replaces the whole page, files
+  // included, so the editor holds every file as base64: those the page kept are read back
+  // from where they are served when the page is first read, those chosen here as they are.
+  // The routes are the server's contract, read by name from the OpenAPI document.
+
+  const PREVIEW_DELAY_MS = 400;
+  const pageRoutes = openapi.then((doc) => ({ page: pathOf(doc, 'setPage'), preview: pathOf(doc, 'previewPage') }));
+  pageRoutes.catch(() => {});
+
+  // The path of the operation `id` in the OpenAPI document.
+  function pathOf(doc, id) {
+    for (const [path, item] of Object.entries(doc.paths || {})) {
+      if (Object.values(item).some((op) => op && op.operationId === id)) return path;
+    }
+    throw new Error(`the server's document has no ${id}`);
+  }
+  const showPath = (path, show) => path.replace(/\{show_?id\}/i, encodeURIComponent(show));
+  const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+  // A file's bytes as base64, without the `data:` prefix.
+  const base64Of = (blob) => new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => {
+      const url = String(reader.result);
+      resolve(url.slice(url.indexOf(',') + 1));
+    };
+    reader.onerror = () => reject(reader.error || new Error('the file could not be read'));
+    reader.readAsDataURL(blob);
+  });
+
+  const kib = (bytes) => `${fmt(Math.max(1, Math.round(bytes / 1024)))} KiB`;
+
+  function pageEditor(show, el) {
+    const box = el.querySelector('.shop-page');
+    const form = box.querySelector('.page-form');
+    const q = (css) => box.querySelector(css);
+    const ed = {
+      show, box, form,
+      template: form.elements.template, messages: form.elements.messages,
+      language: form.elements.defaultLanguage, chooser: form.elements.files,
+      list: q('.page-file-list'), error: q('.page-error'), note: q('.page-message'),
+      kind: q('.page-kind'), save: q('.page-save'), reset: q('.page-reset'),
+      region: q('.page-preview'), state: q('.preview-state'), lang: q('.preview-lang'),
+      frame: q('.preview-frame'), refused: q('.preview-error'), unsaved: q('.preview-unsaved'),
+      grid: q('.preview-grid'), all: q('.preview-all'),
+      files: new Map(), // name -> { base64, path: where it is served (null until saved), size }
+      loading: null,    // the first read of the page, under way or done
+      loaded: false,
+      own: false,       // whether the server holds a page of the show's own
+      timer: 0,
+      running: null,    // the AbortController of the preview under way
+      gridOpen: false,
+    };
+    // Each hint read with its field.
+    for (const hint of box.querySelectorAll('[data-hint]')) {
+      hint.id = `page-hint-${++fieldCount}`;
+      form.elements[hint.dataset.hint].setAttribute('aria-describedby', hint.id);
+    }
+    box.addEventListener('toggle', () => {
+      if (box.open) loadPage(ed).then(() => preview(ed), () => {});
+    });
+    const changed = () => {
+      ed.dirty = true;
+      showKind(ed);
+      schedulePreview(ed);
+    };
+    // Typed (`input`), or emptied or filled by a tool (some fire `change` only).
+    for (const field of [ed.template, ed.messages]) {
+      field.addEventListener('input', changed);
+      field.addEventListener('change', changed);
+    }
+    ed.language.addEventListener('change', changed);
+    ed.state.addEventListener('change', () => preview(ed));
+    ed.lang.addEventListener('change', () => preview(ed));
+    ed.chooser.addEventListener('change', () => chooseFiles(ed).then(changed));
+    ed.all.addEventListener('click', () => toggleGrid(ed));
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      savePage(ed);
+    });
+    ed.reset.addEventListener('click', () => resetPage(ed));
+    return ed;
+  }
+
+  function showKind(ed) {
+    const kind = ed.own ? 'its own page' : 'the built-in page';
+    ed.kind.textContent = ed.loaded ? `· ${kind}${ed.dirty ? ', changes not saved' : ''}` : '';
+    ed.box.dataset.own = String(ed.own);
+  }
+
+  function pageSaid(ed, text, isError) {
+    ed.error.textContent = isError ? text : '';
+    ed.error.hidden = !isError;
+    ed.note.textContent = isError ? '' : text;
+  }
+
+  // Reads the show's page once (again after a failure): the form is filled with it.
+  function loadPage(ed) {
+    if (!ed.loading) {
+      ed.loading = (async () => {
+        ed.save.disabled = true;
+        const { page } = await pageRoutes;
+        const res = await call('GET', showPath(page, ed.show));
+        if (res.status !== 200 && res.status !== 404) throw new Error(await problem(res));
+        await fillPage(ed, res.status === 200 ? await res.json() : {});
+        ed.own = res.status === 200;
+        ed.loaded = true;
+        ed.save.disabled = false;
+        showKind(ed);
+        ed.box.dataset.loaded = 'true';
+      })();
+      ed.loading.catch((e) => {
+        ed.loading = null;
+        ed.save.disabled = false;
+        if (e.message !== 'unauthorised') pageSaid(ed, `The show's page could not be read: ${e.message}`, true);
+      });
+    }
+    return ed.loading;
+  }
+
+  // The form holds `doc` (as GET answers it: files by the path each is served at, read back
+  // here as base64 so that a save keeps them).
+  async function fillPage(ed, doc) {
+    ed.template.value = doc.template || '';
+    ed.messages.value = isObject(doc.messages) && Object.keys(doc.messages).length ? JSON.stringify(doc.messages, null, 2) : '';
+    ed.language.value = doc.defaultLanguage || '';
+    ed.dirty = false;
+    const files = new Map();
+    await Promise.all(Object.entries(doc.files || {}).map(async ([name, path]) => {
+      const kept = { base64: null, path, size: 0 };
+      files.set(name, kept);
+      try {
+        const res = await fetch(path);
+        if (!res.ok) throw new Error(`the server answered ${res.status}`);
+        const blob = await res.blob();
+        kept.size = blob.size;
+        kept.base64 = await base64Of(blob);
+      } catch (e) {
+        kept.error = e.message;
+      }
+    }));
+    ed.files = files;
+    listFiles(ed);
+  }
+
+  async function chooseFiles(ed) {
+    const chosen = [...ed.chooser.files];
+    ed.chooser.value = '';
+    for (const file of chosen) {
+      try {
+        // Chosen again under a name the page has: this one replaces it.
+        ed.files.set(file.name, { base64: await base64Of(file), path: null, size: file.size });
+      } catch (e) {
+        pageSaid(ed, `${file.name} could not be read: ${e.message}`, true);
+      }
+    }
+    listFiles(ed);
+  }
+
+  function listFiles(ed) {
+    ed.list.replaceChildren();
+    for (const [name, f] of ed.files) {
+      const li = document.createElement('li');
+      li.dataset.file = name;
+      const code = document.createElement('code');
+      code.textContent = name;
+      const about = document.createElement('small');
+      about.textContent = f.base64 === null ? ` could not be read back (${f.error}): choose it again or remove it`
+        : f.path ? ` ${kib(f.size)}, saved` : ` ${kib(f.size)}, not saved yet`;
+      li.append(code, about);
+      if (f.path) {
+        const open = document.createElement('a');
+        open.href = f.path;
+        open.target = '_blank';
+        open.rel = 'noopener';
+        open.textContent = 'open ↗';
+        open.setAttribute('aria-label', `Open ${name}`);
+        li.append(' ', open);
+      }
+      const remove = document.createElement('button');
+      remove.type = 'button';
+      remove.className = 'link-button';
+      remove.textContent = 'Remove';
+      remove.setAttribute('aria-label', `Remove ${name}`);
+      remove.addEventListener('click', () => {
+        ed.files.delete(name);
+        listFiles(ed);
+        ed.dirty = true;
+        showKind(ed);
+        schedulePreview(ed);
+      });
+      li.append(' ', remove);
+      ed.list.appendChild(li);
+    }
+    ed.list.hidden = ed.files.size === 0;
+    ed.unsaved.hidden = ![...ed.files.values()].some((f) => !f.path);
+  }
+
+  // The draft as `PUT …/page` and the preview take it; an Error saying what is wrong with it.
+  function draftBody(ed) {
+    const body = {};
+    if (ed.template.value.trim()) body.template = ed.template.value;
+    const words = ed.messages.value.trim();
+    if (words) {
+      let parsed;
+      try {
+        parsed = JSON.parse(words);
+      } catch (e) {
+        throw new Error(`Words are written in JSON (${e.message}), such as {"fr": {"wait.new.join": "Entrer"}}.`);
+      }
+      if (!isObject(parsed) || !Object.values(parsed).every(isObject)) {
+        throw new Error('Words are an object by language, each an object by key, such as {"fr": {"wait.new.join": "Entrer"}}.');
+      }
+      if (Object.keys(parsed).length) body.messages = parsed;
+    }
+    if (ed.language.value) body.defaultLanguage = ed.language.value;
+    if (ed.files.size) {
+      body.files = {};
+      for (const [name, f] of ed.files) {
+        if (f.base64 === null) throw new Error(`${name} could not be read back from the server: choose it again or remove it.`);
+        body.files[name] = f.base64;
+      }
+    }
+    return body;
+  }
+
+  function schedulePreview(ed) {
+    clearTimeout(ed.timer);
+    ed.timer = setTimeout(() => preview(ed), PREVIEW_DELAY_MS);
+  }
+
+  // Renders the draft in the state and language chosen (and in every state, in the grid),
+  // or says why the server refuses it.
+  async function preview(ed) {
+    clearTimeout(ed.timer);
+    if (!ed.box.open || !ed.loaded) return;
+    // A newer draft: the preview under way is given up.
+    if (ed.running) ed.running.abort();
+    ed.running = null;
+    ed.region.removeAttribute('aria-busy');
+    let body;
+    try {
+      body = draftBody(ed);
+    } catch (e) {
+      previewRefused(ed, e.message);
+      return;
+    }
+    const controller = new AbortController();
+    ed.running = controller;
+    const state = ed.state.value;
+    const lang = ed.lang.value;
+    const states = ed.gridOpen ? [...ed.state.options].map((o) => o.value) : [];
+    ed.region.setAttribute('aria-busy', 'true');
+    try {
+      const path = showPath((await pageRoutes).preview, ed.show);
+      const render = async (which) => {
+        const query = `?state=${encodeURIComponent(which)}&lang=${encodeURIComponent(lang)}`;
+        const res = await call('POST', path + query, body, { accept: 'text/html', signal: controller.signal });
+        if (res.status !== 200) throw new Error(await problem(res));
+        return res.text();
+      };
+      const [main, ...each] = await Promise.all([render(state), ...states.map(render)]);
+      if (controller.signal.aborted) return;
+      ed.refused.hidden = true;
+      showFrame(ed.frame, main, state, lang);
+      states.forEach((which, i) => showFrame(ed.grid.querySelector(`[data-state="${which}"] iframe`), each[i], which, lang));
+      ed.grid.hidden = !ed.gridOpen;
+      ed.region.dataset.preview = 'shown';
+    } catch (e) {
+      if (controller.signal.aborted || e.message === 'unauthorised') return;
+      previewRefused(ed, `The server refuses the page: ${e.message}`);
+    } finally {
+      if (ed.running === controller) {
+        ed.running = null;
+        ed.region.removeAttribute('aria-busy');
+      }
+    }
+  }
+
+  // Why the draft shows no page, instead of a page.
+  function previewRefused(ed, why) {
+    ed.refused.textContent = why;
+    ed.refused.hidden = false;
+    ed.frame.hidden = true;
+    ed.grid.hidden = true;
+    ed.region.dataset.preview = 'refused';
+  }
+
+  function showFrame(frame, html, state, lang) {
+    frame.srcdoc = html;
+    frame.dataset.state = state;
+    frame.dataset.lang = lang;
+    frame.hidden = false;
+  }
+
+  // Every state side by side, small; a state's name shows it large.
+  function toggleGrid(ed) {
+    ed.gridOpen = !ed.gridOpen;
+    ed.all.setAttribute('aria-expanded', String(ed.gridOpen));
+    ed.all.textContent = ed.gridOpen ? 'Hide the states' : 'Preview every state';
+    if (!ed.grid.childElementCount) {
+      for (const option of ed.state.options) {
+        const figure = document.createElement('figure');
+        figure.className = 'preview-thumb';
+        figure.dataset.state = option.value;
+        const holder = document.createElement('div');
+        holder.className = 'thumb-frame';
+        const frame = document.createElement('iframe');
+        frame.setAttribute('sandbox', 'allow-same-origin');
+        frame.title = `Preview: ${option.textContent}`;
+        frame.tabIndex = -1;
+        frame.hidden = true;
+        holder.appendChild(frame);
+        const caption = document.createElement('figcaption');
+        const pick = document.createElement('button');
+        pick.type = 'button';
+        pick.className = 'link-button';
+        pick.textContent = option.textContent;
+        pick.setAttribute('aria-label', `Show ${option.textContent} above`);
+        pick.addEventListener('click', () => {
+          ed.state.value = option.value;
+          preview(ed);
+          ed.frame.scrollIntoView({ block: 'nearest' });
+        });
+        caption.appendChild(pick);
+        figure.append(holder, caption);
+        ed.grid.appendChild(figure);
+      }
+    }
+    ed.grid.hidden = true;
+    preview(ed);
+  }
+
+  async function savePage(ed) {
+    try {
+      await loadPage(ed);
+    } catch {
+      return; // said by loadPage
+    }
+    let body;
+    try {
+      body = draftBody(ed);
+    } catch (e) {
+      pageSaid(ed, `Not saved: ${e.message}`, true);
+      return;
+    }
+    if (!Object.keys(body).length) {
+      pageSaid(ed, 'Not saved: the page is empty. “Use the built-in page” removes the show’s own.', true);
+      return;
+    }
+    ed.save.disabled = true;
+    pageSaid(ed, 'Saving…');
+    try {
+      const res = await call('PUT', showPath((await pageRoutes).page, ed.show), body);
+      if (res.status !== 200) throw new Error(await problem(res));
+      const kept = await res.json();
+      for (const [name, path] of Object.entries(kept.files || {})) {
+        const f = ed.files.get(name);
+        if (f) f.path = path;
+      }
+      ed.own = true;
+      ed.dirty = false;
+      listFiles(ed);
+      showKind(ed);
+      pageSaid(ed, 'Saved: fans see this page from now on.');
+      preview(ed);
+    } catch (e) {
+      if (e.message !== 'unauthorised') pageSaid(ed, `Not saved: ${e.message}`, true);
+    } finally {
+      ed.save.disabled = false;
+    }
+  }
+
+  async function resetPage(ed) {
+    const answer = await ask(`Use the built-in waiting page for ${ed.show}? The show’s own template, words and files are removed, and fans see the built-in page at once.`, 'Use the built-in page', false);
+    if (!answer.ok) return;
+    ed.reset.disabled = true;
+    try {
+      const res = await call('DELETE', showPath((await pageRoutes).page, ed.show));
+      // 404: it had no page of its own: the built-in one already.
+      if (res.status !== 204 && res.status !== 404) throw new Error(await problem(res));
+      await fillPage(ed, {});
+      ed.own = false;
+      ed.loaded = true;
+      ed.loading = ed.loading || Promise.resolve();
+      showKind(ed);
+      pageSaid(ed, 'The built-in page is back: fans see it now.');
+      preview(ed);
+    } catch (e) {
+      if (e.message !== 'unauthorised') pageSaid(ed, `Not removed: ${e.message}`, true);
+    } finally {
+      ed.reset.disabled = false;
+    }
+  }
 
   // ---- ticket lookup, for support ----------------------------------------------------------
 
