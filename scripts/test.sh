@@ -3,7 +3,8 @@
 # store, push and multi-instance tests; Chromium and chromedriver for the browser tests; nginx
 # for the edge tests of deploy/; Python and Node for the shop's origin and the CDN worker;
 # Schemathesis, the API fuzzer the OpenAPI document is checked with; the Python libraries the
-# notification tests check against), checks the formatting
+# notification tests check against; axe-core, the accessibility checker the browser tests run
+# in Chromium), checks the formatting
 # (`cargo fmt --check`) and the lints (`cargo clippy -D warnings`), then runs every test of the
 # workspace: the server and the clients (client/). Debian/Ubuntu; run as root or with sudo
 # available.
@@ -19,6 +20,8 @@ command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 # in Node.
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
+# axe-core, the accessibility checker the browser tests run, comes from the npm registry.
+command -v npm >/dev/null 2>&1 || need+=(npm)
 # The alert rules' unit tests run in Prometheus's promtool.
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # Schemathesis goes into a virtualenv of its own, which Debian's Python makes only with
@@ -56,6 +59,15 @@ if [ "$(cat "$notify_py/pins" 2>/dev/null)" != "$NOTIFY_PYTHON_PINS" ]; then
   # shellcheck disable=SC2086 # the pins are words
   "$notify_py/bin/pip" install -q --disable-pip-version-check $NOTIFY_PYTHON_PINS
   echo "$NOTIFY_PYTHON_PINS" >"$notify_py/pins"
+fi
+
+# tests/browser/accessibility.rs runs axe-core (the accessibility checker, from the npm
+# registry) inside Chromium on the fan pages: a 4.x release into target/axe, installed only
+# when missing.
+axe=target/axe/node_modules/axe-core/axe.min.js
+if [ ! -f "$axe" ]; then
+  echo "installing: axe-core@4 (target/axe)"
+  npm install --silent --no-audit --no-fund --prefix target/axe axe-core@4
 fi
 
 redis-server --version

@@ -11,12 +11,17 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod accessibility;
 mod challenge;
 mod console;
+mod console_page;
 mod fair_start;
 mod gateway;
 mod helpers;
 mod lanes;
+mod languages;
 mod pages;
 mod phases;
+mod screenshots;
+mod shop_page;
 mod waiting;
