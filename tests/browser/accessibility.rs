@@ -115,12 +115,7 @@ async fn the_fan_pages_pass_axe_in_english_and_arabic_built_in_and_the_shops() {
             assert_accessible(&client, &axe, &format!("the built-in page, new, {lang}")).await;
 
             visit_waiting_page(&client, &app, &waiting, &format!("?lang={lang}")).await;
-            wait_for_state(&client, "waiting", SHORT).await;
-            eventually("the live indicator", SHORT, || async {
-                (client.attr_of("#conn", "data-conn").await.as_deref() == Some("live"))
-                    .then_some(())
-            })
-            .await;
+            wait_until_live(&client).await;
             assert_accessible(
                 &client,
                 &axe,
@@ -129,15 +124,11 @@ async fn the_fan_pages_pass_axe_in_english_and_arabic_built_in_and_the_shops() {
             .await;
 
             visit_waiting_page(&client, &app, &shop, &format!("?lang={lang}")).await;
-            wait_for_state(&client, "waiting", SHORT).await;
             if lang == "en" {
+                wait_for_state(&client, "waiting", SHORT).await;
                 assert_shop_frame(&client, "axe").await;
             }
-            eventually("the live indicator", SHORT, || async {
-                (client.attr_of("#conn", "data-conn").await.as_deref() == Some("live"))
-                    .then_some(())
-            })
-            .await;
+            wait_until_live(&client).await;
             assert_accessible(
                 &client,
                 &axe,
@@ -145,6 +136,15 @@ async fn the_fan_pages_pass_axe_in_english_and_arabic_built_in_and_the_shops() {
             )
             .await;
         }
+    })
+    .await;
+}
+
+/// The page waiting, and following its ticket live: what axe is run on.
+async fn wait_until_live(client: &fantoccini::Client) {
+    wait_for_state(client, "waiting", SHORT).await;
+    eventually("the live indicator", SHORT, || async {
+        (client.attr_of("#conn", "data-conn").await.as_deref() == Some("live")).then_some(())
     })
     .await;
 }

@@ -303,3 +303,19 @@ pub async fn shown_position(client: &Client) -> Option<u64> {
         .parse()
         .ok()
 }
+
+/// What mending a failover that lost writes leaves of a ticket (src/loss_witness.rs): gone
+/// from the queue, marked lost. Its poll answers 410 LOST.
+pub async fn lose_ticket(redis: &redis::aio::MultiplexedConnection, show: &str, ticket: &str) {
+    let mut redis = redis.clone();
+    let _: () = ::redis::pipe()
+        .cmd("ZREM")
+        .arg(format!("wr:{{{show}}}:queue"))
+        .arg(ticket)
+        .cmd("SADD")
+        .arg(format!("wr:{{{show}}}:lostfans"))
+        .arg(ticket)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+}

@@ -396,17 +396,7 @@ async fn when_the_sale_stops(transport: &'static str) {
         visit_waiting_page(&client, &app, &show, &query).await;
         assert_panel(&client, "waiting", SHORT).await;
         assert_transport(&client, transport).await;
-        let mut conn = redis.clone();
-        let _: () = ::redis::pipe()
-            .cmd("ZREM")
-            .arg(format!("wr:{{{show}}}:queue"))
-            .arg(&ticket)
-            .cmd("SADD")
-            .arg(format!("wr:{{{show}}}:lostfans"))
-            .arg(&ticket)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        crate::helpers::lose_ticket(&redis, &show, &ticket).await;
         let behind = crate::support::ticket_id(&app.join_ok(&show).await);
         app.configure(&show, json!({"maxActiveBuyers": 0})).await;
         app.wait_admitted(&show, &behind, LIVE).await;

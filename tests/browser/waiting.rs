@@ -282,17 +282,7 @@ async fn a_place_a_failover_lost_is_said_so_whichever_way_the_page_follows() {
             // What mending a failover that lost writes leaves of a ticket: gone from the
             // queue, marked lost (src/loss_witness.rs). Its poll answers 410 LOST, which the page
             // must take as the answer it is, not as a failure to retry for ever.
-            let mut redis = redis.clone();
-            let _: () = ::redis::pipe()
-                .cmd("ZREM")
-                .arg(format!("wr:{{{show}}}:queue"))
-                .arg(&ticket)
-                .cmd("SADD")
-                .arg(format!("wr:{{{show}}}:lostfans"))
-                .arg(&ticket)
-                .query_async(&mut redis)
-                .await
-                .unwrap();
+            crate::helpers::lose_ticket(&redis, &show, &ticket).await;
             assert_eq!(app.ticket(&show, &ticket).await.status(), 410);
             // A stream learns it when the queue passes the lost place: the hub then asks the
             // store about the ticket it thought admitted (src/hub/mod.rs, `confirm`), and is
