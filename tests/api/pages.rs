@@ -493,11 +493,12 @@ async fn a_bad_page_is_refused_with_why_and_changes_nothing(backend: Backend) {
             json!({"template": "{% autoescape false %}{{ head }}{% endautoescape %}<body>{{ queue }}</body>"}),
             "escaping",
         ),
-        // No `safe` filter: the render fails, in the first state and language.
+        // No filter at all (`safe` least of all), no loop, no operator: what a template may
+        // say is known before it runs.
         (
             "safe filter",
             json!({"template": with("{{ title|safe }}")}),
-            "fails",
+            "no filter",
         ),
         (
             "a missing file",
@@ -507,12 +508,64 @@ async fn a_bad_page_is_refused_with_why_and_changes_nothing(backend: Backend) {
         (
             "a runaway loop",
             json!({"template": with("{% for i in range(10000) %}{% for j in range(10000) %}{{ i }}{% endfor %}{% endfor %}")}),
-            "fails",
+            "if, elif, else and endif only",
         ),
         (
             "no parse",
             json!({"template": with("{% if %}")}),
-            "does not parse",
+            "a condition compares",
+        ),
+        // What a reviewer tried: unbounded work, a parser's stack, reading our HTML for a
+        // fan's ticket, a banned word split by a comment, the queue made inert or faked.
+        (
+            "a string grown without bound",
+            json!({"template": with("{% set a = 'x' * 100000000 %}")}),
+            "operator",
+        ),
+        (
+            "a deep chain",
+            json!({"template": with(&format!("{{{{ x{} }}}}", ".a".repeat(11_000)))}),
+            "characters",
+        ),
+        (
+            "the ticket read from the queue",
+            json!({"template": "{{ head }}{% if 'data-ticket' in queue %}x{% endif %}{{ queue }}"}),
+            "a condition compares",
+        ),
+        (
+            "a refresh split by a comment",
+            json!({"template": with("<meta http-e{##}quiv=\"refresh\" content=\"0;url=/\">")}),
+            "http-equiv",
+        ),
+        (
+            "the queue in a comment",
+            json!({"template": "<html><head>{{ head }}</head><body><!-- {{ queue }} --></body></html>"}),
+            "in a comment",
+        ),
+        (
+            "the queue hidden",
+            json!({"template": "<html><head>{{ head }}</head><body><div hidden>{{ queue }}</div></body></html>"}),
+            "hide",
+        ),
+        (
+            "the head in an attribute",
+            json!({"template": "<html><head><meta name=\"x\" content=\"{{ head }}\"></head><body>{{ queue }}</body></html>"}),
+            "inside a tag",
+        ),
+        (
+            "a widget's id taken",
+            json!({"template": with("<div id=\"wait\"></div>")}),
+            "the queue's own",
+        ),
+        (
+            "a handler behind a quoted >",
+            json!({"template": with("<img title=\">\" onerror=\"x\" src=\"/n.png\">")}),
+            "event handlers",
+        ),
+        (
+            "an override that drops the count",
+            json!({"messages": {"en": {"wait.waiting.ahead": "You are next!"}}}),
+            "says no {n}",
         ),
         // Our head and queue, once each, in every state.
         (

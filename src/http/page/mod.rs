@@ -287,16 +287,20 @@ impl Frame<'_> {
         let head = self.head();
         let ctx = self.context(&head, &queue, shop);
         if let Some(rendered) = shop.and_then(|s| s.render(ctx.clone())) {
+            let languages = self.languages();
             let checked = rendered.map_err(|e| e.to_string()).and_then(|html| {
-                shop::check_render(&html, &head, &queue)
+                shop::check_render(&html, &head, &queue, &languages)
                     .map(|()| html)
                     .map_err(|r| r.0)
             });
             match checked {
                 Ok(html) => return Ok(html),
-                Err(e) => {
-                    tracing::error!(show = ?self.show, error = %e, "a show's page failed; the built-in one is shown");
+                // Said once a page version: a page that fails for some requests must not
+                // let anyone fill the log by asking for it.
+                Err(e) if shop.is_some_and(ShopPage::first_failure) => {
+                    tracing::error!(show = ?self.show, error = %e, "a show's page failed; the built-in one is shown (logged once for this version of the page)");
                 }
+                Err(_) => {}
             }
         }
         render::built_in("page.html", ctx)

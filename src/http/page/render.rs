@@ -161,9 +161,13 @@ impl Words {
         slot: impl Fn(&str) -> Option<String>,
     ) -> String {
         let args = self.args();
+        // The show's own words are escaped whole (apostrophes too): an operator's text may
+        // land in a shop template's single-quoted attribute.
+        let own = self.overrides.as_ref().is_some_and(|o| o.contains_key(key));
         let mut out = String::new();
         for piece in args.pieces(key, count) {
             match piece {
+                Piece::Literal(text) if own => out.push_str(&escape(text)),
                 Piece::Literal(text) => out.push_str(&escape_message(text)),
                 Piece::Slot("n") if count.is_some() => {
                     out.push_str(&args.number(count.unwrap_or(0)));

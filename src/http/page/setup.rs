@@ -230,17 +230,18 @@ fn checked(show: &ShowId, doc: &PageDocument) -> Result<StoredPage, AppError> {
         });
         for which in STATES {
             let sample = WaitPage::sample(show, which);
-            let nonce = "check";
-            let (head, queue, html) = super::wait::render_parts(&sample, &words, nonce, &page)
-                .map_err(|e| {
-                    AppError::BadRequest(format!(
-                        "the template fails in {which} ({}): {e}",
-                        catalog.code
-                    ))
-                })?;
-            shop::check_render(&html, &head, &queue).map_err(|Refused(why)| {
-                AppError::BadRequest(format!("{why} (in {which}, {})", catalog.code))
+            let nonce = render::nonce();
+            let parts = super::wait::render_parts(&sample, &words, &nonce, &page).map_err(|e| {
+                AppError::BadRequest(format!(
+                    "the template fails in {which} ({}): {e}",
+                    catalog.code
+                ))
             })?;
+            shop::check_render(&parts.html, &parts.head, &parts.queue, &parts.languages).map_err(
+                |Refused(why)| {
+                    AppError::BadRequest(format!("{why} (in {which}, {})", catalog.code))
+                },
+            )?;
         }
     }
     Ok(stored)

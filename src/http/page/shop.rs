@@ -84,6 +84,8 @@ pub(crate) struct ShopPage {
     pub default_language: Option<String>,
     /// Files by name → `hash.ext`.
     pub files: BTreeMap<String, String>,
+    /// A render of it failed its check (and was logged) already.
+    failed: std::sync::atomic::AtomicBool,
 }
 
 impl ShopPage {
@@ -110,7 +112,13 @@ impl ShopPage {
                 .collect(),
             default_language: kept.default_language,
             files: kept.files,
+            failed: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Whether this is the first of its renders to fail its check.
+    pub(crate) fn first_failure(&self) -> bool {
+        !self.failed.swap(true, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether it brings a template of its own.
@@ -299,7 +307,9 @@ const BANNED: [(&str, &str); 12] = [
 ];
 
 fn check_template_text(text: &str) -> Result<(), Refused> {
-    let lower = text.to_ascii_lowercase();
+    // The words are looked for with the template's comments taken out, so that a comment
+    // cannot split one (`http-e{##}quiv`).
+    let lower = without_comments(text).to_ascii_lowercase();
     for (word, why) in BANNED {
         if lower.contains(word) {
             return Err(Refused(why.to_owned()));
@@ -310,38 +320,263 @@ fn check_template_text(text: &str) -> Result<(), Refused> {
             "a template may not hold event handlers ({attr}=)"
         )));
     }
+    check_syntax(text)
+}
+
+/// The most tags (`{{ … }}`, `{% … %}`) a template holds, and the longest one.
+const MAX_TAGS: usize = 400;
+const MAX_TAG_CHARS: usize = 200;
+
+/// The names a template may print, and those a condition may compare.
+const PRINTED: [&str; 8] = [
+    "head",
+    "queue",
+    "languages",
+    "title",
+    "show",
+    "state",
+    "lang",
+    "dir",
+];
+const COMPARED: [&str; 4] = ["state", "lang", "dir", "show"];
+
+/// `text` with its `{# … #}` comments taken out.
+fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find("{#") {
+        out.push_str(&rest[..open]);
+        match rest[open..].find("#}") {
+            Some(close) => rest = &rest[open + close + 2..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A template says only what a shop's frame needs, so that what it can do is known: it prints
+/// a name (`{{ queue }}`), a word (`{{ t("key", n=3) }}`) or a file's path (`{{ file("logo.svg")
+/// }}`), and chooses by `{% if state == "waiting" %}` (`elif`, `else`, `endif`; `==`, `!=`,
+/// `and`, `or`, `not`, on `state`, `lang`, `dir` and `show`). No filter, loop, assignment,
+/// macro, include, operator or index: a render is then as cheap as the template is long, and
+/// reads nothing of our HTML (a fan's ticket, the nonce) to decide what to show.
+fn check_syntax(text: &str) -> Result<(), Refused> {
+    let text = without_comments(text);
+    let mut rest = text.as_str();
+    let mut tags = 0;
+    let mut open_ifs = 0usize;
+    while let Some(at) = rest.find(['{']) {
+        let after = &rest[at..];
+        let (close, statement) = if after.starts_with("{{") {
+            ("}}", false)
+        } else if after.starts_with("{%") {
+            ("%}", true)
+        } else {
+            rest = &after[1..];
+            continue;
+        };
+        let Some(end) = after.find(close) else {
+            return Err(Refused(format!("a tag is not closed ({close})")));
+        };
+        let inner = after[2..end]
+            .trim_matches(|c: char| c == '-' || c == '+')
+            .trim();
+        rest = &after[end + 2..];
+        tags += 1;
+        if tags > MAX_TAGS {
+            return Err(Refused(format!("a template holds at most {MAX_TAGS} tags")));
+        }
+        if inner.chars().count() > MAX_TAG_CHARS {
+            return Err(Refused(format!(
+                "a tag holds at most {MAX_TAG_CHARS} characters"
+            )));
+        }
+        let tokens = tokens(inner)?;
+        if statement {
+            match tokens.first() {
+                Some(Token::Name(w)) if w == "if" || w == "elif" => {
+                    if w == "if" {
+                        open_ifs += 1;
+                    } else if open_ifs == 0 {
+                        return Err(Refused("elif outside an if".into()));
+                    }
+                    condition(&tokens[1..])?;
+                }
+                Some(Token::Name(w)) if (w == "else" || w == "endif") && tokens.len() == 1 => {
+                    if open_ifs == 0 {
+                        return Err(Refused(format!("{w} outside an if")));
+                    }
+                    if w == "endif" {
+                        open_ifs -= 1;
+                    }
+                }
+                _ => {
+                    return Err(Refused(format!(
+                        "{{% {inner} %}}: a template chooses with if, elif, else and endif only"
+                    )));
+                }
+            }
+        } else {
+            printed(&tokens)
+                .map_err(|Refused(why)| Refused(format!("{{{{ {inner} }}}}: {why}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// A piece of a tag.
+#[derive(Debug, PartialEq)]
+enum Token {
+    Name(String),
+    Text(String),
+    Number,
+    Punct(&'static str),
+}
+
+fn tokens(inner: &str) -> Result<Vec<Token>, Refused> {
+    let mut out = Vec::new();
+    let mut chars = inner.char_indices().peekable();
+    while let Some(&(i, c)) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let mut end = i;
+            while let Some(&(j, c)) = chars.peek() {
+                if !(c.is_ascii_alphanumeric() || c == '_') {
+                    break;
+                }
+                end = j + c.len_utf8();
+                chars.next();
+            }
+            out.push(Token::Name(inner[i..end].to_owned()));
+        } else if c.is_ascii_digit() {
+            let mut n = 0;
+            while chars.peek().is_some_and(|(_, c)| c.is_ascii_digit()) {
+                chars.next();
+                n += 1;
+            }
+            if n > 9 {
+                return Err(Refused("a number holds at most 9 digits".into()));
+            }
+            out.push(Token::Number);
+        } else if c == '"' || c == '\'' {
+            chars.next();
+            let mut text = String::new();
+            loop {
+                match chars.next() {
+                    Some((_, q)) if q == c => break,
+                    Some((_, '\\')) | Some((_, '\n')) | None => {
+                        return Err(Refused(
+                            "a string is closed on its line, with no backslash".into(),
+                        ));
+                    }
+                    Some((_, ch)) => text.push(ch),
+                }
+            }
+            out.push(Token::Text(text));
+        } else {
+            let two: String = inner[i..].chars().take(2).collect();
+            let punct = match (two.as_str(), c) {
+                ("==", _) => "==",
+                ("!=", _) => "!=",
+                (_, '(') => "(",
+                (_, ')') => ")",
+                (_, ',') => ",",
+                (_, '=') => "=",
+                _ => {
+                    return Err(Refused(format!(
+                        "{c:?}: a template uses no filter, operator or index"
+                    )));
+                }
+            };
+            for _ in 0..punct.len() {
+                chars.next();
+            }
+            out.push(Token::Punct(punct));
+        }
+    }
+    Ok(out)
+}
+
+/// What `{{ … }}` may print: a name, `t("key", name=value…)`, or `file("name")`.
+fn printed(tokens: &[Token]) -> Result<(), Refused> {
+    use Token::*;
+    match tokens {
+        [Name(name)] if PRINTED.contains(&name.as_str()) => Ok(()),
+        [Name(f), Punct("("), Text(_), Punct(")")] if f == "t" || f == "file" => Ok(()),
+        [Name(f), Punct("("), Text(_), rest @ ..] if f == "t" => {
+            let mut rest = rest;
+            loop {
+                match rest {
+                    [Punct(")")] => return Ok(()),
+                    [Punct(","), Name(_), Punct("="), value, more @ ..] => {
+                        match value {
+                            Text(_) | Number => {}
+                            Name(v) if PRINTED[3..].contains(&v.as_str()) => {}
+                            _ => {
+                                return Err(Refused(
+                                    "t()'s values are texts, numbers or a show's names".into(),
+                                ));
+                            }
+                        }
+                        rest = more;
+                    }
+                    _ => return Err(Refused("t(\"key\", name=value, …)".into())),
+                }
+            }
+        }
+        _ => Err(Refused(format!(
+            "a template prints {}, t(\"key\") or file(\"name\")",
+            PRINTED.join(", ")
+        ))),
+    }
+}
+
+/// A condition: comparisons of `state`, `lang`, `dir` or `show` with a text, joined by `and`
+/// and `or`, each maybe after `not`, in at most 8 levels of parentheses.
+fn condition(tokens: &[Token]) -> Result<(), Refused> {
+    use Token::*;
+    let bad = || {
+        Refused("a condition compares state, lang, dir or show with a text (==, !=), joined by and, or, not".into())
+    };
+    let mut depth = 0usize;
+    let mut expect_operand = true;
+    let mut i = 0;
+    if tokens.is_empty() || tokens.len() > 64 {
+        return Err(bad());
+    }
+    while i < tokens.len() {
+        match (&tokens[i], expect_operand) {
+            (Punct("("), true) => {
+                depth += 1;
+                if depth > 8 {
+                    return Err(bad());
+                }
+            }
+            (Name(n), true) if n == "not" => {}
+            (Name(n), true) if COMPARED.contains(&n.as_str()) => {
+                match (tokens.get(i + 1), tokens.get(i + 2)) {
+                    (Some(Punct("==" | "!=")), Some(Text(_))) => i += 2,
+                    _ => return Err(bad()),
+                }
+                expect_operand = false;
+            }
+            (Punct(")"), false) if depth > 0 => depth -= 1,
+            (Name(n), false) if n == "and" || n == "or" => expect_operand = true,
+            _ => return Err(bad()),
+        }
+        i += 1;
+    }
+    if expect_operand || depth != 0 {
+        return Err(bad());
+    }
     Ok(())
 }
 
 /// An `on…=` attribute inside a tag, if any (`<img onerror=…>`).
 pub(crate) fn handler_attribute(lower: &str) -> Option<String> {
-    let mut rest = lower;
-    while let Some(open) = rest.find('<') {
-        let tag = &rest[open..];
-        let end = tag.find('>').unwrap_or(tag.len());
-        let inside = &tag[..end];
-        let bytes = inside.as_bytes();
-        for (i, w) in inside.match_indices("on") {
-            let before = bytes.get(i.wrapping_sub(1)).copied().unwrap_or(b'<');
-            if !(before.is_ascii_whitespace()
-                || before == b'/'
-                || before == b'"'
-                || before == b'\'')
-            {
-                continue;
-            }
-            let name: String = inside[i..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-                .collect();
-            let after = inside[i + name.len()..].trim_start();
-            if name.len() > w.len() && after.starts_with('=') {
-                return Some(name);
-            }
-        }
-        rest = &tag[end..];
-    }
-    None
+    first_attribute(lower, |name| name.len() > 2 && name.starts_with("on"))
 }
 
 fn check_messages(messages: &BTreeMap<String, BTreeMap<String, Message>>) -> Result<(), Refused> {
@@ -363,8 +598,21 @@ fn check_messages(messages: &BTreeMap<String, BTreeMap<String, Message>>) -> Res
                     "messages.{lang}: no message is called {key:?}"
                 )));
             };
+            // The same placeholders as the catalog's, no fewer: a wait, a place or a count
+            // the catalog says is said by the show's words too.
             let allowed = theirs.placeholders();
-            for name in message.placeholders() {
+            let given = message.placeholders();
+            if let Some(missing) = allowed.iter().find(|a| !given.contains(a)) {
+                return Err(Refused(format!(
+                    "messages.{lang}.{key}: says no {{{missing}}}; its placeholders are {}",
+                    allowed
+                        .iter()
+                        .map(|a| format!("{{{a}}}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            for name in given {
                 if !allowed.contains(&name) {
                     return Err(Refused(format!(
                         "messages.{lang}.{key}: {{{name}}} is not one of its placeholders ({})",
@@ -408,34 +656,197 @@ fn check_messages(messages: &BTreeMap<String, BTreeMap<String, Message>>) -> Res
 }
 
 /// What a render of a shop's template must hold, and may not: our head and our queue once
-/// each, no other script, no handler attribute.
-pub(crate) fn check_render(html: &str, head: &str, queue: &str) -> Result<(), Refused> {
+/// each, where they work (not in a comment, an attribute, or an element that shows or runs
+/// nothing of what it holds); no other script, handler, `javascript:` link or element the
+/// template's text may not hold; no element taking an id of the widget's (whose script finds
+/// its parts by id); nothing hidden or inert around them.
+pub(crate) fn check_render(
+    html: &str,
+    head: &str,
+    queue: &str,
+    languages: &str,
+) -> Result<(), Refused> {
+    let refuse = |why: &str| Err(Refused(why.to_owned()));
     if html.matches(head).count() != 1 {
-        return Err(Refused(
-            "the template must place {{ head }} once, in <head>".into(),
-        ));
+        return refuse("the template must place {{ head }} once, in <head>");
     }
     if html.matches(queue).count() != 1 {
-        return Err(Refused(
-            "the template must place {{ queue }} once, in every state".into(),
-        ));
+        return refuse("the template must place {{ queue }} once, in every state");
     }
     let ours = head.to_ascii_lowercase().matches("<script").count()
         + queue.to_ascii_lowercase().matches("<script").count();
     let lower = html.to_ascii_lowercase();
     if lower.matches("<script").count() != ours {
-        return Err(Refused("the template may not add script".into()));
+        return refuse("the template may not add script");
     }
-    let outside = lower.replacen(&queue.to_ascii_lowercase(), "", 1);
+    for (part, name) in [(head, "{{ head }}"), (queue, "{{ queue }}")] {
+        let at = html.find(part).unwrap_or(0);
+        if let Some(why) = inert_at(&lower[..at]) {
+            return Err(Refused(format!("{name} may not be placed {why}")));
+        }
+    }
+    // What the template wrote itself: the render without our parts.
+    let mut outside = lower.replacen(&queue.to_ascii_lowercase(), "", 1);
+    outside = outside.replacen(&head.to_ascii_lowercase(), "", 1);
+    if !languages.is_empty() {
+        outside = outside.replace(&languages.to_ascii_lowercase(), "");
+    }
+    for (word, why) in BANNED {
+        if outside.contains(word) {
+            return Err(Refused(why.to_owned()));
+        }
+    }
     if let Some(attr) = handler_attribute(&outside) {
         return Err(Refused(format!(
             "the template may not add event handlers ({attr}=)"
         )));
     }
-    if outside.contains("javascript:") {
-        return Err(Refused("the template may not add javascript: links".into()));
+    if let Some(attr) = first_attribute(&outside, |a| {
+        a == "hidden" || a == "inert" || a == "aria-hidden"
+    }) {
+        return Err(Refused(format!(
+            "the template may not hide what it frames ({attr})"
+        )));
+    }
+    for id in ids(&queue.to_ascii_lowercase()) {
+        if ids(&outside).any(|theirs| theirs == id) {
+            return Err(Refused(format!(
+                "the template may not use the id {id:?}: the queue's own"
+            )));
+        }
     }
     Ok(())
+}
+
+/// Why the text just before a part leaves it inert: inside a comment, inside a tag (an
+/// attribute), or inside an element that shows or runs nothing of its content as the page.
+fn inert_at(before: &str) -> Option<&'static str> {
+    if before
+        .rfind("<!--")
+        .is_some_and(|open| before[open..].find("-->").is_none())
+    {
+        return Some("in a comment");
+    }
+    if before
+        .rfind('<')
+        .is_some_and(|lt| before[lt..].find('>').is_none())
+    {
+        return Some("inside a tag");
+    }
+    for name in [
+        "template",
+        "textarea",
+        "noscript",
+        "title",
+        "xmp",
+        "iframe",
+        "object",
+        "select",
+        "option",
+        "svg",
+        "math",
+        "style",
+        "noembed",
+        "noframes",
+        "plaintext",
+        "details",
+        "dialog",
+    ] {
+        let opened = count_tags(before, &format!("<{name}"));
+        let closed = count_tags(before, &format!("</{name}"));
+        if opened > closed {
+            return Some("inside an element that hides or holds it as text");
+        }
+    }
+    None
+}
+
+/// How often `open` (`<name` or `</name`) starts a tag of that very name in `text`.
+fn count_tags(text: &str, open: &str) -> usize {
+    text.match_indices(open)
+        .filter(|(i, _)| {
+            text[i + open.len()..]
+                .chars()
+                .next()
+                .is_none_or(|c| c.is_whitespace() || c == '>' || c == '/')
+        })
+        .count()
+}
+
+/// The ids `html` gives its elements (`id="x"`).
+fn ids(html: &str) -> impl Iterator<Item = &str> {
+    html.match_indices(" id=").filter_map(move |(i, _)| {
+        let rest = &html[i + 4..];
+        let quote = rest.chars().next()?;
+        if quote == '"' || quote == '\'' {
+            rest[1..].split(quote).next()
+        } else {
+            rest.split(|c: char| c.is_whitespace() || c == '>').next()
+        }
+    })
+}
+
+/// The first attribute name of a tag in `lower` that `bad` refuses. Tags are read as a
+/// browser reads them: a name, then attributes split by spaces or `/`, a quoted value passed
+/// over whole (a `>` in it ends nothing).
+fn first_attribute(lower: &str, bad: impl Fn(&str) -> bool) -> Option<String> {
+    let bytes = lower.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'<' || !bytes.get(i + 1).is_some_and(|b| b.is_ascii_alphabetic()) {
+            i += 1;
+            continue;
+        }
+        // The tag's name.
+        i += 1;
+        while i < bytes.len()
+            && !(bytes[i].is_ascii_whitespace() || bytes[i] == b'/' || bytes[i] == b'>')
+        {
+            i += 1;
+        }
+        // Its attributes, to its `>`.
+        while i < bytes.len() && bytes[i] != b'>' {
+            if bytes[i].is_ascii_whitespace() || bytes[i] == b'/' {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < bytes.len() && !(bytes[i].is_ascii_whitespace() || b"/>=".contains(&bytes[i]))
+            {
+                i += 1;
+            }
+            let name = &lower[start..i];
+            if bad(name) {
+                return Some(name.to_owned());
+            }
+            while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            if bytes.get(i) == Some(&b'=') {
+                i += 1;
+                while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+                    i += 1;
+                }
+                match bytes.get(i) {
+                    Some(&q) if q == b'"' || q == b'\'' => {
+                        i += 1;
+                        while i < bytes.len() && bytes[i] != q {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    _ => {
+                        while i < bytes.len()
+                            && !(bytes[i].is_ascii_whitespace() || bytes[i] == b'>')
+                        {
+                            i += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The pages an instance holds, by show, each under the version it was read at: read again
@@ -446,8 +857,9 @@ pub(crate) struct PageCache {
     files: Mutex<HashMap<String, bytes::Bytes>>,
 }
 
-/// How many shows' pages an instance holds at once.
-const HELD: usize = 1024;
+/// How many shows' pages an instance holds at once (each at most a 64 KiB template and
+/// 1,000 words of 2,000 characters).
+const HELD: usize = 256;
 /// How many bytes of page files an instance holds at once.
 const HELD_FILE_BYTES: usize = 64 * 1024 * 1024;
 
@@ -520,6 +932,27 @@ mod tests {
             });
             assert!(result.is_err(), "{bad}");
         }
+        // What a reviewer tried: work without bound, a parser's stack, reading our HTML (a
+        // fan's ticket, the nonce), a banned word split by a comment, the queue made inert.
+        for bad in [
+            "{{ head }}{% set a = 'x' * 100000000 %}{{ queue }}",
+            "{{ head }}{{ 'x' ~ 'y' }}{{ queue }}",
+            "{{ head }}{% for i in range(9) %}{% endfor %}{{ queue }}",
+            "{{ head }}{{ x.a.a.a }}{{ queue }}",
+            "{{ head }}{{ queue|split('data-ticket') }}",
+            "{{ head }}{% if 'nonce' in head %}{% endif %}{{ queue }}",
+            "{{ head }}{% if state == 'waiting' %}{{ queue }}",
+            "{{ head }}<meta http-e{##}quiv=\"refresh\" content=\"0;url=/\">{{ queue }}",
+            "{{ head }}{% macro m() %}{% endmacro %}{{ queue }}",
+            "{{ head }}{{ t(state) }}{{ queue }}",
+            "{{ head }}{{ t('k', n=queue) }}{{ queue }}",
+        ] {
+            assert!(check(&page(bad)).is_err(), "{bad}");
+        }
+        let fine_choice = "{{ head }}{% if state == 'waiting' and not (lang == \"ar\" or dir != 'rtl') %}\
+                           <p>{{ t('wait.waiting.ahead', n=3, show=show) }}</p>{% elif show == 'x' %}\
+                           {% else %}{{ file('logo.png') }}{% endif %}{{ queue }}";
+        assert!(check_syntax(fine_choice).is_ok());
         let fine = "<!doctype html><html><head>{{ head }}</head><body class=\"one\">\
                     <p data-online=\"yes\">{{ t('wait.new.join') }}</p>{{ queue }}</body></html>";
         assert!(check(&page(fine)).is_ok());
@@ -555,6 +988,34 @@ mod tests {
         let stored = check(&doc).unwrap();
         assert_eq!(stored.files.len(), 1);
         assert!(stored.files[0].0.ends_with(".png"));
+    }
+
+    #[test]
+    fn a_render_that_leaves_the_queue_inert_or_hidden_is_refused() {
+        let (head, queue, languages) =
+            ("<link h>", "<div id=\"wait\"><p id=\"eta\"></p></div>", "");
+        let page = |middle: &str| format!("<html><head>{head}</head><body>{middle}</body></html>");
+        assert!(check_render(&page(queue), head, queue, languages).is_ok());
+        for bad in [
+            format!("<!-- {queue} -->"),
+            format!("<template>{queue}</template>"),
+            format!("<textarea>{queue}</textarea>"),
+            format!("<p title=\"{queue}\">"),
+            format!("<div hidden>{queue}</div>"),
+            format!("<div aria-hidden=\"true\">{queue}</div>"),
+            format!("<div id=\"wait\"></div>{queue}"),
+            format!("<p id=eta>9</p>{queue}"),
+            format!("<img title=\">\" onerror=\"x\" src=y>{queue}"),
+            format!("<iframe></iframe>{queue}"),
+        ] {
+            assert!(
+                check_render(&page(&bad), head, queue, languages).is_err(),
+                "{bad}"
+            );
+        }
+        // A template's own words may say "hidden" or "wait" as text.
+        let fine = format!("<p class=\"note\">Nothing is hidden; wait here.</p>{queue}");
+        assert!(check_render(&page(&fine), head, queue, languages).is_ok());
     }
 
     #[test]

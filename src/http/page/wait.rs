@@ -518,13 +518,27 @@ pub(super) fn render_parts(
     words: &Arc<Words>,
     nonce: &str,
     shop: &ShopPage,
-) -> Result<(String, String, String), minijinja::Error> {
+) -> Result<RenderedParts, minijinja::Error> {
     let queue = queue_html(page, words)?;
     let frame = frame(page, words, nonce, Vec::new());
     let head = frame.head();
+    let languages = frame.languages();
     let ctx = frame.context(&head, &queue, Some(shop));
     let html = shop.render(ctx).unwrap_or_else(|| Ok(String::new()))?;
-    Ok((head, queue, html))
+    Ok(RenderedParts {
+        head,
+        queue,
+        languages,
+        html,
+    })
+}
+
+/// A shop's render, and our parts of it.
+pub(super) struct RenderedParts {
+    pub head: String,
+    pub queue: String,
+    pub languages: String,
+    pub html: String,
 }
 
 /// The page's title, head and language picker.
