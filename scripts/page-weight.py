@@ -46,11 +46,14 @@ def wait_for(url, seconds=60):
     sys.exit(f"nothing answered at {url}")
 
 
-def start_server(binary):
+def start_server(binary, started):
+    """Starts `binary` and makes its show; the process is in `started` (under its path) from
+    the moment it runs, so a failure setting it up still ends it."""
     port = free_port()
     env = dict(os.environ, ADMIN_TOKEN=ADMIN, RUST_LOG="warn", JOIN_RATE_LIMIT="0")
     proc = subprocess.Popen([binary, "--bind", f"127.0.0.1:{port}"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started[binary] = (proc, None)
     base = f"http://127.0.0.1:{port}"
     wait_for(base + "/healthz")
     auth = {"Authorization": f"Bearer {ADMIN}"}
@@ -124,7 +127,7 @@ def main():
     driver = Driver()
     try:
         for name, binary in (("old", old_bin), ("new", new_bin)):
-            servers[name] = start_server(binary)
+            servers[name] = start_server(binary, servers)
         runs = {"old": [], "new": []}
         for i in range(rounds):
             for name in (("old", "new") if i % 2 == 0 else ("new", "old")):
