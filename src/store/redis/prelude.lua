@@ -15,7 +15,7 @@
 local A, S
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
   SEEN, AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, ON,
-  BYPASSED, LINKS, LANES, CODES, CODESTAT, PAGE
+  BYPASSED, LINKS, LANES, CODES, CODESTAT
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
@@ -55,12 +55,17 @@ local function bind(keys, argv)
   LANES = string.sub(META, 1, -5) .. 'lanes'
   CODES = string.sub(META, 1, -5) .. 'codes'
   CODESTAT = string.sub(META, 1, -5) .. 'codestat'
-  -- The show's own waiting page (docs/pages.md), kept with it as the settings are.
-  PAGE = string.sub(META, 1, -5) .. 'page'
   SHOW, ADMITTED, CHANNEL = A.show, A.admitted_prefix, A.channel
   DEFAULT_RATE, TTL, DEFAULT_CAP = S.default_rate, S.ttl_ms, S.default_cap
   -- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
   PUBLISH = S.sharded and 'SPUBLISH' or 'PUBLISH'
+end
+
+-- The show's own waiting page (docs/pages.md), kept beside its meta as the settings are.
+-- Named on demand, not in `bind`: only the page's scripts, meta and delete need it, and
+-- every other call (joins, reads, ticks) should not pay for the name.
+local function page_key()
+  return string.sub(META, 1, -5) .. 'page'
 end
 
 local function now_ms()

@@ -6,4 +6,4 @@ if m[4] or not m[1] then return {} end
 local text = m[5] or m[6] or ''
 return {show = {epoch = m[1], open = m[2] == '1', lost = m[3] == '1',
   lanes = string.find(text, '"lanes":[{', 1, true) ~= nil,
-  page = redis.call('HGET', PAGE, 'version') or nil}}
+  page = redis.call('HGET', page_key(), 'version') or nil}}
