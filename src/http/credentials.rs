@@ -20,14 +20,18 @@ pub(crate) const TICKET_COOKIE: &str = "wr_ticket";
 /// script keeps the ticket in localStorage), and a browser would not let a script overwrite
 /// an `HttpOnly` cookie anyway. It goes only to the show's page; over https, only over https.
 pub(crate) fn set_ticket_cookie(show: &ShowId, ticket: Option<Uuid>, secure: bool) -> String {
-    let secure = if secure { "; Secure" } else { "" };
     let (value, age) = match ticket {
         Some(t) => (t.to_string(), 86_400),
         None => (String::new(), 0),
     };
-    format!(
-        "{TICKET_COOKIE}={value}; Path=/wait/{show}; Max-Age={age}; HttpOnly; SameSite=Lax{secure}"
-    )
+    cookie(TICKET_COOKIE, &value, &format!("/wait/{show}"), age, secure)
+}
+
+/// The `Set-Cookie` value of every cookie the server writes: `HttpOnly` (no script reads
+/// one), `SameSite=Lax`, `Secure` over https; `age` 0 forgets it.
+pub(crate) fn cookie(name: &str, value: &str, path: &str, age: u64, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{name}={value}; Path={path}; Max-Age={age}; HttpOnly; SameSite=Lax{secure}")
 }
 
 /// Whether `headers` carry `Authorization: Bearer <token>`.

@@ -292,9 +292,8 @@ fn to_the_queue(show: &ShowId, path_and_query: &str) -> Response {
 
 /// The `wr_pass` cookie carrying `pass` (for the rest of its life), or clearing it.
 pub(crate) fn pass_cookie(state: &AppState, pass: Option<(&str, u64)>) -> String {
-    let secure = if state.public_https() { "; Secure" } else { "" };
     let (value, age) = pass.unwrap_or(("", 0));
-    format!("{PASS_COOKIE}={value}; Path=/; Max-Age={age}; HttpOnly; SameSite=Lax{secure}")
+    crate::http::credentials::cookie(PASS_COOKIE, value, "/", age, state.public_https())
 }
 
 /// `s` percent-encoded as a query value: only unreserved characters and `/` stay.

@@ -176,10 +176,12 @@ fn words(headers: &HeaderMap, asked: Option<&str>, shop: Option<&ShopPage>) -> A
 /// The `Set-Cookie` that remembers `?lang=` when it named a shipped language.
 fn remember_language(asked: Option<&str>, secure: bool) -> Option<String> {
     let catalog = catalog(asked?)?;
-    let secure = if secure { "; Secure" } else { "" };
-    Some(format!(
-        "{LANG_COOKIE}={}; Path=/; Max-Age=31536000; SameSite=Lax; HttpOnly{secure}",
-        catalog.code
+    Some(super::credentials::cookie(
+        LANG_COOKIE,
+        catalog.code,
+        "/",
+        365 * 86_400,
+        secure,
     ))
 }
 
