@@ -253,26 +253,30 @@ pub fn negotiate(
 /// The shipped language `Accept-Language` ranks highest (`fr-CH, fr;q=0.9, en;q=0.8`); a
 /// quality of 0 refuses. At most 32 entries are read.
 fn best_accepted(header: &str) -> Option<&'static Catalog> {
-    let mut best: Option<(u32, usize, &'static Catalog)> = None;
-    for (i, entry) in header.split(',').take(32).enumerate() {
+    let mut best: Option<(u32, &'static Catalog)> = None;
+    for (tag, q) in weighted(header) {
+        let Some(found) = catalog(tag) else { continue };
+        // The higher quality wins; on a tie, the one listed first.
+        if best.is_none_or(|(bq, _)| q > bq) {
+            best = Some((q, found));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+/// The entries of an `Accept`-style header (`Accept`, `Accept-Language`) in their order, each
+/// with its quality in thousandths (`q=0.8` is 800; none is 1000); an entry refused (`q=0`)
+/// or of a quality that does not read is left out. At most 32 entries are read.
+pub fn weighted(header: &str) -> impl Iterator<Item = (&str, u32)> {
+    header.split(',').take(32).filter_map(|entry| {
         let mut parts = entry.split(';');
         let tag = parts.next().unwrap_or("").trim();
         let quality = parts
             .filter_map(|p| p.trim().strip_prefix("q="))
             .next()
-            .and_then(|q| q.trim().parse::<f32>().ok())
-            .unwrap_or(1.0);
-        if !(quality > 0.0 && quality <= 1.0) {
-            continue;
-        }
-        let Some(found) = catalog(tag) else { continue };
-        let q = (quality * 1000.0) as u32;
-        // The higher quality wins; on a tie, the one listed first.
-        if best.is_none_or(|(bq, bi, _)| q > bq || (q == bq && i < bi)) {
-            best = Some((q, i, found));
-        }
-    }
-    best.map(|(_, _, c)| c)
+            .map_or(Some(1.0), |q| q.trim().parse::<f32>().ok())?;
+        (quality > 0.0 && quality <= 1.0).then_some((tag, (quality * 1000.0) as u32))
+    })
 }
 
 #[cfg(test)]

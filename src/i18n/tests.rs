@@ -149,6 +149,12 @@ fn the_language_is_asked_then_chosen_then_accepted_then_the_shows() {
         "es"
     );
     assert_eq!(negotiate(None, None, Some(";;,,q=x"), None).code, "en");
+    // A quality that does not read is no quality: the entry is passed over, as `q=0` is.
+    assert_eq!(
+        negotiate(None, None, Some("fr;q=x, es;q=0.5"), None).code,
+        "es"
+    );
+    assert_eq!(negotiate(None, None, Some("fr;q=1.5, ar"), None).code, "ar");
     assert_eq!(negotiate(None, None, None, None).code, "en");
 }
 

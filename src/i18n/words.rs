@@ -46,20 +46,34 @@ impl<'a> Args<'a> {
     /// `key` said as plain text: `{n}` is `count` in this language's digits, other slots
     /// are taken from `named` (a slot nobody names stays as written).
     pub fn say(&self, key: &str, count: Option<u64>, named: &[(&str, &str)]) -> String {
+        self.fill(key, count, str::to_owned, |name| {
+            named
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, value)| (*value).to_owned())
+        })
+    }
+
+    /// `key` for `count` with its text written by `literal` (as it is, or escaped for HTML),
+    /// `{n}` as `count` in this language's digits, another slot as `slot` fills it (one it
+    /// does not stays as written, through `literal`).
+    pub fn fill(
+        &self,
+        key: &str,
+        count: Option<u64>,
+        literal: impl Fn(&str) -> String,
+        slot: impl Fn(&str) -> Option<String>,
+    ) -> String {
         let mut out = String::new();
         for piece in self.pieces(key, count) {
             match piece {
-                Piece::Literal(text) => out.push_str(text),
+                Piece::Literal(text) => out.push_str(&literal(text)),
                 Piece::Slot("n") if count.is_some() => {
                     out.push_str(&self.catalog.number(count.unwrap_or(0)));
                 }
-                Piece::Slot(name) => match named.iter().find(|(k, _)| *k == name) {
-                    Some((_, value)) => out.push_str(value),
-                    None => {
-                        out.push('{');
-                        out.push_str(name);
-                        out.push('}');
-                    }
+                Piece::Slot(name) => match slot(name) {
+                    Some(value) => out.push_str(&value),
+                    None => out.push_str(&literal(&format!("{{{name}}}"))),
                 },
             }
         }

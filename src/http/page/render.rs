@@ -12,7 +12,7 @@ use base64::Engine;
 use minijinja::value::{Kwargs, Object, Value, from_args};
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, State};
 
-use crate::i18n::{Args, Catalog, Message, Piece};
+use crate::i18n::{Args, Catalog, Message};
 
 /// Pages are always fresh: they show a live position, and a cached one would lie.
 pub(super) const PAGE_CACHE: &str = "no-store";
@@ -160,25 +160,11 @@ impl Words {
         count: Option<u64>,
         slot: impl Fn(&str) -> Option<String>,
     ) -> String {
-        let args = self.args();
         // The show's own words are escaped whole (apostrophes too): an operator's text may
         // land in a shop template's single-quoted attribute.
         let own = self.overrides.as_ref().is_some_and(|o| o.contains_key(key));
-        let mut out = String::new();
-        for piece in args.pieces(key, count) {
-            match piece {
-                Piece::Literal(text) if own => out.push_str(&escape(text)),
-                Piece::Literal(text) => out.push_str(&escape_message(text)),
-                Piece::Slot("n") if count.is_some() => {
-                    out.push_str(&args.number(count.unwrap_or(0)));
-                }
-                Piece::Slot(name) => match slot(name) {
-                    Some(html) => out.push_str(&html),
-                    None => out.push_str(&escape(&format!("{{{name}}}"))),
-                },
-            }
-        }
-        out
+        let literal = if own { escape } else { escape_message };
+        self.args().fill(key, count, literal, slot)
     }
 }
 

@@ -378,21 +378,12 @@ fn wants_json(headers: &HeaderMap) -> bool {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
         return false;
     };
+    // Ranked by quality, then by place (the one listed first wins a tie).
     let rank = |media: &str| {
-        accept
-            .split(',')
-            .take(32)
+        crate::i18n::weighted(accept)
             .enumerate()
-            .find_map(|(i, entry)| {
-                let mut parts = entry.split(';');
-                let kind = parts.next()?.trim();
-                let q = parts
-                    .filter_map(|p| p.trim().strip_prefix("q="))
-                    .next()
-                    .and_then(|q| q.trim().parse::<f32>().ok())
-                    .unwrap_or(1.0);
-                (kind.eq_ignore_ascii_case(media) && q > 0.0).then_some((q, usize::MAX - i))
-            })
+            .find(|(_, (kind, _))| kind.eq_ignore_ascii_case(media))
+            .map(|(i, (_, q))| (q, usize::MAX - i))
     };
     match (rank("application/json"), rank("text/html")) {
         (Some(_), None) => true,
