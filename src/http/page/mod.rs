@@ -263,13 +263,13 @@ impl Frame<'_> {
     }
 
     /// What a page's template is rendered with.
-    fn context(&self, head: &str, queue: &str, shop: Option<&ShopPage>) -> Value {
+    fn context(&self, head: &str, queue: &str, languages: &str, shop: Option<&ShopPage>) -> Value {
         minijinja::context! {
             lang => self.words.catalog.code,
             dir => self.words.catalog.dir,
             title => self.title,
             head => Value::from_safe_string(head.to_owned()),
-            languages => Value::from_safe_string(self.languages()),
+            languages => Value::from_safe_string(languages.to_owned()),
             queue => Value::from_safe_string(queue.to_owned()),
             show => self.show,
             state => self.state,
@@ -287,9 +287,9 @@ impl Frame<'_> {
     /// shop's render that fails its check is answered with the built-in frame.
     fn render(&self, queue: String, shop: Option<&ShopPage>) -> Result<String, minijinja::Error> {
         let head = self.head();
-        let ctx = self.context(&head, &queue, shop);
+        let languages = self.languages();
+        let ctx = self.context(&head, &queue, &languages, shop);
         if let Some(rendered) = shop.and_then(|s| s.render(ctx.clone())) {
-            let languages = self.languages();
             let checked = rendered.map_err(|e| e.to_string()).and_then(|html| {
                 shop::check_render(&html, &head, &queue, &languages)
                     .map(|()| html)

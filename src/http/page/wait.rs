@@ -514,7 +514,7 @@ pub(super) fn render_parts(
     let frame = frame(page, words, nonce, Vec::new());
     let head = frame.head();
     let languages = frame.languages();
-    let ctx = frame.context(&head, &queue, Some(shop));
+    let ctx = frame.context(&head, &queue, &languages, Some(shop));
     let html = shop.render(ctx).unwrap_or_else(|| Ok(String::new()))?;
     Ok(RenderedParts {
         head,
@@ -660,7 +660,28 @@ fn script_keys() -> &'static Option<std::collections::BTreeSet<String>> {
 /// The page's words for its script (`static/wait.js`): the messages it says, in the page's
 /// language with the show's own words, as JSON no `</script>` can end early.
 fn messages_island(words: &Words) -> String {
-    let catalog = words.catalog;
+    // Without the show's own words, a language's island is the same for every page: made
+    // once a language, not on every view.
+    static PLAIN: std::sync::LazyLock<std::collections::BTreeMap<&'static str, String>> =
+        std::sync::LazyLock::new(|| {
+            crate::i18n::catalogs()
+                .iter()
+                .map(|catalog| (catalog.code, island_of(catalog, None)))
+                .collect()
+        });
+    match &words.overrides {
+        None => PLAIN
+            .get(words.catalog.code)
+            .cloned()
+            .unwrap_or_else(|| island_of(words.catalog, None)),
+        Some(own) => island_of(words.catalog, Some(own)),
+    }
+}
+
+fn island_of(
+    catalog: &crate::i18n::Catalog,
+    overrides: Option<&std::collections::BTreeMap<String, Message>>,
+) -> String {
     let said = |key: &str| script_keys().as_ref().is_none_or(|keys| keys.contains(key));
     let mut messages: std::collections::BTreeMap<&str, &Message> = catalog
         .messages
@@ -668,7 +689,7 @@ fn messages_island(words: &Words) -> String {
         .filter(|(k, _)| said(k))
         .map(|(k, v)| (k.as_str(), v))
         .collect();
-    if let Some(own) = &words.overrides {
+    if let Some(own) = overrides {
         for (k, v) in own.iter().filter(|(k, _)| said(k)) {
             messages.insert(k.as_str(), v);
         }
