@@ -1,24 +1,24 @@
 //! Push cadence: which fans a change is pushed to, so that 90,000 fans do not cost 90,000
-//! writes a second while every figure a page shows stays exact (the ETA within a bound, below).
+//! writes a second while every figure a page shows stays within the bounds of
+//! [`crate::model::TicketView::agrees_with`].
 //!
 //! Under a steady pace the ticket JSON carries `countdownPerSecond` and `lastTickSecond`:
 //! the page counts its position down by `countdownPerSecond` at each tick, one a second from
 //! `lastTickSecond` on, in the phase it learnt from the pushes that came right after a tick,
 //! and works its ETA out from it. The hub knows from the state it last pushed a fan what that
-//! page shows now, compares it with the truth at every recompute and pushes when they differ:
-//! a leave ahead, a rate change, a pause or a full cap, a tick that let in fewer (or a second
-//! without a tick), an admission. When they agree a fan is pushed only on its cadence: the
-//! front `PUSH_FRONT` places every tick, and further back every `ceil(position / PUSH_FRONT)`
-//! ticks (at most [`MAX_PUSH_EVERY`]), spread over the ticks by arrival. A fan is also pushed
-//! on the first tick after it begins to follow, so its page learns the ticks' phase; and a
-//! fan pushed in a burst (a tick that pushed more than [`BURST`] fans here and over twice the
-//! tick before: the opening, a rate change) once more within [`AFTER_BURST`] ticks, spread by
-//! arrival, since a push that waited behind thousands teaches its page a late phase.
-//!
-//! One figure is an estimate and is held to a bound instead: where away fans are passed over,
-//! the ETA skips about `awayAhead` of the places ahead, a count the share of fans away moves a
-//! little at every tick. A page whose ETA is within a second or a twentieth of the truth is
-//! not pushed for it (its `awayAhead` is refreshed with its next push, on its cadence).
+//! page shows now, compares it with the truth at every recompute and pushes when they
+//! disagree: a rate change, a pause or a full cap, a tick that let in fewer (or a second
+//! without a tick), an admission, and leaves ahead once they come to more than a twentieth of
+//! the fan's position (the front twenty places at every leave). When they agree a fan is
+//! pushed only on its cadence: the front `PUSH_FRONT` places every tick, and further back
+//! every `ceil(position / PUSH_FRONT)` ticks (at most [`MAX_PUSH_EVERY`]), spread over the
+//! ticks by arrival; that push also tells the leaves ahead, so a leave reaches every page
+//! within 30 ticks, and a crowd leaving steadily costs no push per fan behind each leaver.
+//! A fan is also pushed on the first tick after it begins to follow, so its page learns the
+//! ticks' phase; and a fan pushed in a burst (a tick that pushed more than [`BURST`] fans
+//! here and over twice the tick before: the opening, a rate change) once more within
+//! [`AFTER_BURST`] ticks, spread by arrival, since a push that waited behind thousands teaches
+//! its page a late phase.
 
 use crate::model::{Pace, Sale, TicketState, TicketView};
 
@@ -27,6 +27,10 @@ pub const DEFAULT_PUSH_FRONT: u64 = 1000;
 
 /// The most ticks a fan whose count is right goes without a push.
 pub const MAX_PUSH_EVERY: u64 = 30;
+
+/// While a queue stands still (pending, paused, full) no tick re-tells its pages; the leaves
+/// ahead they were not told are told this long after the first of them.
+pub const LAG_REFRESH: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A tick that pushed more fans than this on one instance, and over twice the tick before,
 /// is a burst.
@@ -55,6 +59,8 @@ pub(super) struct Moment {
     pub(super) on_tick: bool,
     /// `PUSH_FRONT` (0: every fan every tick).
     pub(super) front: u64,
+    /// A refresh of a queue standing still: leaves ahead not told yet are told now.
+    pub(super) refresh: bool,
 }
 
 impl Moment {
@@ -64,7 +70,7 @@ impl Moment {
         let Some(shown) = counted(last, self.tick_sec) else {
             return true; // what the page shows cannot be known: tell it
         };
-        if !agrees(&shown, truth) {
+        if !shown.agrees_with(truth) || (self.refresh && shown.position != truth.position) {
             return true;
         }
         let (Some(position), Some(arrival), Some(_)) =
@@ -93,26 +99,6 @@ impl Moment {
     fn spread(&self, arrival: u64, every: u64) -> bool {
         (self.tick_sec.unwrap_or(0) + arrival).is_multiple_of(every)
     }
-}
-
-/// Whether a page showing `shown` shows the truth: every figure alike, but that where away
-/// fans are passed over, the ETA, which skips an estimate of them (`awayAhead`), may be off
-/// by a second or a twentieth. That estimate moves a little at every tick as fans go away and
-/// come back; a page whose ETA is that close is not pushed for it.
-fn agrees(shown: &TicketView, truth: &TicketView) -> bool {
-    if shown.away_ahead.is_none() && truth.away_ahead.is_none() {
-        return shown == truth;
-    }
-    let close = match (shown.eta_seconds, truth.eta_seconds) {
-        (Some(a), Some(b)) => a.abs_diff(b) <= (b / 20).max(1),
-        (a, b) => a == b,
-    };
-    close
-        && TicketView {
-            eta_seconds: truth.eta_seconds,
-            away_ahead: truth.away_ahead,
-            ..shown.clone()
-        } == *truth
 }
 
 /// What a page told `last` shows once the show's last tick is `tick_sec`: the same state, or,
@@ -167,6 +153,7 @@ mod tests {
             tick_sec: Some(tick_sec),
             on_tick,
             front: 100,
+            refresh: false,
         }
     }
 
@@ -181,8 +168,12 @@ mod tests {
                 moment(sec, true).should_push(&last, Phase::Known, &truth),
                 due
             );
-            // One more fan gone ahead: the count is wrong, pushed at once.
-            let wrong = view(5_000 - 10 * (sec - 10) - 1, 10, sec);
+            // One more fan gone ahead: the page shows one place too many, within a
+            // twentieth, told on its cadence; a twentieth and one more, pushed at once.
+            let truth = 5_000 - 10 * (sec - 10);
+            let lagging = view(truth - 1, 10, sec);
+            assert!(!moment(sec, false).should_push(&last, Phase::Known, &lagging));
+            let wrong = view(truth - truth / 20 - 1, 10, sec);
             assert!(moment(sec, false).should_push(&last, Phase::Known, &wrong));
         }
         // A rate change: the count stops being right.
@@ -192,6 +183,9 @@ mod tests {
         // Near the front: every tick.
         let front = view(90, 10, 10);
         assert!(moment(11, true).should_push(&front, Phase::Known, &view(80, 10, 11)));
+        // In the front twenty places every leave ahead, at once.
+        let close = view(19, 10, 10);
+        assert!(moment(10, false).should_push(&close, Phase::Known, &view(18, 10, 10)));
         // Not yet in phase: pushed on the next tick, so its page learns the phase.
         assert!(moment(11, true).should_push(&last, Phase::Unknown, &view(4_990, 10, 11)));
         // After a burst: again within five ticks, one in five each tick.
@@ -235,8 +229,10 @@ mod tests {
         assert!(!moment(20, false).should_push(&last, Phase::Known, &away(901, 143, 310, 20)));
         // Half the queue gone away: the ETA is far off, pushed.
         assert!(moment(20, false).should_push(&last, Phase::Known, &away(901, 143, 500, 20)));
-        // A position off by one is pushed whatever the ETA says.
-        assert!(moment(20, false).should_push(&last, Phase::Known, &away(900, 143, 300, 20)));
+        // A position too high by more than a twentieth is pushed whatever the ETA says; one
+        // leave ahead is told on the cadence.
+        assert!(moment(20, false).should_push(&last, Phase::Known, &away(855, 143, 300, 20)));
+        assert!(!moment(20, false).should_push(&last, Phase::Known, &away(900, 143, 300, 20)));
     }
 
     #[test]

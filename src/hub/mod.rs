@@ -43,7 +43,7 @@ use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use self::attendance::Ledger;
-pub use self::cadence::{DEFAULT_PUSH_FRONT, MAX_PUSH_EVERY};
+pub use self::cadence::{DEFAULT_PUSH_FRONT, LAG_REFRESH, MAX_PUSH_EVERY};
 pub use self::follow::Update;
 use self::follow::{Follow, next_update};
 use self::show::{Applied, Fan, Mirror, ShowFans};
@@ -233,7 +233,7 @@ impl Hub {
                 }
             }
             Applied::Moved => {
-                let admitted = show.recompute(event.kind == EventKind::Tick, self.front());
+                let admitted = self.recompute(&event.show, show, event.kind == EventKind::Tick);
                 drop(shows);
                 self.confirm(&event.show, admitted);
                 self.inner.metrics.hub_lag(lag_ms);
@@ -264,7 +264,42 @@ impl Hub {
             if !show.recompute_pending {
                 return; // a tick recomputed in the meantime
             }
-            let admitted = show.recompute(false, hub.front());
+            let admitted = hub.recompute(&name, show, false);
+            drop(shows);
+            hub.confirm(&name, admitted);
+        });
+    }
+
+    /// Recomputes `show`'s fans ([`ShowFans::recompute`]); pages it leaves showing leaves
+    /// ahead they were not told, in a queue that stands still, are told [`LAG_REFRESH`] later.
+    fn recompute(
+        &self,
+        name: &ShowId,
+        show: &mut ShowFans,
+        on_tick: bool,
+    ) -> Vec<((u64, u64), Fan)> {
+        let admitted = show.recompute(on_tick, self.front(), false);
+        if show.lagging && !show.refresh_pending {
+            show.refresh_pending = true;
+            self.spawn_refresh(name.clone());
+        }
+        admitted
+    }
+
+    /// Tells every page of `name` the leaves ahead it was not told, [`LAG_REFRESH`] from now.
+    fn spawn_refresh(&self, name: ShowId) {
+        let hub = self.clone();
+        self.inner.tasks.spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(LAG_REFRESH) => {}
+                () = hub.inner.shutdown.cancelled() => return,
+            }
+            let mut shows = hub.shows();
+            let Some(show) = shows.get_mut(&name) else {
+                return;
+            };
+            show.refresh_pending = false;
+            let admitted = show.recompute(false, hub.front(), true);
             drop(shows);
             hub.confirm(&name, admitted);
         });
@@ -395,7 +430,7 @@ impl Hub {
             return self.spawn_load(name.clone());
         }
         show.state = Some(mirror);
-        let admitted = show.recompute(false, self.front());
+        let admitted = self.recompute(name, show, false);
         if show.fans.is_empty() {
             shows.remove(name);
         }
@@ -484,7 +519,7 @@ impl Hub {
             },
         );
         // The mirror may already be past the version the status was read at.
-        let admitted = show.recompute(false, self.front());
+        let admitted = self.recompute(name, show, false);
         drop(shows);
         self.confirm(name, admitted);
         if load {

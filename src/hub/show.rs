@@ -26,6 +26,11 @@ pub(super) struct ShowFans {
     pub(super) recompute_pending: bool,
     /// Fans pushed on the last tick, to tell a burst from the cadence's steady flow.
     pub(super) last_tick_pushes: usize,
+    /// Pages the last recompute left showing leaves ahead they were not told, in a queue that
+    /// stands still (no tick will re-tell them): a refresh is due ([`super::LAG_REFRESH`]).
+    pub(super) lagging: bool,
+    /// A refresh is scheduled.
+    pub(super) refresh_pending: bool,
 }
 
 pub(super) struct Fan {
@@ -142,6 +147,8 @@ impl ShowFans {
             fans: BTreeMap::new(),
             recompute_pending: false,
             last_tick_pushes: 0,
+            lagging: false,
+            refresh_pending: false,
         }
     }
 
@@ -154,7 +161,8 @@ impl ShowFans {
     }
 
     /// Works out every fan behind the mirror its state at the mirror's version and pushes it
-    /// where the push cadence says (`on_tick`: this follows a tick; `front`: `PUSH_FRONT`);
+    /// where the push cadence says (`on_tick`: this follows a tick; `front`: `PUSH_FRONT`;
+    /// `refresh`: every fan, told every leave ahead);
     /// fans that left, or whose ticket belongs to another epoch, get their last update and
     /// are let go.
     ///
@@ -165,8 +173,14 @@ impl ShowFans {
     /// The cadence compares what each page shows with the truth in the words of the ticket
     /// JSON ([`TicketState::view`]); no state worked out here is an admission, so there is
     /// nothing to sign.
-    pub(super) fn recompute(&mut self, on_tick: bool, front: u64) -> Vec<((u64, u64), Fan)> {
+    pub(super) fn recompute(
+        &mut self,
+        on_tick: bool,
+        front: u64,
+        refresh: bool,
+    ) -> Vec<((u64, u64), Fan)> {
         self.recompute_pending = false;
+        self.lagging = false;
         let Some(m) = &self.state else {
             return Vec::new();
         };
@@ -174,6 +188,7 @@ impl ShowFans {
             tick_sec: m.pace.tick_sec,
             on_tick,
             front,
+            refresh,
         };
         // One walk over fans and leavers together, both in queue order: `gone` is the number
         // of leavers ahead of the fan at hand.
@@ -193,7 +208,7 @@ impl ShowFans {
                 continue;
             };
             let same_epoch = fan.epoch == m.epoch;
-            if same_epoch && fan.from_version >= m.version {
+            if same_epoch && fan.from_version >= m.version && !refresh {
                 continue;
             }
             let state = if !same_epoch {
@@ -247,12 +262,18 @@ impl ShowFans {
             }
             let push = {
                 let last = shown(&fan.tx.borrow(), fan.ticket);
-                match state {
+                let push = match state {
                     TicketState::Waiting { .. } if waits => {
                         moment.should_push(&last, fan.phase, &truth)
                     }
                     _ => last != truth,
+                };
+                // Left behind on leaves ahead where nothing counts down: refreshed later.
+                if !push && truth.countdown_per_second.is_none() && last.position != truth.position
+                {
+                    self.lagging = true;
                 }
+                push
             };
             if push {
                 if on_tick && moment.tick_sec.is_some() {

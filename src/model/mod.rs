@@ -16,6 +16,7 @@ mod order;
 mod pace;
 mod sale;
 mod settings;
+mod shown;
 
 pub use self::bypass::{BypassKind, BypassRequest, BypassRule, bypass_kind};
 pub use self::draw::{
@@ -34,6 +35,7 @@ pub use self::settings::{
     MAX_BEACON_VALUE, MAX_CHALLENGE_BITS, MAX_HEALTH_URL, MAX_RATE, MAX_STOCK, MIN_ARRIVAL_WINDOW,
     Schedule, ScheduledEvent, SettingError, ShowSettings, health_uri,
 };
+pub use self::shown::{LEAVE_SLACK, position_agrees, position_slack};
 
 /// A show id as the outside may name it: `[A-Za-z0-9._-]{1,64}`, except `.` and `..` (no
 /// browser can reach a page under them) and the names the server keeps for itself

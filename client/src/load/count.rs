@@ -11,15 +11,16 @@
 //! - pushed: when the push whose `lastTickSecond` is `s` arrives, if the count had not.
 //!
 //! Each push also checks the count: the position the page counted for the push's tick must be
-//! the pushed one, or the count was wrong (`count_wrong`: only leaves, rate changes and pauses
-//! may make it so, and the server pushes those at once). Ticks are accounted for when the push
-//! after them arrives; those counted after a fan's last push are not (they would add samples
-//! of the same latency).
+//! the pushed one, or above it by no more than the leaves ahead a page may not have been told
+//! yet (`model::position_slack`), or the count was wrong (`count_wrong`: only rate changes,
+//! pauses and leaves past that bound may make it so, and the server pushes those at once).
+//! Ticks are accounted for when the push after them arrives; those counted after a fan's last
+//! push are not (they would add samples of the same latency).
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use waiting_room::model::TicketView;
+use waiting_room::model::{TicketView, position_agrees};
 
 use super::TICK_PHASE_MS;
 
@@ -28,7 +29,7 @@ const GAPS: usize = 16;
 
 /// One fan's page count.
 #[derive(Debug, Default)]
-pub(super) struct PageCount {
+pub(crate) struct PageCount {
     /// The last counting state: position, `countdownPerSecond`, `lastTickSecond`.
     last: Option<(u64, u32, u64)>,
     /// Arrival (ms since the epoch) minus `lastTickSecond`·1000 of recent pushes.
@@ -39,7 +40,7 @@ pub(super) struct PageCount {
 
 /// What one push taught a fan.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Learned {
+pub(crate) struct Learned {
     /// Each tick newly known, with its tick second and how long after the tick it was known.
     pub ticks: Vec<(u64, Duration)>,
     /// The page's count for the push's tick was not the pushed position.
@@ -48,7 +49,7 @@ pub(super) struct Learned {
 
 impl PageCount {
     /// A push of `view` arrived at `at_ms` (ms since the epoch).
-    pub(super) fn heard(&mut self, view: &TicketView, at_ms: i64) -> Learned {
+    pub(crate) fn heard(&mut self, view: &TicketView, at_ms: i64) -> Learned {
         let mut learned = Learned::default();
         let (Some(per), Some(tick), Some(position)) = (
             view.countdown_per_second,
@@ -73,7 +74,7 @@ impl PageCount {
             }
             let seconds = tick.saturating_sub(from_tick);
             let counted = from.saturating_sub(u64::from(per_before) * seconds).max(1);
-            learned.count_wrong = counted != position;
+            learned.count_wrong = !position_agrees(counted, position);
         }
         if self.known.is_none_or(|k| tick > k) {
             let tick_ms = tick as i64 * 1000 + TICK_PHASE_MS as i64;
@@ -120,12 +121,16 @@ mod tests {
             (1_001..=1_005).map(|s| (s, late)).collect::<Vec<_>>()
         );
         assert!(!refresh.count_wrong);
-        // A correction between ticks (a leave ahead): no tick newly known, the count was wrong.
-        let correction = page.heard(&view(449, 1_005), 1_005_400);
+        // A correction between ticks (leaves ahead past a twentieth): no tick newly known,
+        // the count was wrong.
+        let correction = page.heard(&view(427, 1_005), 1_005_400);
         assert_eq!(correction.ticks, vec![]);
         assert!(correction.count_wrong);
+        // One leave ahead told on the cadence: within the bound.
+        let told = page.heard(&view(426, 1_005), 1_005_420);
+        assert!(!told.count_wrong);
         // The phase stays the fastest push's: the next tick is counted at .080 again.
-        let next = page.heard(&view(439, 1_006), 1_006_300);
+        let next = page.heard(&view(416, 1_006), 1_006_300);
         assert_eq!(next.ticks, vec![(1_006, late)]);
         assert!(!next.count_wrong);
     }

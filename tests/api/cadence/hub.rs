@@ -1,6 +1,8 @@
 //! The hub on the push cadence, tick by tick: random joins, leaves, rate changes and
-//! pauses; every push equals the poll at its version, every page's count equals the poll at
-//! every tick and between, and far-back fans are pushed less than every tick.
+//! pauses; every push equals the poll at its version, every page's count agrees with the
+//! poll at every tick and between (`TicketView::agrees_with`: exact, but for leaves ahead
+//! not told yet, at most a twentieth of the position), and far-back fans are pushed less
+//! than every tick.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,10 +80,10 @@ async fn check(
         if polled.status != TicketStatus::Waiting {
             continue;
         }
-        assert_eq!(
-            p.clock.shows(&last.view(p.ticket), ms(start)),
-            polled,
-            "{when}: the page of {} counts wrong (told {:?})",
+        let shows = p.clock.shows(&last.view(p.ticket), ms(start));
+        assert!(
+            shows.agrees_with(&polled),
+            "{when}: the page of {} counts wrong: shows {shows:?}, the poll {polled:?} (told {:?})",
             p.ticket,
             last.view(p.ticket)
         );

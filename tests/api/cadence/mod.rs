@@ -1,10 +1,12 @@
-//! Push cadence: fans far back are pushed less often while their pages count down, and no
-//! push is ever wrong nor any page's count. In the hub against the embedded store, tick by
-//! tick on tokio's paused clock (`hub.rs`), and across three server processes on one Redis
-//! (`instances.rs`).
+//! Push cadence: fans far back are pushed less often while their pages count down, no push
+//! is ever wrong, and every page's count agrees with the poll (`TicketView::agrees_with`). In
+//! the hub against the embedded store, tick by tick on tokio's paused clock (`hub.rs`),
+//! across three server processes on one Redis (`instances.rs`), and what a leave costs with
+//! 10,000 fans on two (`leaves.rs`).
 
 mod hub;
 mod instances;
+mod leaves;
 
 use waiting_room::model::{Pace, Sale, TicketState, TicketView};
 
