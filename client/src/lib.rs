@@ -7,6 +7,9 @@
 //!   update for a person to read, reconnects across `--url`s and exits 0 once admitted.
 //! - [`load`]: `waiting-room-client load`, many fans at a set join rate, with the figures
 //!   BENCHMARKS.md quotes, a CSV and a plot.
+//! - [`swarm`]: `waiting-room-client swarm`, hundreds of thousands of lean fans over several
+//!   processes (under 2 KiB each): a mix of transports, fans leaving, returning and
+//!   reconnecting, with the process's own memory and CPU a fan.
 //! - [`shows`]: `waiting-room-client apply` and `export`, a server's shows and their settings
 //!   as a file an operator keeps, applied idempotently.
 //! - [`verify`]: `waiting-room-client verify`, which checks a show's draw and audit from what
@@ -27,6 +30,7 @@ pub mod load;
 mod plot;
 pub mod shows;
 pub mod staleness_plot;
+pub mod swarm;
 mod text;
 pub mod verify;
 

@@ -1,4 +1,4 @@
-//! The `waiting-room-client` binary: `fan`, `load`, `verify`, `staleness-plot` and
+//! The `waiting-room-client` binary: `fan`, `load`, `swarm`, `verify`, `staleness-plot` and
 //! `knowledge-plot`, each
 //! handed over to the library.
 //!
@@ -12,6 +12,7 @@ use waiting_room_client::knowledge_plot::{self, KnowledgePlotArgs};
 use waiting_room_client::load::{self, LoadArgs};
 use waiting_room_client::shows::{self, ApplyArgs, ExportArgs};
 use waiting_room_client::staleness_plot::{self, StalenessPlotArgs};
+use waiting_room_client::swarm::{self, SwarmArgs};
 use waiting_room_client::verify::{self, VerifyArgs};
 
 /// Clients of the waiting room: one fan, or a bounded load run.
@@ -28,6 +29,9 @@ enum Command {
     Fan(FanArgs),
     /// A bounded load run against loopback servers: many fans, a CSV and a plot.
     Load(Box<LoadArgs>),
+    /// Many lean fans (at most 19,000 a process) held against loopback servers, a mix of
+    /// transports, leaving, returning and reconnecting; memory and CPU a fan measured.
+    Swarm(Box<SwarmArgs>),
     /// Check an on-sale from what it published: the draw against its commitment, and every
     /// tick of the audit. Exit 0 when all holds, 1 naming the first violation.
     Verify(VerifyArgs),
@@ -55,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
         // The fan's exit code tells scripts how it ended (see `FanError::exit_code`).
         Command::Fan(args) => std::process::exit(fan::main(args).await),
         Command::Load(args) => load::main(*args).await,
+        Command::Swarm(args) => swarm::main(*args).await,
         Command::Verify(args) => std::process::exit(verify::main(args).await.exit_code()),
         Command::Apply(args) => shows::apply_main(args).await,
         Command::Export(args) => shows::export_main(args).await,

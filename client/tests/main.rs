@@ -1,4 +1,4 @@
-//! The clients (`waiting-room-client fan` and `load`) against real servers, and the split
+//! The clients (`waiting-room-client fan`, `load` and `swarm`) against real servers, and the split
 //! itself: the server links none of the clients' crates.
 
 // Test support is shared by several test crates, each using part of it.
@@ -14,4 +14,5 @@ mod hostile;
 mod load;
 mod shows;
 mod split;
+mod swarm;
 mod verify;

@@ -82,10 +82,11 @@ impl PageCount {
             learned.ticks.push((tick, late));
             self.known = Some(tick);
         }
-        self.gaps.push_back(at_ms - tick as i64 * 1000);
-        if self.gaps.len() > GAPS {
+        // The oldest out first: the ring never grows past its 16 (a swarm holds one a fan).
+        if self.gaps.len() == GAPS {
             self.gaps.pop_front();
         }
+        self.gaps.push_back(at_ms - tick as i64 * 1000);
         self.last = Some((position, per, tick));
         learned
     }

@@ -45,7 +45,7 @@
 mod args;
 pub mod bots;
 mod choices;
-mod count;
+pub(crate) mod count;
 mod eta;
 mod fans;
 mod outputs;

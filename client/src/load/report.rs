@@ -30,7 +30,7 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
-    pub(super) fn of(h: &Histogram<u64>) -> Self {
+    pub(crate) fn of(h: &Histogram<u64>) -> Self {
         // Recorded in microseconds.
         let ms = |us: u64| (us as f64 / 100.0).round() / 10.0;
         Percentiles {
