@@ -35,11 +35,25 @@
 #                                                measured, plotted over time in one plot;
 #                                                LOAD_EXTRA more load flags (e.g. churn:
 #                                                `--away 0.1 --away-after 20 --away-for 40`)
+#   scripts/bench.sh crowd-max FANS [INSTANCES]  as many fans as the machine holds (500,000
+#                                                the target): INSTANCES (ceil(FANS/18,000))
+#                                                servers on one redis-server, one
+#                                                `waiting-room-client swarm` per instance
+#                                                (mixed transports, MIX; polling fans every
+#                                                POLL_INTERVAL, 10 s as the waiting page settles
+#                                                on); the 10:00 burst
+#                                                (JOIN_RATE per process, 2,000) timed, then the
+#                                                show opens at RATE (50) a second and for WINDOW
+#                                                (300) seconds of churn the servers, swarms,
+#                                                Redis and the machine are sampled every SAMPLE
+#                                                (10) s; figures and plots by
+#                                                scripts/crowd-max-summary.py
 #
 # Loopback only, every run bounded in fans and time. It ends only the processes it started,
 # by PID. Results go to $OUT (default target/bench/). Needs: a release build, curl, jq, and
 # redis-server for `joins redis` and `crowd` (its own, on a free port; never the one on 6379);
-# `crowd` also ss (iproute2) and python3.
+# `crowd` also ss (iproute2) and python3; `crowd-max` python3 (matplotlib for its plots if
+# present, plain SVG otherwise).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -181,6 +195,63 @@ $(echo "$m" | awk '/^waiting_room_connected_fans/ {n += $2} END {print n + 0}')"
     done
   } >"$OUT/$CASE-$n.cpu"
   { uptime; ps -eo pid,comm,pcpu --sort=-pcpu | head -14; } >"$OUT/$CASE-$n.machine"
+}
+
+# The crowd-max case's samples: sample_crowd NAME writes $OUT/$CASE-samples/NAME, a line each:
+#   at SECONDS                     (the epoch, when the sample began)
+#   redis CPU_S RSS_KIB COMMANDS USED_MEMORY_BYTES
+#   server K CPU_S RSS_KIB PUSHED CONNECTED   (CONNECTED: fans following a stream there)
+#   swarm K CPU_S RSS_KIB
+#   mem MEMTOTAL MEMAVAILABLE SLAB SUNRECLAIM  (KiB, /proc/meminfo)
+#   tcp INUSE ORPHAN TW ALLOC MEM_PAGES        (/proc/net/sockstat)
+#   loadavg 1 5 15
+#   files ALLOCATED                            (/proc/sys/fs/file-nr)
+#   conntrack COUNT                            (where netfilter tracks connections)
+# A process that ended reads 0. Written whole (a .tmp renamed), so a reader never sees half.
+sample_crowd() {
+  local f=$OUT/$CASE-samples/$1 i=0 k=1 pid m
+  {
+    echo "at $(date +%s.%N)"
+    echo "redis $(cpu_seconds "$REDIS_PID" 2>/dev/null || echo 0) $(rss_kib "$REDIS_PID" 2>/dev/null || echo 0)" \
+      "$(redis-cli -u "$REDIS_URL" INFO 2>/dev/null | tr -d '\r' | awk -F: '
+        /^total_commands_processed:/ {c = $2} /^used_memory:/ {m = $2} END {print c + 0, m + 0}')"
+    for pid in "${SERVER_PIDS[@]}"; do
+      m=$(curl -fs -m 5 "${URLS[$i]}/metrics" 2>/dev/null || true)
+      echo "server $((i + 1)) $(cpu_seconds "$pid" 2>/dev/null || echo 0) $(rss_kib "$pid" 2>/dev/null || echo 0)" \
+        "$(echo "$m" | awk '/^waiting_room_pushed_messages_total/ {p += $2}
+          /^waiting_room_connected_fans/ {c += $2} END {print p + 0, c + 0}')"
+      i=$((i + 1))
+    done
+    for pid in "${LOAD_PIDS[@]}"; do
+      echo "swarm $k $(cpu_seconds "$pid" 2>/dev/null || echo 0) $(rss_kib "$pid" 2>/dev/null || echo 0)"
+      k=$((k + 1))
+    done
+    awk '/^(MemTotal|MemAvailable|Slab|SUnreclaim):/ {v[$1] = $2}
+      END {print "mem", v["MemTotal:"], v["MemAvailable:"], v["Slab:"], v["SUnreclaim:"]}' /proc/meminfo
+    awk '$1 == "TCP:" {print "tcp", $3, $5, $7, $9, $11}' /proc/net/sockstat
+    echo "loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "files $(cut -f1 /proc/sys/fs/file-nr)"
+    if [ -r /proc/sys/net/netfilter/nf_conntrack_count ]; then
+      echo "conntrack $(cat /proc/sys/net/netfilter/nf_conntrack_count)"
+    fi
+  } >"$f.tmp" 2>/dev/null || true
+  mv "$f.tmp" "$f"
+}
+
+# The machine's limits a crowd-max run meets, printed and kept in $OUT/$CASE-limits.txt: the
+# open-file limits (a process's and the kernel's), ephemeral ports, listen backlogs, TCP
+# memory (pages), conntrack, memory and cores. Read only: a run changes no sysctl.
+crowd_limits() {
+  local key
+  echo "nofile (this process) soft $(ulimit -Sn) hard $(ulimit -Hn)"
+  for key in fs/file-max fs/nr_open fs/file-nr net/ipv4/ip_local_port_range net/core/somaxconn \
+    net/ipv4/tcp_max_syn_backlog net/core/netdev_max_backlog net/ipv4/tcp_mem net/ipv4/tcp_rmem \
+    net/ipv4/tcp_wmem net/ipv4/tcp_max_orphans net/ipv4/tcp_max_tw_buckets \
+    net/netfilter/nf_conntrack_max net/netfilter/nf_conntrack_count; do
+    [ -r "/proc/sys/$key" ] && echo "$(echo "$key" | tr / .) = $(tr '\t' ' ' <"/proc/sys/$key")"
+  done
+  grep -E '^(MemTotal|MemAvailable):' /proc/meminfo | tr -s ' '
+  echo "cores $(nproc)"
 }
 
 # Tickets handed out for show $1, or 0 while the server cannot say (a 503 under load).
@@ -648,8 +719,143 @@ scale)
   "$CLIENT" knowledge-plot --out "$OUT/$CASE-knowledge.svg" "$OUT/$CASE"-report-*.json
   python3 scripts/scale-summary.py "$OUT" "$CASE" "$fans" "$n" "$rate" | tee "$OUT/$CASE.json"
   ;;
+crowd-max)
+  # As many fans as the machine holds (500,000 the target): INSTANCES servers on one
+  # redis-server, each under the open-file limit (MAX_CONNECTIONS, 19,900 here), and one
+  # `waiting-room-client swarm` per instance, its fans following as MIX says from 29 loopback
+  # source addresses of its own (127.0.k.2-30). The 10:00 burst: every swarm joins its fans
+  # into a closed show at JOIN_RATE a second, the joins counted every second until all are in
+  # (at most JOIN_WAIT s, or none for JOIN_STALL s); then it opens at RATE a second, the swarms churn
+  # (leaves, returns, reconnects), and 5 s later a WINDOW is measured. Everything is sampled
+  # every SAMPLE s from before the burst to the window's end (sample_crowd). Every swarm
+  # stops by itself: its --duration covers the longest wait for the joins, the opening, the
+  # window and a margin.
+  fans=${2:?FANS}
+  n=${3:-$(((fans + 17999) / 18000))}
+  window=${WINDOW:-300}; rate=${RATE:-50}; join_rate=${JOIN_RATE:-2000}; sample=${SAMPLE:-10}
+  mix=${MIX:-sse=0.6,ws=0.3,poll=0.1}; poll_interval=${POLL_INTERVAL:-10s}
+  join_wait=${JOIN_WAIT:-$((60 + fans / 500))}
+  churn=(--leave-per-minute "${LEAVE_PER_MINUTE:-0.01}" --return-per-minute "${RETURN_PER_MINUTE:-0.005}"
+    --reconnect-per-minute "${RECONNECT_PER_MINUTE:-0.01}")
+  CASE=crowd-max-$n-$fans
+  per=$(((fans + n - 1) / n))
+  if ((n < 1 || n > 250)); then echo "INSTANCES from 1 to 250 (127.0.k.x for k = 1..n)" >&2; exit 2; fi
+  if ((per > 19000 || per >= MAX_CONNECTIONS)); then
+    echo "$per fans an instance: at most 19,000 and under MAX_CONNECTIONS ($MAX_CONNECTIONS); take more INSTANCES" >&2
+    exit 2
+  fi
+  mkdir -p "$OUT/$CASE-samples"
+  rm -f "$OUT/$CASE-samples"/* "$OUT/$CASE"-report-*.json "$OUT/$CASE"-swarm-*.csv
+  echo "crowd-max: $fans fans on $n instances ($per at most each, MAX_CONNECTIONS $MAX_CONNECTIONS)," \
+    "joins $join_rate/s a process, $rate admitted/s, window ${window}s, mix $mix"
+  crowd_limits | tee "$OUT/$CASE-limits.txt"
+  # What the run will hold against what the kernel allows: a file on each side of every
+  # connection, and every connection from 127.0.k.x to one server port within the ephemeral
+  # range of each of its 29 addresses.
+  file_max=$(cat /proc/sys/fs/file-max)
+  if ((2 * fans + 1000 * n > file_max)); then
+    echo "warning: $((2 * fans)) sockets and more against fs.file-max $file_max" >&2
+  fi
+  if [ -r /proc/sys/net/netfilter/nf_conntrack_max ] \
+    && (($(cat /proc/sys/net/netfilter/nf_conntrack_count) > 0 && fans > $(cat /proc/sys/net/netfilter/nf_conntrack_max))); then
+    echo "warning: netfilter tracks connections here (nf_conntrack_max $(cat /proc/sys/net/netfilter/nf_conntrack_max)): past it, new connections are dropped" >&2
+  fi
+  start_redis
+  URLS=(); SERVER_PIDS=(); LOAD_PIDS=()
+  for i in $(seq "$n"); do
+    SERVER_LOG=$CASE-server-$i start_server "$REDIS_URL"
+    URLS+=("$URL"); SERVER_PIDS+=("$SERVER_PID")
+  done
+  URL=${URLS[0]}
+  # Closed: everyone joins and waits; then it opens.
+  operator PUT /orders/waiting-room/crowd-max "{\"admitPerSecond\":$rate}"
+  sample_crowd base
+  duration=$((join_wait + 15 + window + 45))
+  burst_at=$(date +%s.%N)
+  for k in $(seq "$n"); do
+    # shellcheck disable=SC2086 # SWARM_EXTRA is words
+    (exec "$CLIENT" swarm --url "${URLS[$((k - 1))]}" --show crowd-max \
+      --fans $((fans / n + (k <= fans % n ? 1 : 0))) --join-rate "$join_rate" --mix "$mix" \
+      --poll-interval "$poll_interval" --source-ips "127.0.$k.2-127.0.$k.30" "${churn[@]}" \
+      --duration "${duration}s" --seed "$k" --json --no-progress --csv "$OUT/$CASE-swarm-$k.csv" \
+      ${SWARM_EXTRA:-} >"$OUT/$CASE-report-$k.json" 2>"$OUT/$CASE-swarm-$k.log") &
+    LOAD_PIDS+=("$!")
+  done
+  PIDS+=("${LOAD_PIDS[@]}")
+  # The sampler, every SAMPLE s until the window's end (ended by PID then, or with the run).
+  (
+    trap - EXIT
+    i=0
+    while :; do
+      sample_crowd "$(printf 't%05d' "$i")"
+      i=$((i + 1))
+      sleep "$sample"
+    done
+  ) &
+  SAMPLER_PID=$!
+  PIDS+=("$SAMPLER_PID")
+  # The burst: tickets handed out, every second, until all are in, JOIN_WAIT has passed, or
+  # none came for JOIN_STALL (30) s (joins that failed every attempt never come).
+  : >"$OUT/$CASE-joined.tsv"
+  joined=0; all_in_at=null; deadline=$((SECONDS + join_wait)); grew=$SECONDS
+  while ((SECONDS < deadline)); do
+    sleep 1
+    j=$(show_joined crowd-max)
+    [[ $j =~ ^[0-9]+$ ]] || j=0
+    echo "$(date +%s.%N) $j" >>"$OUT/$CASE-joined.tsv"
+    if ((j > joined)); then joined=$j; grew=$SECONDS; fi
+    if ((joined >= fans)); then all_in_at=$(date +%s.%N); break; fi
+    if ((joined > 0 && SECONDS - grew >= ${JOIN_STALL:-30})); then
+      echo "warning: no join for ${JOIN_STALL:-30} s (JOIN_STALL)" >&2
+      break
+    fi
+    alive=0
+    for pid in "${LOAD_PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || { echo "warning: every swarm process ended during the burst" >&2; break; }
+  done
+  if [ "$all_in_at" = null ]; then
+    echo "warning: only $joined of $fans joined (JOIN_WAIT $join_wait s); opening anyway" >&2
+  else
+    echo "all $fans joined in $(echo "$burst_at $all_in_at" | awk '{printf "%.1f", $2 - $1}') s"
+  fi
+  # The last streams opening after their joins.
+  sleep 5
+  operator POST /orders/waiting-room/crowd-max/open
+  opened_at=$(date +%s.%N)
+  sleep 5
+  sample_crowd start
+  redis-cli -u "$REDIS_URL" INFO stats >"$OUT/$CASE-0.redis-stats"
+  redis-cli -u "$REDIS_URL" INFO commandstats >"$OUT/$CASE-0.redis-commandstats"
+  sleep "$window"
+  sample_crowd end
+  redis-cli -u "$REDIS_URL" INFO stats >"$OUT/$CASE-1.redis-stats"
+  redis-cli -u "$REDIS_URL" INFO commandstats >"$OUT/$CASE-1.redis-commandstats"
+  kill "$SAMPLER_PID" 2>/dev/null || true
+  # The window is over: each swarm is told to stop now (SIGINT: it closes its fans and writes
+  # its report); else it would stop at its --duration.
+  for pid in "${LOAD_PIDS[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -INT "$pid"
+    else
+      echo "warning: a swarm process ended before the window's end" >&2
+    fi
+  done
+  wait "${LOAD_PIDS[@]}" || true
+  jq -n --argjson fans "$fans" --argjson instances "$n" --argjson rate "$rate" \
+    --argjson window "$window" --argjson join_rate "$join_rate" --argjson sample "$sample" \
+    --arg mix "$mix" --arg churn "${churn[*]}" --argjson join_wait "$join_wait" \
+    --argjson duration "$duration" --argjson max_connections "$MAX_CONNECTIONS" \
+    --argjson burst_at "$burst_at" --argjson all_in_at "$all_in_at" --argjson joined "$joined" \
+    --argjson opened_at "$opened_at" --argjson project "${PROJECT_FANS:-500000}" \
+    '{fans: $fans, instances: $instances, admit_per_second: $rate, window_seconds: $window,
+      join_rate_per_process: $join_rate, sample_seconds: $sample, mix: $mix, churn: $churn,
+      join_wait: $join_wait, swarm_duration: $duration, max_connections: $max_connections,
+      burst_at: $burst_at, all_in_at: $all_in_at, joined_at_opening: $joined,
+      opened_at: $opened_at, project_fans: $project}' >"$OUT/$CASE-meta.json"
+  python3 scripts/crowd-max-summary.py "$OUT" "$CASE"
+  ;;
 *)
-  sed -n '2,25p' "$0"
+  awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"
   exit 2
   ;;
 esac
