@@ -18,7 +18,7 @@ use crate::store::{Queue, Status, StoreError, Touched};
 pub(super) const TOUCH_EVERY: Duration = Duration::from_secs(4);
 
 /// One thing a stream of a ticket learns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[allow(
     clippy::large_enum_variant,
     reason = "nearly every update is a status; boxing it would cost an allocation a push"
@@ -80,17 +80,18 @@ pub(super) struct Follow {
 pub(super) async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
     if f.first {
         f.first = false;
-        return Some((f.current, f));
+        return Some((f.current.clone(), f));
     }
-    let Update::Now(status) = f.current else {
+    let Update::Now(status) = &f.current else {
         return None; // the admission ran out: nothing follows
     };
+    let (state, version) = (status.state, status.version);
     match f.current.shown_as() {
         TicketStatus::Admitted => {
             // The admission runs out on its own; nothing is published for it. Until then a
             // live stream tells the store now and then that its fan is there to buy, so the
             // admission is not released as untaken after the arrival window.
-            if let TicketState::Admitted { expires_in_ms } = status.state {
+            if let TicketState::Admitted { expires_in_ms } = state {
                 let at = f.since + Duration::from_millis(expires_in_ms);
                 let mut over = false;
                 while !over && Instant::now() + TOUCH_EVERY < at {
@@ -111,22 +112,20 @@ pub(super) async fn next_update(mut f: Follow) -> Option<(Update, Follow)> {
                     tokio::time::sleep_until(at).await;
                 }
             }
-            f.current = Update::Expired {
-                version: status.version,
-            };
-            Some((f.current, f))
+            f.current = Update::Expired { version };
+            Some((f.current.clone(), f))
         }
         TicketStatus::Waiting => {
             let rx = f.rx.as_mut()?;
             rx.changed().await.ok()?;
-            f.current = Update::Now(*rx.borrow_and_update());
+            f.current = Update::Now(rx.borrow_and_update().clone());
             f.since = Instant::now();
             if f.current.shown_as() != TicketStatus::Waiting {
                 // The hub lets go of finished fans; so do we.
                 f.rx = None;
                 f._guard = None;
             }
-            Some((f.current, f))
+            Some((f.current.clone(), f))
         }
         TicketStatus::Unknown
         | TicketStatus::Closed

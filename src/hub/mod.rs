@@ -323,11 +323,12 @@ impl Hub {
                                 status.state = TicketState::Unknown;
                             }
                             let waits = status.state.status(&status.sale) == TicketStatus::Waiting;
+                            let version = status.version;
                             let _ = fan.tx.send(status);
                             if waits {
                                 // Passed over while away (parked): it still waits, ahead of
                                 // the queue; followed on, and confirmed again next tick.
-                                hub.reinstate(&show, key, fan, status.version);
+                                hub.reinstate(&show, key, fan, version);
                             }
                             return;
                         }
@@ -465,7 +466,7 @@ impl Hub {
                 if let Err(e) = self.inner.feed.listen(show).await {
                     tracing::warn!(%show, error = %e, "cannot listen to a show; resubscribing");
                 }
-                let (rx, guard) = self.register(show, ticket, arrival, epoch, status);
+                let (rx, guard) = self.register(show, ticket, arrival, epoch, status.clone());
                 (Some(rx), Some(guard))
             }
             _ => (None, None),
@@ -492,6 +493,7 @@ impl Hub {
         first: Status,
     ) -> (watch::Receiver<Status>, FanGuard) {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let first_version = first.version;
         let (tx, rx) = watch::channel(first);
         let mut shows = self.shows();
         let mut load = false;
@@ -512,7 +514,7 @@ impl Hub {
             Fan {
                 ticket,
                 epoch,
-                from_version: first.version,
+                from_version: first_version,
                 tx,
                 place: None,
                 phase: cadence::Phase::Unknown,
@@ -552,7 +554,7 @@ impl Hub {
         let (pace, sale) = show
             .state
             .as_ref()
-            .map(|m| (m.pace, m.sale))
+            .map(|m| (m.pace.clone(), m.sale))
             .unwrap_or_default();
         show.fans.retain(|_, fan| {
             if !lost.contains(&fan.ticket) {
@@ -562,7 +564,7 @@ impl Hub {
                 state: TicketState::Lost,
                 epoch: fan.epoch,
                 arrival: None,
-                pace,
+                pace: pace.clone(),
                 sale,
                 version: fan.tx.borrow().version,
             };

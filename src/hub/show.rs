@@ -250,7 +250,7 @@ impl ShowFans {
                 state,
                 epoch: m.epoch,
                 arrival: None,
-                pace: m.pace,
+                pace: m.pace.clone(),
                 sale: m.sale,
                 version: m.version,
             };

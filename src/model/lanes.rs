@@ -208,31 +208,32 @@ pub struct LaneFigure {
 
 /// A show's lanes as the pace tells them, the general queue among them: empty when the show
 /// has none (every fan is in the general queue, served at the whole rate).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+///
+/// Shared, not inline: a pace rides in every status the hub holds and hands each stream
+/// (two or three copies a fan), and the figures of nine lanes inline made each ~500 bytes
+/// for the few shows that have lanes at all.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Lanes {
-    len: u8,
-    lanes: [LaneFigure; MAX_LANES + 1],
+    lanes: Option<std::sync::Arc<[LaneFigure]>>,
 }
 
 impl Lanes {
     /// The lanes `figures` (at most [`MAX_LANES`] + 1 are kept), in the order they are served.
     pub fn new(figures: impl IntoIterator<Item = LaneFigure>) -> Lanes {
-        let mut out = Lanes::default();
-        for f in figures.into_iter().take(MAX_LANES + 1) {
-            out.lanes[usize::from(out.len)] = f;
-            out.len += 1;
+        let lanes: Vec<LaneFigure> = figures.into_iter().take(MAX_LANES + 1).collect();
+        Lanes {
+            lanes: (!lanes.is_empty()).then(|| lanes.into()),
         }
-        out
     }
 
     /// Whether the show has lanes.
     pub fn any(&self) -> bool {
-        self.len > 0
+        self.lanes.is_some()
     }
 
     /// The lanes, in the order they are served.
     pub fn iter(&self) -> impl Iterator<Item = &LaneFigure> {
-        self.lanes[..usize::from(self.len)].iter()
+        self.lanes.iter().flat_map(|l| l.iter())
     }
 
     /// Lane `slot`, if the show has it.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// on active buyers binds: then places free up only as fast as buyers order, give up or run
 /// out) and smooths them over recent ticks; before there is history it starts from the
 /// configured rate, so at a plain rate the ETA is the original's `ceil(position / rate)`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pace {
     /// The configured admissions a second.
     pub rate: u32,

@@ -77,7 +77,7 @@ pub trait Queue: Send + Sync {
 }
 
 /// A ticket's state plus what a stream needs to follow it from there.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Status {
     /// Where the ticket stands.
     pub state: TicketState,
@@ -123,7 +123,7 @@ pub enum Bypassed {
 }
 
 /// A fresh ticket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Joined {
     /// The ticket handed out (or the one an `Idempotency-Key` already held).
     pub ticket: Uuid,

@@ -50,7 +50,7 @@ impl StatusReply {
         Ok(self
             .tickets
             .into_iter()
-            .map(|ticket| Ok(status(ticket, epoch, read, version)))
+            .map(|ticket| Ok(status(ticket, epoch, read.clone(), version)))
             .collect())
     }
 }
@@ -131,7 +131,7 @@ impl JoinReply {
         let shared = self.version.zip(self.pace.as_ref().map(PaceFigures::read));
         let (epoch, opens_in_ms) = (self.epoch, self.opens_in_ms);
         let joined = |ticket: Uuid, standing: TicketState| -> Result<Joined> {
-            let (version, read) = shared.ok_or_else(|| {
+            let (version, read) = shared.clone().ok_or_else(|| {
                 StoreError::Protocol("join: a ticket answered without the pace".into())
             })?;
             let status = status(standing, epoch, read, version);

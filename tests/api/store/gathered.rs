@@ -501,7 +501,7 @@ async fn keys_replay_across_calls_from_one_hash_that_goes_with_the_show(backend:
     let fresh = |a: &Answer| {
         let (j, replayed) = a.as_ref().unwrap();
         assert!(!replayed, "{j:?} is a new place");
-        *j
+        j.clone()
     };
     // First call: three keys and one fan without.
     let first = at_once(vec![
