@@ -23,7 +23,9 @@ use crate::backoff::Backoff;
 use crate::follow::{CONNECT_TIMEOUT, IDLE_TIMEOUT, Transport};
 use crate::load::count::PageCount;
 
-/// Attempts of one join before the fan gives up.
+/// Attempts of one join that fail (no answer, or an error without `Retry-After`) before the
+/// fan gives up. A join the server sheds (429 or 503 with `Retry-After`) is not one: the fan
+/// comes back when told, as the waiting page does, until the run stops.
 const JOIN_ATTEMPTS: u32 = 5;
 
 /// The first and the longest wait before a fan tries again (a join, a connection).
@@ -149,7 +151,8 @@ impl<'a> Fan<'a> {
         self.armed = false;
         self.last_id = None;
         (self.leave_at, self.reconnect_at) = (None, None);
-        for _ in 0..JOIN_ATTEMPTS {
+        let mut failures = 0;
+        while failures < JOIN_ATTEMPTS {
             let answer = {
                 let _permit = swarm.joining.acquire().await.ok()?;
                 timeout(CONNECT_TIMEOUT, self.try_join()).await
@@ -163,12 +166,16 @@ impl<'a> Fan<'a> {
                     swarm.join_refused(Some(head.status));
                     match (head.status, head.retry_after) {
                         (429 | 503, Some(seconds)) => Duration::from_secs(seconds.into()),
-                        (429 | 500.., None) => self.delay(),
+                        (429 | 500.., None) => {
+                            failures += 1;
+                            self.delay()
+                        }
                         // Refused for good (the show is unknown, ended, ...).
                         _ => break,
                     }
                 }
                 Ok(Err(_)) | Err(_) => {
+                    failures += 1;
                     swarm.join_refused(None);
                     self.delay()
                 }
