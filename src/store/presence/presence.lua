@@ -17,13 +17,20 @@ local function returns(t)
     back = back + 1
   end
 end
+-- Lua's unpack takes some thousands of values at most, and an instance's first report after
+-- a burst names every fan it took: lists go to Redis a thousand at a time.
+local function in_thousands(command, key, list)
+  for i = 1, #list, 1000 do
+    redis.call(command, key, unpack(list, i, math.min(i + 999, #list)))
+  end
+end
 if A.came and #A.came > 0 then
-  redis.call('SADD', mine, unpack(A.came))
-  redis.call('ZREM', AWAY, unpack(A.came))
+  in_thousands('SADD', mine, A.came)
+  in_thousands('ZREM', AWAY, A.came)
   for _, t in ipairs(A.came) do returns(t) end
 end
 if A.went and #A.went > 0 then
-  redis.call('SREM', mine, unpack(A.went))
+  in_thousands('SREM', mine, A.went)
   local live = live_instances(now)
   for _, t in ipairs(A.went) do
     if not streamed_elsewhere(t, A.instance, live) then last_seen(t, now) end

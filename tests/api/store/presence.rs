@@ -22,6 +22,7 @@ all_stores!(
     a_fan_streaming_on_one_instance_stays_present_when_another_stream_ends,
     with_no_hold_fans_are_admitted_in_turn_present_or_not,
     the_eta_skips_the_fans_away_ahead,
+    news_of_ten_thousand_streams_goes_in_one_report,
 );
 
 const REPORT: Duration = Duration::from_secs(5);
@@ -308,4 +309,25 @@ async fn the_eta_skips_the_fans_away_ahead(backend: Backend) {
     let plain = s.status(&sh, last).await.unwrap();
     assert_eq!((plain.pace.passed_over, plain.pace.away_milli), (0, 0));
     assert_eq!(view(&plain).away_ahead, None);
+}
+
+/// An instance's first report after a burst names every fan it took: more values than Lua's
+/// `unpack` takes at once. Taken whole, every one of them is present.
+async fn news_of_ten_thousand_streams_goes_in_one_report(backend: Backend) {
+    let (s, _redis) = store(backend, settings(5, Duration::from_secs(60))).await;
+    let (sh, t) = queued(s.as_ref(), "burst-news", presence(1, 60, 5), 10_000).await;
+    s.attend(&sh, "i1", came(&t), REPORT).await.unwrap();
+    // Past the grace: a fan no report named would be away now, and passed over.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    s.open(&sh).await.unwrap();
+    assert_eq!(tick(s.as_ref(), &sh).await, 5);
+    for ticket in &t[..5] {
+        assert!(admitted(s.status(&sh, *ticket).await.unwrap().state));
+    }
+    let went = Attendance {
+        went: t[5..].to_vec(),
+        streaming: false,
+        ..Attendance::default()
+    };
+    s.attend(&sh, "i1", went, REPORT).await.unwrap();
 }
