@@ -47,7 +47,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::{Extension, Router};
 use tower_http::compression::CompressionLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use utoipa::OpenApi as _;
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
@@ -94,11 +94,16 @@ pub(crate) fn service(state: AppState) -> (Router, Option<OwnPaths>) {
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         // A request's span names its method and path, never its query: a signed link or a
         // ticket rides there, and logs are read by more people than the operator.
-        .layer(TraceLayer::new_for_http().make_span_with(
-            |req: &axum::http::Request<axum::body::Body>| {
-                tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
-            },
-        ))
+        // A 5xx is no error of its own to log: a shed request's 503 is the bound working (a
+        // burst sheds hundreds of thousands, and an ERROR line each cost the CPU it was
+        // shedding for), and a store's failure is logged where it happens (`error.rs`).
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &axum::http::Request<axum::body::Body>| {
+                    tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+                })
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+        )
         .with_state(state);
     (router, own)
 }
