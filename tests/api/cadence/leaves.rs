@@ -112,12 +112,12 @@ async fn a_leave_pushes_only_the_pages_it_puts_past_their_bound() {
         places.iter().all(|(&i, &p)| fans[i].last() == Some(p))
     })
     .await;
-    let mut told_late = 0;
+    let mut told_late = [0; 2];
     for (&i, &place) in &places {
         let pushes = fans[i].pushed_since(sent);
         assert_eq!(pushes.len(), 1, "fan {i}: {pushes:?}");
         if place >= 20 {
-            told_late += 1;
+            told_late[fans[i].instance] += 1;
             assert!(
                 pushes[0].0 >= sent + LAG_REFRESH,
                 "fan {i} at {place} pushed {:?} after the leave, before the refresh",
@@ -125,8 +125,11 @@ async fn a_leave_pushes_only_the_pages_it_puts_past_their_bound() {
             );
         }
     }
-    assert_eq!(told_late, FANS - 20, "on both instances");
-    assert!(fans[1].instance != fans[2].instance);
+    assert_eq!(told_late[0] + told_late[1], FANS - 20);
+    assert!(
+        told_late.iter().all(|&n| n > 4_000),
+        "on both instances: {told_late:?}"
+    );
 
     // A hundred leaves at once: ten together near the front, the rest spread over the queue
     // by a seeded walk. The pages pushed before the refresh are exactly those the leaves put
@@ -177,19 +180,20 @@ async fn a_leave_pushes_only_the_pages_it_puts_past_their_bound() {
         places.iter().all(|(&i, &p)| fans[i].last() == Some(p))
     })
     .await;
+    // No page within its bound is pushed before the refresh could come (a slow machine only
+    // makes pushes later); those past it are told, each at most a few times (the hundred
+    // leaves may fold into a few recomputes) and once more at most by the refresh.
     let mut early = 0;
     for &i in places.keys() {
         let pushes = fans[i].pushed_since(sent);
         let before_refresh = pushes.iter().filter(|p| p.0 < sent + LAG_REFRESH).count();
-        if past_bound.contains(&i) {
-            // A few recomputes may fold the hundred leaves; each tells it at most once.
-            assert!((1..=4).contains(&before_refresh), "fan {i}: {pushes:?}");
-        } else {
+        if !past_bound.contains(&i) {
             assert_eq!(
                 before_refresh, 0,
                 "fan {i} pushed before the refresh: {pushes:?}"
             );
         }
+        assert!(pushes.len() <= 5, "fan {i}: {pushes:?}");
         early += before_refresh;
     }
     assert!(
