@@ -227,7 +227,8 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
+/// A run's bound: more than nothing, at most an hour (`30s`, `2m`).
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 30s or 2m)"))?;
     if d.is_zero() || d > Duration::from_secs(3600) {
         return Err("must be more than 0 and at most 1h".into());
@@ -235,7 +236,8 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-fn parse_poll_interval(s: &str) -> Result<Duration, String> {
+/// How often a polling fan asks: from 100 ms to 60 s.
+pub(crate) fn parse_poll_interval(s: &str) -> Result<Duration, String> {
     let d = waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 1s or 500ms)"))?;
     if d < Duration::from_millis(100) || d > Duration::from_secs(60) {
         return Err("must be from 100ms to 60s".into());

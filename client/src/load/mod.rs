@@ -68,6 +68,7 @@ use waiting_room::words::thousands;
 
 use crate::plot::Sample;
 pub use args::{LoadArgs, SourceIps};
+pub(crate) use args::{parse_duration, parse_poll_interval};
 pub use eta::{EtaReport, Which};
 use fans::fan;
 pub use rate_change::{RateChange, RateChangeDone};

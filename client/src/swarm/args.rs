@@ -9,7 +9,7 @@ use reqwest::Url;
 use waiting_room::model::ShowId;
 
 use crate::follow::Transport;
-use crate::load::SourceIps;
+use crate::load::{SourceIps, parse_duration, parse_poll_interval};
 
 /// The most fans one process holds: each holds a connection, and a process may open at most
 /// 20,000 files. More fans take more processes (the scripts start several).
@@ -168,22 +168,6 @@ fn parse_share(s: &str) -> Result<f64, String> {
         Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
         _ => Err(format!("'{s}' is not a share from 0 to 1 (try 0.25)")),
     }
-}
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 90s or 10m)"))?;
-    if d.is_zero() || d > Duration::from_secs(3600) {
-        return Err("must be more than 0 and at most 1h".into());
-    }
-    Ok(d)
-}
-
-fn parse_poll_interval(s: &str) -> Result<Duration, String> {
-    let d = waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 1s or 500ms)"))?;
-    if d < Duration::from_millis(100) || d > Duration::from_secs(60) {
-        return Err("must be from 100ms to 60s".into());
-    }
-    Ok(d)
 }
 
 #[cfg(test)]
