@@ -168,3 +168,18 @@ pub fn waiting_positions(lines: &[String]) -> Vec<u64> {
         })
         .collect()
 }
+
+/// Runs `waiting-room-client SUBCOMMAND ARGS…` to its end: its exit code and output (stdout
+/// then stderr).
+pub async fn client(subcommand: &str, args: &[&str]) -> (i32, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_waiting-room-client"))
+        .arg(subcommand)
+        .args(args)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}

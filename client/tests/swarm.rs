@@ -161,18 +161,9 @@ async fn a_server_answering_nonsense_is_counted_never_a_panic() {
     assert_eq!(report.admitted + report.lost, 0, "{report}");
 }
 
-/// The `swarm` command line, run to its end: exit code and what it printed.
+/// Runs `swarm` with `args`: its exit code and output.
 async fn command(args: &[&str]) -> (i32, String) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_waiting-room-client"))
-        .arg("swarm")
-        .args(args)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
+    client("swarm", args).await
 }
 
 #[tokio::test]

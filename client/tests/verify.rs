@@ -11,15 +11,7 @@ use crate::helpers::*;
 
 /// Runs `verify` with `args`: its exit code and output.
 async fn verify(args: &[&str]) -> (i32, String) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_waiting-room-client"))
-        .arg("verify")
-        .args(args)
-        .output()
-        .await
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
+    client("verify", args).await
 }
 
 #[tokio::test]
