@@ -605,6 +605,9 @@ crowd)
   done
   python3 - "$OUT" "$CASE" "$transport" "$fans" "$procs" "$window" "$rate" <<'PY' | tee "$OUT/$CASE.json"
 import glob, json, re, sys
+sys.path.insert(0, "scripts")
+import redis_info
+from redis_info import calls_per_second
 out, case, transport, fans, procs, window, rate = sys.argv[1:]
 window, fans = float(window), int(fans)
 
@@ -620,7 +623,7 @@ def sockets(n):
     return found
 
 def info(n, what):
-    return dict(l.strip().split(":", 1) for l in open(f"{out}/{case}-{n}.redis-{what}") if ":" in l)
+    return redis_info.info(f"{out}/{case}-{n}.redis-{what}")
 
 def cpu(n):
     rows = [l.split() for l in open(f"{out}/{case}-{n}.cpu")]
@@ -645,19 +648,14 @@ wire = payload + 52 * (delta[2] + delta[3])
 fan_minutes = held * seconds / 60
 cmds = int(info(1, "stats")["total_commands_processed"]) - int(info(0, "stats")["total_commands_processed"])
 c0, c1 = info(0, "commandstats"), info(1, "commandstats")
-per_command = {}
-for key, value in c1.items():
-    calls = int(re.search(r"calls=(\d+)", value).group(1))
-    before = int(re.search(r"calls=(\d+)", c0.get(key, "calls=0")).group(1))
-    if calls - before:
-        per_command[key.removeprefix("cmdstat_")] = round((calls - before) / seconds, 1)
+per_command = calls_per_second(c0, c1, seconds)
 reports = [json.load(open(p)) for p in sorted(glob.glob(f"{out}/{case}-report-*.json"))]
 print(json.dumps({
     "transport": transport, "fans": fans, "processes": int(procs), "admit_per_second": int(rate),
     "window_seconds": round(seconds, 1),
     "server_sockets_held": held,
     "redis_commands_per_second": round(cmds / seconds, 1),
-    "redis_commands_per_second_by_command": dict(sorted(per_command.items(), key=lambda kv: -kv[1])),
+    "redis_commands_per_second_by_command": per_command,
     "server_cpu_percent_of_one_core": round(100 * (srv1 - srv0) / seconds, 1),
     "redis_cpu_percent_of_one_core": round(100 * (red1 - red0) / seconds, 1),
     "load_generators_cpu_percent_of_one_core": round(100 * (load1 - load0) / seconds, 1),

@@ -11,7 +11,10 @@ Prints the summary as JSON and writes it to OUT/CASE.json; plots (SVG) OUT/CASE-
 plain SVG written here (PLOT_PNG=1: a PNG of each too, with matplotlib). The projection (`projection`) scales the window's per-fan figures to
 PROJECT_FANS (meta `project_fans`, 500,000) and says which limit it meets first.
 """
-import csv, glob, json, math, os, re, sys
+import csv, glob, json, math, os, sys
+
+import redis_info
+from redis_info import calls_per_second
 
 out, case = sys.argv[1:3]
 meta = json.load(open(f"{out}/{case}-meta.json"))
@@ -155,19 +158,11 @@ burst = {
 
 # --- The window ------------------------------------------------------------------------
 def info(k, what):
-    try:
-        return dict(l.strip().split(":", 1) for l in open(f"{out}/{case}-{k}.redis-{what}") if ":" in l)
-    except OSError:
-        return {}
+    return redis_info.info(f"{out}/{case}-{k}.redis-{what}")
 
 
 c0, c1 = info(0, "commandstats"), info(1, "commandstats")
-per_command = {}
-for key, value in c1.items():
-    calls = int(re.search(r"calls=(\d+)", value).group(1))
-    before = int(re.search(r"calls=(\d+)", c0.get(key, "calls=0")).group(1))
-    if calls - before:
-        per_command[key.removeprefix("cmdstat_")] = round((calls - before) / seconds, 1)
+per_command = calls_per_second(c0, c1, seconds)
 
 held0 = {k: held_at(s0, k) for k in range(1, n + 1)}
 held1 = {k: held_at(s1, k) for k in range(1, n + 1)}
@@ -264,7 +259,7 @@ summary = {
     "redis": {
         "commands_per_second": round(red_cmds / seconds, 1),
         "commands_per_second_per_1000_fans": round(1000 * red_cmds / seconds / held_mean, 2),
-        "commands_per_second_by_command": dict(sorted(per_command.items(), key=lambda kv: -kv[1])),
+        "commands_per_second_by_command": per_command,
         "cpu_percent_of_one_core": round(100 * red_cpu / seconds, 2),
         "cpu_percent_per_1000_fans": round(100 * red_cpu / seconds * 1000 / held_mean, 4),
         "used_memory_mib": round(s1["redis"]["used_memory"] / MIB, 1),

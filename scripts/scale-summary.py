@@ -4,11 +4,14 @@ tick -> knowledge per instance over the window, from the samples and the load re
 
     scale-summary.py OUT CASE FANS INSTANCES RATE
 """
-import glob, json, re, sys
+import glob, json, sys
+
+import redis_info
+from redis_info import calls_per_second
 out, case, fans, n, rate = sys.argv[1:]
 
 def info(k, what):
-    return dict(l.strip().split(":", 1) for l in open(f"{out}/{case}-{k}.redis-{what}") if ":" in l)
+    return redis_info.info(f"{out}/{case}-{k}.redis-{what}")
 
 def sample(k):
     rows = [l.split() for l in open(f"{out}/{case}-{k}.cpu")]
@@ -20,12 +23,7 @@ def sample(k):
 seconds = t1 - t0
 cmds = int(info(1, "stats")["total_commands_processed"]) - int(info(0, "stats")["total_commands_processed"])
 c0, c1 = info(0, "commandstats"), info(1, "commandstats")
-per_command = {}
-for key, value in c1.items():
-    calls = int(re.search(r"calls=(\d+)", value).group(1))
-    before = int(re.search(r"calls=(\d+)", c0.get(key, "calls=0")).group(1))
-    if calls - before:
-        per_command[key.removeprefix("cmdstat_")] = round((calls - before) / seconds, 1)
+per_command = calls_per_second(c0, c1, seconds)
 reports = [json.load(open(p)) for p in sorted(glob.glob(f"{out}/{case}-report-*.json"))]
 instances = []
 for i, (r, a, b) in enumerate(zip(reports, srv0, srv1), 1):
@@ -46,7 +44,7 @@ print(json.dumps({
     "window_seconds": round(seconds, 1),
     "fans_held": sum(i["fans_held"] for i in instances),
     "redis_commands_per_second": round(cmds / seconds, 1),
-    "redis_commands_per_second_by_command": dict(sorted(per_command.items(), key=lambda kv: -kv[1])),
+    "redis_commands_per_second_by_command": per_command,
     "redis_cpu_percent_of_one_core": round(100 * (red1 - red0) / seconds, 1),
     "load_generators_cpu_percent_of_one_core": round(100 * (load1 - load0) / seconds, 1),
     "pushes_per_second": round(sum(i["pushes_per_second"] for i in instances), 1),
