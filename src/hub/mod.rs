@@ -59,6 +59,15 @@ pub const STREAMS_PER_TICKET: usize = 3;
 /// How long leaves are gathered before the fans behind them are told.
 pub const LEAVE_FOLD: Duration = Duration::from_millis(150);
 
+/// A recompute a hub makes later ([`Hub::spawn_later`]).
+#[derive(Clone, Copy)]
+enum Later {
+    /// Leaves folded over [`LEAVE_FOLD`].
+    Fold,
+    /// Pages left lagging where no tick re-tells them.
+    Refresh,
+}
+
 /// The hub. Cheap to clone; every clone is the same hub.
 #[derive(Clone)]
 pub struct Hub {
@@ -229,7 +238,7 @@ impl Hub {
                 if !show.recompute_pending {
                     show.recompute_pending = true;
                     drop(shows);
-                    self.spawn_folded_recompute(event.show);
+                    self.spawn_later(event.show, Later::Fold);
                 }
             }
             Applied::Moved => {
@@ -248,29 +257,7 @@ impl Hub {
         }
     }
 
-    /// Recomputes `show`'s fans once [`LEAVE_FOLD`] has passed, with every leave that
-    /// arrived meanwhile.
-    fn spawn_folded_recompute(&self, name: ShowId) {
-        let hub = self.clone();
-        self.inner.tasks.spawn(async move {
-            tokio::select! {
-                () = tokio::time::sleep(LEAVE_FOLD) => {}
-                () = hub.inner.shutdown.cancelled() => return,
-            }
-            let mut shows = hub.shows();
-            let Some(show) = shows.get_mut(&name) else {
-                return;
-            };
-            if !show.recompute_pending {
-                return; // a tick recomputed in the meantime
-            }
-            let admitted = hub.recompute(&name, show, false);
-            drop(shows);
-            hub.confirm(&name, admitted);
-        });
-    }
-
-    /// Recomputes `show`'s fans ([`ShowFans::recompute`]); pages it leaves showing leaves
+    /// Recomputes `show`'s fans (see [`ShowFans::recompute`]); pages it leaves showing leaves
     /// ahead they were not told, in a queue that stands still, are told [`LAG_REFRESH`] later.
     fn recompute(
         &self,
@@ -281,25 +268,38 @@ impl Hub {
         let admitted = show.recompute(on_tick, self.front(), false);
         if show.lagging && !show.refresh_pending {
             show.refresh_pending = true;
-            self.spawn_refresh(name.clone());
+            self.spawn_later(name.clone(), Later::Refresh);
         }
         admitted
     }
 
-    /// Tells every page of `name` the leaves ahead it was not told, [`LAG_REFRESH`] from now.
-    fn spawn_refresh(&self, name: ShowId) {
+    /// Recomputes `name`'s fans later: once [`LEAVE_FOLD`] has passed, with every leave that
+    /// arrived meanwhile (unless a tick did it first), or [`LAG_REFRESH`] after a recompute
+    /// left pages lagging, telling them every leave ahead.
+    fn spawn_later(&self, name: ShowId, later: Later) {
         let hub = self.clone();
         self.inner.tasks.spawn(async move {
+            let wait = match later {
+                Later::Fold => LEAVE_FOLD,
+                Later::Refresh => LAG_REFRESH,
+            };
             tokio::select! {
-                () = tokio::time::sleep(LAG_REFRESH) => {}
+                () = tokio::time::sleep(wait) => {}
                 () = hub.inner.shutdown.cancelled() => return,
             }
             let mut shows = hub.shows();
             let Some(show) = shows.get_mut(&name) else {
                 return;
             };
-            show.refresh_pending = false;
-            let admitted = show.recompute(false, hub.front(), true);
+            let admitted = match later {
+                // A tick recomputed in the meantime.
+                Later::Fold if !show.recompute_pending => return,
+                Later::Fold => hub.recompute(&name, show, false),
+                Later::Refresh => {
+                    show.refresh_pending = false;
+                    show.recompute(false, hub.front(), true)
+                }
+            };
             drop(shows);
             hub.confirm(&name, admitted);
         });
