@@ -73,7 +73,8 @@ pub use eta::{EtaReport, Which};
 use fans::fan;
 pub use rate_change::{RateChange, RateChangeDone};
 pub use report::{LoadReport, Percentiles};
-use run::{Outcome, Run, add};
+use run::{Outcome, Run};
+pub(crate) use run::{add, get};
 
 /// Where in each wall-clock second the admitter ticks (`admitter::run` wakes at `.050`).
 pub const TICK_PHASE_MS: u64 = 50;

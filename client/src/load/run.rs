@@ -107,11 +107,11 @@ pub(super) struct Counters {
     pub rate_changed_us: AtomicU64,
 }
 
-pub(super) fn get(a: &AtomicU64) -> u64 {
+pub(crate) fn get(a: &AtomicU64) -> u64 {
     a.load(Ordering::Relaxed)
 }
 
-pub(super) fn add(a: &AtomicU64) {
+pub(crate) fn add(a: &AtomicU64) {
     a.fetch_add(1, Ordering::Relaxed);
 }
 

@@ -95,7 +95,7 @@ pub(super) fn addresses(args: &LoadArgs) -> anyhow::Result<Vec<Option<IpAddr>>> 
 }
 
 /// Whether this system lets a socket be bound to `ip`.
-fn bindable(ip: IpAddr) -> bool {
+pub(crate) fn bindable(ip: IpAddr) -> bool {
     TcpListener::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 

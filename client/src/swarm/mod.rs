@@ -28,7 +28,6 @@ mod shared;
 pub mod wire;
 
 use std::io::IsTerminal;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -102,9 +101,10 @@ pub async fn start(args: &SwarmArgs, interrupted: CancellationToken) -> anyhow::
             .into_iter()
             .flatten()
         {
-            std::net::TcpListener::bind(SocketAddr::new(*ip, 0)).with_context(|| {
-                format!("--source-ips: cannot connect from {ip} on this system")
-            })?;
+            anyhow::ensure!(
+                crate::load::sources::bindable(*ip),
+                "--source-ips: cannot connect from {ip} on this system"
+            );
         }
     }
     let rss_start = report::memory("VmRSS:").unwrap_or(0);

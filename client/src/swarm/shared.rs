@@ -72,13 +72,7 @@ pub(super) struct Counts {
     pub held_peak_by: [AtomicU64; 3],
 }
 
-pub(super) fn get(a: &AtomicU64) -> u64 {
-    a.load(Ordering::Relaxed)
-}
-
-pub(super) fn add(a: &AtomicU64) {
-    a.fetch_add(1, Ordering::Relaxed);
-}
+pub(super) use crate::load::{add, get};
 
 /// The index of `transport` in [`Counts::held_by`].
 pub(super) fn slot(transport: Transport) -> usize {
