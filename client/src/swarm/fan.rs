@@ -126,6 +126,11 @@ impl<'a> Fan<'a> {
         let mut returning = false;
         loop {
             let Some(mut conn) = Box::pin(self.join()).await else {
+                // A fan counts once: as joined, or as a join that failed. A return that
+                // fails was counted joined already.
+                if !returning {
+                    add(&c.join_failed);
+                }
                 return;
             };
             add(if returning { &c.returned } else { &c.joined });
@@ -182,7 +187,6 @@ impl<'a> Fan<'a> {
             };
             tokio::time::sleep(wait.min(BACKOFF.1)).await;
         }
-        add(&swarm.counts.join_failed);
         None
     }
 
@@ -207,22 +211,22 @@ impl<'a> Fan<'a> {
     async fn follow(&mut self, slot: &mut Option<Conn>) -> End {
         let c = &self.swarm.counts;
         loop {
-            if slot.is_none() {
-                let open = timeout(
-                    CONNECT_TIMEOUT,
-                    Conn::open(self.server().addr, self.source()),
-                );
-                match Box::pin(open).await {
-                    Ok(Ok(conn)) => *slot = Some(conn),
-                    Ok(Err(_)) | Err(_) => {
-                        add(&c.stream_errors);
-                        tokio::time::sleep(self.delay()).await;
-                        continue;
+            let conn = match slot {
+                Some(conn) => conn,
+                None => {
+                    let open = timeout(
+                        CONNECT_TIMEOUT,
+                        Conn::open(self.server().addr, self.source()),
+                    );
+                    match Box::pin(open).await {
+                        Ok(Ok(conn)) => slot.insert(conn),
+                        Ok(Err(_)) | Err(_) => {
+                            add(&c.stream_errors);
+                            tokio::time::sleep(self.delay()).await;
+                            continue;
+                        }
                     }
                 }
-            }
-            let Some(conn) = slot.as_mut() else {
-                continue;
             };
             // The connection is taken by reference all the way down: a fan's task holds it
             // once, not once per call.
@@ -586,14 +590,14 @@ impl Pong {
 /// A stream (or poll) the server refused: the ticket is gone (404, 410, counted lost), shed
 /// (503 with `Retry-After`: come back when told), or try again.
 fn refused(swarm: &Swarm, head: Head) -> Step {
-    match head.status {
-        404 | 410 => {
+    match (head.status, head.retry_after) {
+        (404 | 410, _) => {
             add(&swarm.counts.lost);
             Step::End(End::Lost)
         }
-        503 if head.retry_after.is_some() => {
+        (503, Some(seconds)) => {
             add(&swarm.counts.streams_shed);
-            Step::Shed(Duration::from_secs(head.retry_after.unwrap_or(1).into()))
+            Step::Shed(Duration::from_secs(seconds.into()))
         }
         _ => Step::Dropped(true),
     }

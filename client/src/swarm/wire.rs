@@ -354,67 +354,71 @@ impl Conn {
 
     /// Parses an answer head from the undecoded bytes, if a whole one is there.
     fn parse_head(&mut self) -> Result<Option<Head>, WireError> {
-        debug_assert_eq!(self.framing, Framing::Head);
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut answer = httparse::Response::new(&mut headers);
-        let n = match answer.parse(&self.buf[self.raw..]) {
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) => return Ok(None),
-            Err(_) => return Err(WireError::Malformed("an answer head")),
-        };
-        let status = answer.code.unwrap_or(0);
-        let mut head = Head {
-            status,
-            close: answer.version == Some(0),
-            retry_after: None,
-            ws_accepted: false,
-        };
-        let (mut length, mut chunked) = (None, false);
-        for h in answer.headers.iter() {
-            let value = std::str::from_utf8(h.value).unwrap_or("").trim();
-            let name = h.name;
-            if name.eq_ignore_ascii_case("content-length") {
-                let n: usize = value
-                    .parse()
-                    .map_err(|_| WireError::Malformed("a content-length"))?;
-                if length.replace(n).is_some_and(|m| m != n) {
-                    return Err(WireError::Malformed("two content-lengths"));
+        // Interim answers (1xx but 101) are skipped in a loop: a server sending thousands
+        // of them must not grow the stack.
+        loop {
+            debug_assert_eq!(self.framing, Framing::Head);
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut answer = httparse::Response::new(&mut headers);
+            let n = match answer.parse(&self.buf[self.raw..]) {
+                Ok(httparse::Status::Complete(n)) => n,
+                Ok(httparse::Status::Partial) => return Ok(None),
+                Err(_) => return Err(WireError::Malformed("an answer head")),
+            };
+            let status = answer.code.unwrap_or(0);
+            let mut head = Head {
+                status,
+                close: answer.version == Some(0),
+                retry_after: None,
+                ws_accepted: false,
+            };
+            let (mut length, mut chunked) = (None, false);
+            for h in answer.headers.iter() {
+                let value = std::str::from_utf8(h.value).unwrap_or("").trim();
+                let name = h.name;
+                if name.eq_ignore_ascii_case("content-length") {
+                    let n: usize = value
+                        .parse()
+                        .map_err(|_| WireError::Malformed("a content-length"))?;
+                    if length.replace(n).is_some_and(|m| m != n) {
+                        return Err(WireError::Malformed("two content-lengths"));
+                    }
+                } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                    chunked = value
+                        .rsplit(',')
+                        .next()
+                        .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+                } else if name.eq_ignore_ascii_case("connection") {
+                    head.close |= value
+                        .split(',')
+                        .any(|t| t.trim().eq_ignore_ascii_case("close"));
+                } else if name.eq_ignore_ascii_case("retry-after") {
+                    head.retry_after = value.parse().ok();
+                } else if name.eq_ignore_ascii_case("sec-websocket-accept") {
+                    head.ws_accepted = value == WS_ACCEPT.as_str();
                 }
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = value
-                    .rsplit(',')
-                    .next()
-                    .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
-            } else if name.eq_ignore_ascii_case("connection") {
-                head.close |= value
-                    .split(',')
-                    .any(|t| t.trim().eq_ignore_ascii_case("close"));
-            } else if name.eq_ignore_ascii_case("retry-after") {
-                head.retry_after = value.parse().ok();
-            } else if name.eq_ignore_ascii_case("sec-websocket-accept") {
-                head.ws_accepted = value == WS_ACCEPT.as_str();
             }
+            self.raw += n;
+            self.framing = match status {
+                100..=199 if status != 101 => {
+                    // An interim answer: the real one follows.
+                    continue;
+                }
+                101 => Framing::UntilClose,
+                204 | 304 => Framing::Done,
+                _ if chunked => Framing::Chunked(Chunk::Size),
+                _ => match length {
+                    Some(n) if n > MAX_BUFFER => return Err(WireError::TooLarge),
+                    Some(0) => Framing::Done,
+                    Some(n) => Framing::Length(n),
+                    None => {
+                        head.close = true;
+                        Framing::UntilClose
+                    }
+                },
+            };
+            return Ok(Some(head));
         }
-        self.raw += n;
-        self.framing = match status {
-            100..=199 if status != 101 => {
-                // An interim answer: the real one follows.
-                return self.parse_head();
-            }
-            101 => Framing::UntilClose,
-            204 | 304 => Framing::Done,
-            _ if chunked => Framing::Chunked(Chunk::Size),
-            _ => match length {
-                Some(n) if n > MAX_BUFFER => return Err(WireError::TooLarge),
-                Some(0) => Framing::Done,
-                Some(n) => Framing::Length(n),
-                None => {
-                    head.close = true;
-                    Framing::UntilClose
-                }
-            },
-        };
-        Ok(Some(head))
     }
 
     /// Decodes what was read of the body into its front, as its framing says.
@@ -559,6 +563,15 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let (conn, accepted) = tokio::join!(Conn::open(addr, None), listener.accept());
         (conn.unwrap(), accepted.unwrap().0)
+    }
+
+    #[tokio::test]
+    async fn thousands_of_interim_answers_are_skipped_without_growing_the_stack() {
+        let (mut conn, mut server) = pair().await;
+        let mut answer = "HTTP/1.1 100 Continue\r\n\r\n".repeat(2_000);
+        answer.push_str("HTTP/1.1 204 No Content\r\n\r\n");
+        tokio::spawn(async move { server.write_all(answer.as_bytes()).await });
+        assert_eq!(conn.head().await.unwrap().status, 204);
     }
 
     #[tokio::test]
