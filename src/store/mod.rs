@@ -20,6 +20,7 @@
 //! - [`Lineage`] (`lineage/`): a show's arrival counter, mended after a failover lost writes.
 //! - [`Codes`] (`codes/`): a show's access codes, kept hashed, each for a lane.
 //! - [`Pages`] (`pages/`): a show's own waiting page, its words and its files.
+//! - [`Samples`] (`samples/`): one sample a tick of each show, which the report draws.
 //! - [`Health`]: whether the store answers.
 //!
 //! Each concern is one folder: its `mod.rs` (the trait and its types), its scripts (`*.lua`),
@@ -65,6 +66,7 @@ mod pages;
 mod presence;
 mod queue;
 mod redis;
+mod samples;
 mod shows;
 
 use std::time::Duration;
@@ -94,6 +96,7 @@ pub use self::queue::{
 pub use self::redis::{
     Durability, GATHER_WINDOW, PubSub, RedisStore, SentinelConnection, SentinelSettings,
 };
+pub use self::samples::{SAMPLES_MAX, Sample, Samples};
 pub use self::shows::{
     Configured, Indexed, ShowMeta, Shows, ThrottleControl, Throttling, not_running,
 };
@@ -120,6 +123,7 @@ pub trait QueueStore:
     + Lineage
     + Codes
     + Pages
+    + Samples
     + 'static
 {
 }
@@ -139,6 +143,7 @@ impl<T> QueueStore for T where
         + Lineage
         + Codes
         + Pages
+        + Samples
         + 'static
 {
 }

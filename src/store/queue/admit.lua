@@ -336,7 +336,13 @@ if redis.call('HLEN', CALLS) > 0 then
 end
 -- Every tick is published, one that admitted nobody too: the pace moved, so did the ETAs.
 local ver = redis.call('INCR', VER)
-publish('tick', epoch, ver, hd, nil, n, now, (#released > 0) and released or nil)
+local e = publish('tick', epoch, ver, hd, nil, n, now, (#released > 0) and released or nil)
+-- The report's sample of the tick: at most one a second, as ticks are.
+local laned = 0
+for _, l in ipairs(lanes or {}) do
+  if l.slot > 0 then laned = laned + tonumber(redis.call('HGET', LANES, 'seq:' .. l.slot) or '0') end
+end
+sample(now, epoch, e, n, laned, grace)
 local reply = {outcome = 'admitted', count = n, head = hd, version = ver}
 if #calls > 0 then
   reply.calls = calls

@@ -125,6 +125,8 @@ struct SharedArgs {
     default_window_ms: u64,
     /// The most records a show's audit keeps.
     audit_max: u64,
+    /// The most samples a show's report keeps.
+    samples_max: u64,
 }
 
 impl SharedArgs {
@@ -138,6 +140,7 @@ impl SharedArgs {
             default_cap: settings.max_active_buyers,
             default_window_ms: settings.arrival_window.as_millis() as u64,
             audit_max: super::AUDIT_MAX_RECORDS,
+            samples_max: super::SAMPLES_MAX,
         };
         serde_json::to_string(&args)
             .expect("plain fields serialise")

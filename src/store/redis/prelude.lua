@@ -15,13 +15,13 @@
 local A, S
 local Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, META, HOLDS, SPENT, FLOW,
   SEEN, AUDIT, LOSTFANS, IDEM, MENDED, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, ON,
-  BYPASSED, LINKS, LANES, CODES, CODESTAT
+  BYPASSED, LINKS, LANES, CODES, CODESTAT, SAMPLES
 local SHOW, DEFAULT_RATE, TTL, ADMITTED, CHANNEL, DEFAULT_CAP, PUBLISH
 -- The keys that hold a show's state (not its meta, nor the per-ticket admissions, which run
 -- out by themselves and are void under another epoch).
 local function state_keys()
   return {Q, SEQ, HEAD, LEFT, VER, RATE, ADMISSIONS, FENCE, TICK, CAP, HOLDS, SPENT, FLOW, SEEN,
-    AUDIT, IDEM, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, BYPASSED, LANES}
+    AUDIT, IDEM, AWAY, PARKED, BACK, INSTANCES, EXPIRED, CALLS, CALLQ, BYPASSED, LANES, SAMPLES}
 end
 -- The store's settings as last decoded: a library of functions keeps them between calls, so
 -- they are decoded again only when another store (or version) sends other ones. P: each key's
@@ -55,6 +55,8 @@ local function bind(keys, argv)
   LANES = string.sub(META, 1, -5) .. 'lanes'
   CODES = string.sub(META, 1, -5) .. 'codes'
   CODESTAT = string.sub(META, 1, -5) .. 'codestat'
+  -- The report's samples (store/samples, docs/report.md): one a tick, of this incarnation.
+  SAMPLES = string.sub(META, 1, -5) .. 'samples'
   SHOW, ADMITTED, CHANNEL = A.show, A.admitted_prefix, A.channel
   DEFAULT_RATE, TTL, DEFAULT_CAP = S.default_rate, S.ttl_ms, S.default_cap
   -- Sharded pub/sub (a cluster of Redis >= 7): CHANNEL is the show's own, under its hash tag.
@@ -644,6 +646,19 @@ local function audit(fields)
   redis.call('XADD', AUDIT, 'MAXLEN', '~', S.audit_max, '*', unpack(fields))
 end
 
+-- Appends a tick's sample to the show's report samples (`Sample` in store/samples), keeping
+-- the newest S.samples_max: the pace `e` the tick published (no ticket: `ended` is left out),
+-- the arrival counter (the general queue's; `laned`: the lanes' together), the queue, the
+-- fans let in, the buyers behind the gate and the queued fans away (no live stream within
+-- `grace`).
+local function sample(at, epoch, e, admitted_now, laned, grace)
+  e.ended = nil
+  redis.call('XADD', SAMPLES, 'MAXLEN', '~', S.samples_max, '*', 'at_ms', at, 'epoch', epoch,
+    'arrivals', tonumber(redis.call('GET', SEQ) or '0'), 'laned', laned,
+    'queued', redis.call('ZCARD', Q), 'admitted', admitted_now, 'active', active(at),
+    'away', redis.call('ZCOUNT', AWAY, '-inf', '(' .. (at - grace)), 'pace', cjson.encode(e))
+end
+
 -- Arrival numbers as inclusive ranges of consecutive numbers: '4-6,9,2-3'.
 local function ranges(arrivals)
   local out, from, to = {}, nil, nil
@@ -703,6 +718,7 @@ local function publish(kind, epoch, ver, hd, left, admitted_now, at, ended)
   e.open, e.admitted, e.ttl_ms, e.at_ms = e.phase == 'open', admitted_now, TTL, at
   e.ended, e.parked = ended, parked_count()
   redis.call(PUBLISH, CHANNEL, cjson.encode(e))
+  return e
 end
 
 -- Tells every hub that `ticket`'s admission ended (spent by an order or a redemption, or

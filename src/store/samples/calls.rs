@@ -1,0 +1,76 @@
+//! How the store reads a show's samples: `XRANGE` over `wr:{show}:samples`, which `admit.lua`
+//! writes (through `sample` in `prelude.lua`).
+
+use async_trait::async_trait;
+use redis::aio::ConnectionLike;
+
+use super::{Sample, Samples};
+use crate::model::{RecordId, ShowId};
+use crate::store::{PaceFigures, RedisStore, Result, StoreError};
+
+#[async_trait]
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Samples for RedisStore<C> {
+    async fn samples(
+        &self,
+        show: &ShowId,
+        after: Option<RecordId>,
+        limit: usize,
+    ) -> Result<Vec<Sample>> {
+        let mut conn = self.conn.clone();
+        let start = after
+            .and_then(RecordId::next)
+            .map_or_else(|| "-".to_owned(), |from| from.to_string());
+        let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+            .arg(format!("wr:{{{show}}}:samples"))
+            .arg(start)
+            .arg("+")
+            .arg("COUNT")
+            .arg(limit)
+            .query_async(&mut conn)
+            .await?;
+        entries
+            .into_iter()
+            .map(|(id, fields)| sample(&id, &fields))
+            .collect()
+    }
+}
+
+/// A sample from its stream entry.
+fn sample(id: &str, fields: &[(String, String)]) -> Result<Sample> {
+    let bad = || StoreError::Protocol(format!("sample {id}: {fields:?}"));
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let number = |name: &str| {
+        field(name)
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(bad)
+    };
+    let published: Published =
+        serde_json::from_str(field("pace").ok_or_else(bad)?).map_err(|_| bad())?;
+    Ok(Sample {
+        id: id.parse().map_err(|_| bad())?,
+        at_ms: number("at_ms")?,
+        epoch: number("epoch")?,
+        arrivals: number("arrivals")?,
+        laned: number("laned")?,
+        queued: number("queued")?,
+        admitted: number("admitted")?,
+        active: number("active")?,
+        away: number("away")?,
+        head: published.head,
+        pace: published.pace,
+    })
+}
+
+/// What the tick published (`publish` in `prelude.lua`): the queue's head and the pace.
+#[derive(serde::Deserialize)]
+struct Published {
+    #[serde(default)]
+    head: u64,
+    #[serde(flatten)]
+    pace: PaceFigures,
+}
