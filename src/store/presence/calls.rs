@@ -23,12 +23,13 @@ use crate::store::{Result, wall_ms};
 
 static PRESENCE_SCRIPT: std::sync::LazyLock<ShowScript> = show_script!("presence");
 
-/// `presence.lua`'s own arguments: the reporting instance, until when its report holds (ms),
-/// and its news since the last ([`Attendance`]).
+/// `presence.lua`'s own arguments: the reporting instance, how long its report holds (ms, on
+/// the store's clock, so an instance's clock running apart from it cuts no report short), and
+/// its news since the last ([`Attendance`]).
 #[derive(serde::Serialize)]
 struct AttendArgs<'a> {
     instance: &'a str,
-    until_ms: u64,
+    ttl_ms: u64,
     came: Vec<Uuid>,
     went: Vec<Uuid>,
     polled: Vec<Uuid>,
@@ -93,7 +94,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Presence for RedisStore<
     ) -> Result<u64> {
         let args = AttendArgs {
             instance,
-            until_ms: wall_ms() + ttl.as_millis() as u64,
+            ttl_ms: ttl.as_millis() as u64,
             came: news.came,
             went: news.went,
             polled: news.polled,

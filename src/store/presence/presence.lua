@@ -1,6 +1,6 @@
 -- Presence: one instance's news of one show's fans, once a second (however many fans it
--- holds): A.instance; A.until_ms, until when its report holds (it renews it every second,
--- so an instance that dies drops out by itself); A.came, the tickets it now holds a first
+-- holds): A.instance; A.ttl_ms, how long its report holds by the store's clock (it renews it
+-- every second, so an instance that dies drops out by itself); A.came, the tickets it now holds a first
 -- live stream of; A.went, those whose last stream here ended; A.polled, those polled here
 -- since its last report. A fan whose last stream anywhere ended is last seen now; a poll is
 -- a sign of life; a parked fan seen again is back (for the next tick to let in first).
@@ -8,7 +8,8 @@
 local _, refused = live_show()
 if refused then return refused end
 local now = now_ms()
-redis.call('HSET', INSTANCES, A.instance, A.until_ms)
+local until_ms = now + tonumber(A.ttl_ms)
+redis.call('HSET', INSTANCES, A.instance, until_ms)
 local mine = ON .. A.instance
 local back = 0
 local function returns(t)
@@ -47,6 +48,6 @@ if A.went and #A.went > 0 and redis.call('SCARD', mine) == 0 then
   redis.call('HDEL', INSTANCES, A.instance)
 else
   -- Kept an hour past the report: a tick reaps it sooner, if the instance dies.
-  redis.call('PEXPIRE', mine, math.max(tonumber(A.until_ms) - now, 0) + 3600000)
+  redis.call('PEXPIRE', mine, math.max(until_ms - now, 0) + 3600000)
 end
 return {back = back}
