@@ -56,9 +56,24 @@ pub fn wall_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// `ms` since the Unix epoch as RFC 3339 in UTC (`2026-01-01T00:00:00.123Z`); empty when out
+/// of range.
+pub fn rfc3339(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_read_as_rfc3339_in_utc() {
+        assert_eq!(rfc3339(1_767_225_600_123), "2026-01-01T00:00:00.123Z");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_tokio_clock_stands_still_until_time_is_advanced() {

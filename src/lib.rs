@@ -61,6 +61,8 @@
 //! - [`http`]: the HTTP faces (fan, operator, orders, SSE, WebSocket, health, metrics, the
 //!   waiting page and the operator console).
 //! - [`metrics`]: the Prometheus registry.
+//! - [`report`]: an on-sale's report, from its audit and the samples its ticks leave: the
+//!   server's `GET …/report`, and what `waiting-room-client simulate` predicts.
 //! - [`server`]: wiring, start and graceful stop ([`server::Application`]).
 //! - [`demo`]: a show full of simulated fans for `--demo`.
 //! - [`error`]: the one error type and its HTTP answers.
@@ -84,6 +86,7 @@ pub mod model;
 pub mod notify;
 pub mod pass;
 pub mod protocol;
+pub mod report;
 pub mod server;
 pub mod store;
 mod throttle;

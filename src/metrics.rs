@@ -1,5 +1,7 @@
 //! Prometheus metrics, served as text at `GET /metrics`.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -7,9 +9,14 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::model::{BypassKind, ShowId, ShowStats};
+use crate::model::{Bucket, BypassKind, PushLatency, ShowId, ShowStats};
 
 type Labels = Vec<(&'static str, String)>;
+
+/// `hub_lag_milliseconds`' bucket bounds: from 1 ms to about 4 s.
+const HUB_LAG_BOUNDS: [f64; 11] = [
+    1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 4000.0,
+];
 
 /// Every metric this instance exports.
 pub struct Metrics {
@@ -17,6 +24,11 @@ pub struct Metrics {
     connected: Family<Labels, Gauge>,
     pushed: Family<Labels, Counter>,
     hub_lag: Histogram,
+    /// The same observations per bucket (not cumulative, the last past every bound), which
+    /// the report reads: prometheus-client keeps its own private.
+    hub_lag_buckets: [AtomicU64; HUB_LAG_BOUNDS.len() + 1],
+    /// Their sum, µs.
+    hub_lag_sum_us: AtomicU64,
     admitted: Family<Labels, Counter>,
     joins: Family<Labels, Counter>,
     queue_length: Family<Labels, Gauge>,
@@ -188,10 +200,7 @@ impl Default for Metrics {
         );
         let pushed = Family::<Labels, Counter>::default();
         registry.register("pushed_messages", "Messages pushed to fans", pushed.clone());
-        // From 1 ms to about 4 s.
-        let hub_lag = Histogram::new([
-            1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 4000.0,
-        ]);
+        let hub_lag = Histogram::new(HUB_LAG_BOUNDS);
         registry.register(
             "hub_lag_milliseconds",
             "Time from a change in the store to every local fan's new state",
@@ -361,6 +370,8 @@ impl Default for Metrics {
             connected,
             pushed,
             hub_lag,
+            hub_lag_buckets: Default::default(),
+            hub_lag_sum_us: AtomicU64::new(0),
             admitted,
             joins,
             queue_length,
@@ -402,6 +413,28 @@ impl Metrics {
     /// A show change reached every local fan `lag_ms` after it happened.
     pub fn hub_lag(&self, lag_ms: u64) {
         self.hub_lag.observe(lag_ms as f64);
+        let bucket = HUB_LAG_BOUNDS.partition_point(|&le| le < lag_ms as f64);
+        self.hub_lag_buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        self.hub_lag_sum_us
+            .fetch_add(lag_ms.saturating_mul(1000), Ordering::Relaxed);
+    }
+
+    /// `hub_lag_milliseconds` as the report shows it: cumulative counts at each bound.
+    pub fn push_latency(&self) -> PushLatency {
+        let mut count = 0;
+        let bounds = HUB_LAG_BOUNDS.iter().map(|&le| Some(le)).chain([None]);
+        let buckets = bounds
+            .zip(&self.hub_lag_buckets)
+            .map(|(le_ms, n)| {
+                count += n.load(Ordering::Relaxed);
+                Bucket { le_ms, count }
+            })
+            .collect();
+        PushLatency {
+            count,
+            sum_ms: self.hub_lag_sum_us.load(Ordering::Relaxed) as f64 / 1000.0,
+            buckets,
+        }
     }
 
     /// This instance's admitter let `count` fans of `show` in.

@@ -48,6 +48,8 @@ pub mod routes {
     pub const DRAW: &str = "/orders/waiting-room/{show_id}/draw";
     /// A show's audit: a record per tick that admitted anyone, and the draw (public, paged).
     pub const AUDIT: &str = "/orders/waiting-room/{show_id}/audit";
+    /// `GET` (operator): the on-sale's report, as HTML, JSON or CSV (docs/report.md).
+    pub const REPORT: &str = "/orders/waiting-room/{show_id}/report";
     /// `POST`: a join challenge (proof of work) for the show.
     pub const CHALLENGE: &str = "/orders/waiting-room/{show_id}/challenge";
     /// `GET`: 204 when `X-Admission-Ticket` carries a valid pass of the show whose

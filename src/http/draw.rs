@@ -7,10 +7,8 @@ use axum::extract::{Query, State};
 use serde::Deserialize;
 
 use super::{AppPath, AppState, show_id};
-use crate::draw::ALGORITHM;
 use crate::error::AppError;
-use crate::model::{AuditPage, DrawStage, DrawView, RecordId};
-use crate::store::DrawState;
+use crate::model::{AuditPage, DrawView, RecordId};
 
 /// `GET …/{showId}/draw`: the commitment from the start; the seed, the participants, the
 /// beacon's value and the key once drawn. 404 for a show that was never scheduled.
@@ -43,43 +41,10 @@ pub(super) async fn draw(
             "{show} has no draw: it was not scheduled with opensAt"
         )));
     };
-    Ok(Json(view(show.as_str(), d)))
+    Ok(Json(d.view(show.as_str())))
 }
 
 /// The public view of a draw: the seed only once drawn.
-fn view(show: &str, d: DrawState) -> DrawView {
-    let stage = match (&d.drawn, d.participants) {
-        (Some(_), _) => DrawStage::Drawn,
-        (None, Some(_)) => DrawStage::Closed,
-        (None, None) => DrawStage::Scheduled,
-    };
-    let drawn = d.drawn;
-    DrawView {
-        show_id: show.to_owned(),
-        opens_at: rfc3339(d.opens_at_ms),
-        state: stage,
-        algorithm: ALGORITHM.to_owned(),
-        commitment: d.commitment,
-        beacon: d.beacon,
-        participants: d.participants,
-        participants_digest: drawn.as_ref().map(|x| x.participants_digest.clone()),
-        seed: drawn.as_ref().map(|x| x.seed.clone()),
-        beacon_value: drawn.as_ref().map(|x| x.beacon_value.clone()),
-        draw_key: drawn.as_ref().map(|x| x.key.clone()),
-        drawn_at: drawn.as_ref().map(|x| rfc3339(x.at_ms)),
-    }
-}
-
-/// Milliseconds since the epoch as RFC 3339 in UTC, to the millisecond.
-pub(super) fn rfc3339(ms: u64) -> String {
-    i64::try_from(ms)
-        .ok()
-        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
-        .map(|t| t.to_string())
-        .unwrap_or_default()
-}
-
-/// The audit's paging: `after` a record id, `limit` records.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AuditQuery {
@@ -141,14 +106,4 @@ pub(super) async fn audit(
         .then(|| records.last().map(|r| r.id.clone()))
         .flatten();
     Ok(Json(AuditPage { records, next }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_read_as_rfc3339_in_utc() {
-        assert_eq!(rfc3339(1_767_225_600_123), "2026-01-01T00:00:00.123Z");
-    }
 }

@@ -33,6 +33,7 @@ mod openapi;
 mod operator;
 mod orders;
 mod page;
+mod report;
 pub(crate) mod serve;
 mod shed;
 mod shown;
@@ -187,6 +188,7 @@ fn described(
         .routes(routes!(operator::set_config))
         .routes(routes!(draw::draw))
         .routes(routes!(draw::audit))
+        .routes(routes!(report::report))
         .routes(routes!(orders::check_pass))
         .routes(routes!(orders::redeem))
         .routes(routes!(orders::jwks))

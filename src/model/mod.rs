@@ -14,6 +14,7 @@ mod draw;
 mod lanes;
 mod order;
 mod pace;
+mod report;
 mod sale;
 mod settings;
 mod shown;
@@ -29,6 +30,10 @@ pub use self::lanes::{
 };
 pub use self::order::{MAX_AMOUNT, NewOrder, Order, OrderRequest, Redemption};
 pub use self::pace::{Eta, Pace, Paused, RateChange};
+pub use self::report::{
+    Bucket, Count, EtaAccuracy, Fairness, Figures, Percentiles, PushLatency, Report, Second,
+    ShareAt,
+};
 pub use self::sale::{EndReason, Phase, SOLD_OUT, Sale};
 pub use self::settings::{
     AnnouncedRate, EventPhase, EventTimes, MAX_ACTIVE_BUYERS, MAX_ARRIVAL_WINDOW, MAX_BEACON,

@@ -241,6 +241,14 @@ params! {
             false,
         ),
     ];
+    /// The report's format.
+    ReportFormat => [parameter(
+        "format",
+        ParameterIn::Query,
+        "`html`, `json` or `csv` (absent: as `Accept` asks, HTML when it names none of them)",
+        string(None).enum_values(Some(["html", "json", "csv"])),
+        false,
+    )];
     /// The audit's paging.
     AuditPaging => [
         parameter(

@@ -91,6 +91,34 @@ pub struct DrawState {
     pub drawn: Option<Drawn>,
 }
 
+impl DrawState {
+    /// The draw as `GET …/{showId}/draw` shows it.
+    pub fn view(self, show: &str) -> crate::model::DrawView {
+        use crate::clock::rfc3339;
+        use crate::model::DrawStage;
+        let stage = match (&self.drawn, self.participants) {
+            (Some(_), _) => DrawStage::Drawn,
+            (None, Some(_)) => DrawStage::Closed,
+            (None, None) => DrawStage::Scheduled,
+        };
+        let drawn = self.drawn;
+        crate::model::DrawView {
+            show_id: show.to_owned(),
+            opens_at: rfc3339(self.opens_at_ms),
+            state: stage,
+            algorithm: crate::draw::ALGORITHM.to_owned(),
+            commitment: self.commitment,
+            beacon: self.beacon,
+            participants: self.participants,
+            participants_digest: drawn.as_ref().map(|x| x.participants_digest.clone()),
+            seed: drawn.as_ref().map(|x| x.seed.clone()),
+            beacon_value: drawn.as_ref().map(|x| x.beacon_value.clone()),
+            draw_key: drawn.as_ref().map(|x| x.key.clone()),
+            drawn_at: drawn.as_ref().map(|x| rfc3339(x.at_ms)),
+        }
+    }
+}
+
 /// What a draw reveals.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Drawn {
