@@ -12,6 +12,9 @@
 //!   reconnecting, with the process's own memory and CPU a fan.
 //! - [`shows`]: `waiting-room-client apply` and `export`, a server's shows and their settings
 //!   as a file an operator keeps, applied idempotently.
+//! - [`simulate`]: `waiting-room-client simulate`, an on-sale played out with no server: the
+//!   server's own rules (the embedded store's scripts) on a paused clock, and the server's
+//!   report of it.
 //! - [`verify`]: `waiting-room-client verify`, which checks a show's draw and audit from what
 //!   it published, and exits 0 when all holds.
 //! - [`follow`]: the two transports (SSE and WebSocket), and polling, as one stream of
@@ -29,6 +32,7 @@ pub mod knowledge_plot;
 pub mod load;
 mod plot;
 pub mod shows;
+pub mod simulate;
 pub mod staleness_plot;
 pub mod swarm;
 mod text;

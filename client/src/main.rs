@@ -11,6 +11,7 @@ use waiting_room_client::fan::{self, FanArgs};
 use waiting_room_client::knowledge_plot::{self, KnowledgePlotArgs};
 use waiting_room_client::load::{self, LoadArgs};
 use waiting_room_client::shows::{self, ApplyArgs, ExportArgs};
+use waiting_room_client::simulate::{self, SimulateArgs};
 use waiting_room_client::staleness_plot::{self, StalenessPlotArgs};
 use waiting_room_client::swarm::{self, SwarmArgs};
 use waiting_room_client::verify::{self, VerifyArgs};
@@ -40,6 +41,9 @@ enum Command {
     Apply(ApplyArgs),
     /// Write the server's shows and their settings as a file `apply` takes.
     Export(ExportArgs),
+    /// Play an on-sale out before it happens, with no server: an arrival curve against the
+    /// show's settings under the server's own rules, and the report it would make.
+    Simulate(Box<SimulateArgs>),
     /// Several `load --json` runs' staleness on one plot (SVG), push beside polling.
     StalenessPlot(StalenessPlotArgs),
     /// Several `load --json` runs' tick → knowledge latency over time (SVG), one line each.
@@ -63,6 +67,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Verify(args) => std::process::exit(verify::main(args).await.exit_code()),
         Command::Apply(args) => shows::apply_main(args).await,
         Command::Export(args) => shows::export_main(args).await,
+        Command::Simulate(args) => simulate::main(*args),
         Command::StalenessPlot(args) => staleness_plot::main(args),
         Command::KnowledgePlot(args) => knowledge_plot::main(args),
     }

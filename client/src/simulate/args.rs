@@ -1,0 +1,168 @@
+//! `simulate`'s flags, and `rehearse`'s share of them: the curve, the show's settings and how
+//! fans behave.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use waiting_room::model::ShowSettings;
+
+use super::curve::Curve;
+use super::{Behaviour, Plan};
+
+/// The arrival curve: a CSV or a named shape.
+#[derive(Args, Clone, Debug)]
+#[group(required = true, multiple = false)]
+pub struct CurveArgs {
+    /// Arrivals a second as CSV: `second,arrivals` a line (or one count a line).
+    #[arg(long, value_name = "FILE")]
+    pub curve: Option<PathBuf>,
+    /// A named shape instead: `spike:FANS:SECONDS` (most in the first moments, as at 10:00)
+    /// or `flat:FANS:SECONDS`.
+    #[arg(long, value_name = "SHAPE")]
+    pub shape: Option<String>,
+}
+
+impl CurveArgs {
+    /// The curve asked for.
+    pub fn read(&self) -> anyhow::Result<Curve> {
+        Ok(match (&self.curve, &self.shape) {
+            (Some(path), _) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                Curve::from_csv(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+            }
+            (None, Some(shape)) => Curve::shape(shape)?,
+            (None, None) => anyhow::bail!("--curve FILE or --shape SHAPE"),
+        })
+    }
+}
+
+/// The show's settings and how its fans behave.
+#[derive(Args, Clone, Debug)]
+pub struct ModelArgs {
+    /// The show's settings as `PUT /orders/waiting-room/{showId}` takes them (JSON); the
+    /// flags below override theirs.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// Admissions a second (`admitPerSecond`).
+    #[arg(long)]
+    pub rate: Option<u32>,
+    /// Most buyers behind the gate at once (`maxActiveBuyers`; 0: none).
+    #[arg(long)]
+    pub cap: Option<u32>,
+    /// Seats for sale (`stock`).
+    #[arg(long)]
+    pub stock: Option<u64>,
+    /// How long an admission lasts (the server's `ADMISSION_TTL`).
+    #[arg(long, default_value = "5m", value_parser = parse_span)]
+    pub ttl: Duration,
+    /// Of the admitted fans, the share who buy (0 to 1).
+    #[arg(long, default_value_t = 0.8, value_parser = parse_share)]
+    pub buy: f64,
+    /// How long a buyer takes from admission to order, on average (each one ±50 %).
+    #[arg(long, default_value = "30s", value_parser = parse_span)]
+    pub buy_after: Duration,
+    /// Of the waiting fans, the share who give up before their turn (0 to 1).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_share)]
+    pub leave: f64,
+    /// How long a fan who gives up waits first, at most (each one evenly up to it).
+    #[arg(long, default_value = "10m", value_parser = parse_span)]
+    pub patience: Duration,
+    /// Of the fans, the share whose page is closed (away: no live stream).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_share)]
+    pub away: f64,
+    /// The random choices' seed: the same seed, the same sale.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl ModelArgs {
+    /// The plan for `curve`.
+    pub fn plan(&self, curve: Curve) -> anyhow::Result<Plan> {
+        let mut settings: ShowSettings = match &self.settings {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                serde_json::from_str(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+            }
+            None => ShowSettings::default(),
+        };
+        if let Some(rate) = self.rate {
+            settings.admit_per_second = Some(rate);
+        }
+        if let Some(cap) = self.cap {
+            settings.max_active_buyers = Some(cap);
+        }
+        if let Some(stock) = self.stock {
+            settings.stock = Some(stock);
+        }
+        settings
+            .check(0)
+            .map_err(|e| anyhow::anyhow!("settings: {e}"))?;
+        Ok(Plan {
+            curve,
+            settings,
+            ttl: self.ttl,
+            behaviour: Behaviour {
+                buy: self.buy,
+                buy_after: self.buy_after,
+                leave: self.leave,
+                patience: self.patience,
+                away: self.away,
+            },
+            seed: self.seed,
+        })
+    }
+}
+
+/// A share: 0 to 1.
+fn parse_share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err("a share from 0 to 1".into()),
+    }
+}
+
+/// A span of the sale: more than nothing, at most a day (`30s`, `5m`).
+fn parse_span(s: &str) -> Result<Duration, String> {
+    let d = waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 30s or 5m)"))?;
+    if d.is_zero() || d > Duration::from_secs(86_400) {
+        return Err("more than 0 and at most a day".into());
+    }
+    Ok(d)
+}
+
+/// `simulate`'s flags.
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    /// The arrival curve.
+    #[command(flatten)]
+    pub curve: CurveArgs,
+    /// The show and its fans.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Where to write `report.json`, `report.csv` and `report.html` (with its stylesheet).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print the report as JSON on stdout instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_and_spans_are_bounded() {
+        assert_eq!(parse_share("0.25"), Ok(0.25));
+        for bad in ["-0.1", "1.5", "NaN", "x"] {
+            assert!(parse_share(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_span("5m"), Ok(Duration::from_secs(300)));
+        assert!(parse_span("0s").is_err());
+        assert!(parse_span("2d").is_err());
+    }
+}
