@@ -48,7 +48,8 @@ pub fn build(parts: &Parts<'_>) -> Report {
     let figures = Figures {
         started_at_ms: start,
         seconds: seconds.last().map_or(0, |s| s.t),
-        arrivals: last.map_or(stats.joined, |s| s.arrivals + s.laned),
+        // Now, not at the last tick: fans keep joining a paused or pending show.
+        arrivals: stats.joined.max(last.map_or(0, |s| s.arrivals)) + last.map_or(0, |s| s.laned),
         admitted,
         bypassed: count(AuditKind::Bypass),
         orders: count(AuditKind::Order),
@@ -57,7 +58,7 @@ pub fn build(parts: &Parts<'_>) -> Report {
             .iter()
             .map(|r| r.expired.iter().map(|[a, b]| b - a + 1).sum::<u64>())
             .sum(),
-        queued: last.map_or(stats.queue_length, |s| s.queued),
+        queued: stats.queue_length,
         stock_left: stats.stock_left,
         admitted_per_second: per_second(&ticks),
         wait: waits(parts.samples, &ticks),
@@ -133,7 +134,8 @@ fn seconds(samples: &[Sample], records: &[AuditRecord]) -> Vec<Second> {
             .flatten();
         let arrived = s.arrivals + s.laned;
         rows.push(Second {
-            t: s.at_ms.saturating_sub(first.at_ms) / 1000,
+            // By the store's seconds, which hold one tick each: no two rows share a `t`.
+            t: (s.at_ms / 1000).saturating_sub(first.at_ms / 1000),
             at_ms: s.at_ms,
             arrivals: arrived.saturating_sub(before),
             queued: s.queued,
@@ -162,7 +164,7 @@ fn per_second(ticks: &[&AuditRecord]) -> f64 {
         return 0.0;
     };
     let total: u64 = admitting.iter().map(|r| arrivals_in(r)).sum();
-    let span = (last.at_ms.saturating_sub(first.at_ms) as f64 / 1000.0).round() + 1.0;
+    let span = ((last.at_ms / 1000).saturating_sub(first.at_ms / 1000) + 1) as f64;
     total as f64 / span
 }
 
@@ -235,7 +237,7 @@ fn admitted_by(start: u64, ticks: &[&AuditRecord], admitted: u64) -> Vec<ShareAt
             }
             out.push(ShareAt {
                 percent,
-                seconds: r.at_ms.saturating_sub(start) / 1000,
+                seconds: (r.at_ms / 1000).saturating_sub(start / 1000),
             });
             shares.next();
         }
@@ -337,5 +339,113 @@ fn fairness(parts: &Parts<'_>) -> Fairness {
             passed_over: 0,
             returned: 0,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RecordId;
+    use crate::store::PaceFigures;
+
+    fn sample(at_ms: u64, arrivals: u64, head: u64, admitted: u64) -> Sample {
+        Sample {
+            id: RecordId { ms: at_ms, seq: 0 },
+            at_ms,
+            epoch: 1,
+            arrivals,
+            laned: 0,
+            queued: arrivals - head,
+            admitted,
+            active: head,
+            away: 0,
+            head,
+            pace: PaceFigures {
+                rate: 2,
+                flow_milli: 2000,
+                phase: crate::model::Phase::Open,
+                ..PaceFigures::default()
+            },
+        }
+    }
+
+    fn tick(at_ms: u64, from: u64, to: u64) -> AuditRecord {
+        AuditRecord {
+            admitted: vec![[from, to]],
+            rate: Some(2),
+            ..AuditRecord::new(AuditKind::Tick, at_ms)
+        }
+    }
+
+    fn order(at_ms: u64, arrival: u64) -> AuditRecord {
+        AuditRecord {
+            arrival: Some(arrival),
+            ..AuditRecord::new(AuditKind::Order, at_ms)
+        }
+    }
+
+    /// Four fans come before the first tick, two in the second after it; two are let in a
+    /// tick.
+    fn sale() -> (Vec<Sample>, Vec<AuditRecord>) {
+        let samples = vec![
+            sample(10_000, 4, 2, 2),
+            sample(11_000, 6, 4, 2),
+            sample(12_000, 6, 6, 2),
+        ];
+        let records = vec![
+            tick(10_000, 1, 2),
+            tick(11_000, 3, 4),
+            order(11_500, 1),
+            tick(12_000, 5, 6),
+            order(12_500, 3),
+            order(19_000, 5),
+        ];
+        (samples, records)
+    }
+
+    #[test]
+    fn waits_count_from_the_arrivals_second_or_the_first_tick() {
+        let (samples, records) = sale();
+        let ticks: Vec<&AuditRecord> = records
+            .iter()
+            .filter(|r| r.kind == AuditKind::Tick)
+            .collect();
+        let w = waits(&samples, &ticks);
+        // Fans 1–4 came before the first tick: 0, 0, 1 and 1 s from it; 5 and 6 joined in
+        // the second before the second tick (half a second, on average) and waited 1.5 s.
+        assert_eq!(w.fans, 6);
+        assert_eq!((w.p50, w.p90, w.max), (1.0, 1.5, 1.5));
+    }
+
+    #[test]
+    fn every_order_falls_in_a_row_and_shares_come_in_their_tick() {
+        let (samples, records) = sale();
+        let rows = seconds(&samples, &records);
+        let orders: Vec<u64> = rows.iter().map(|r| r.orders).collect();
+        // An order counts in the row of the tick after it; those after the last tick in the
+        // last row.
+        assert_eq!(orders, [0, 0, 3]);
+        assert_eq!(rows.iter().map(|r| r.orders).sum::<u64>(), 3);
+        assert_eq!(rows.iter().map(|r| r.t).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(rows[1].arrivals, 2);
+        let ticks: Vec<&AuditRecord> = records
+            .iter()
+            .filter(|r| r.kind == AuditKind::Tick)
+            .collect();
+        let by = admitted_by(10_000, &ticks, 6);
+        let at: Vec<(u8, u64)> = by.iter().map(|s| (s.percent, s.seconds)).collect();
+        assert_eq!(at, [(10, 0), (25, 0), (50, 1), (75, 2), (90, 2), (100, 2)]);
+        assert_eq!(per_second(&ticks), 2.0);
+    }
+
+    #[test]
+    fn the_back_fans_eta_is_told_by_the_pace_and_its_wait_read_from_the_heads() {
+        let (samples, records) = sale();
+        let rows = seconds(&samples, &records);
+        // After the first tick, fan 4 stands second at 2 a second: told 1 s; the head passes
+        // it at the next tick, 1 s later.
+        assert_eq!((rows[0].eta_told, rows[0].real_wait), (Some(1), Some(1)));
+        // After the last, nobody waits: nothing told.
+        assert_eq!((rows[2].eta_told, rows[2].real_wait), (None, None));
     }
 }
