@@ -61,5 +61,6 @@ mod pages;
 mod presence;
 mod push;
 mod rate_change;
+mod report;
 mod silence;
 mod store;

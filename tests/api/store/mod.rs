@@ -20,6 +20,7 @@ mod lost;
 mod orders;
 mod presence;
 mod queue;
+mod samples;
 mod shows;
 
 fn rate(admit_per_second: u32) -> ShowSettings {
