@@ -1,6 +1,7 @@
 // The operator console: sign in with the operator token, see every show in one table, open
 // one show's detail (live figures, chart, fair start, every setting), open, pause, close, end
-// or delete on-sales after a confirmation, and look a ticket up for support.
+// or delete on-sales after a confirmation, read or save an on-sale's report, and look a ticket
+// up for support.
 //
 // The token is kept in sessionStorage (this tab only, gone when it closes) and sent as a
 // bearer header on every call; the server has no session. The live feed is an SSE stream
@@ -494,6 +495,10 @@
     el.querySelector('.draw-link').href = route('Draw', show);
     for (const action of ['open', 'pause', 'close', 'end', 'delete']) {
       el.querySelector(`[data-action="${action}"]`).addEventListener('click', () => changePhase(show, action));
+    }
+    for (const button of el.querySelectorAll('[data-report]')) {
+      const format = button.dataset.report;
+      button.addEventListener('click', () => (format === 'html' ? openReport(show, button) : saveReport(show, format, button)));
     }
     const form = el.querySelector('.settings-form');
     form.addEventListener('submit', (e) => {
@@ -1416,6 +1421,99 @@
       if (e.message !== 'unauthorised') pageSaid(ed, `Not removed: ${e.message}`, true);
     } finally {
       ed.reset.disabled = false;
+    }
+  }
+
+  // ---- the on-sale's report ----------------------------------------------------------------
+  //
+  // The report (docs/report.md) is the operator's, so it wants the bearer token, which a link
+  // cannot send: the console fetches it and writes the HTML into a window of its own, or
+  // saves the JSON or CSV as a file. A window written so is this page's origin with this
+  // page's CSP, so the report's stylesheet (`/static`) loads and nothing else does; the
+  // report's own CSP is laid over it. The route is read by name from the OpenAPI document.
+
+  const reportRoute = openapi.then((doc) => pathOf(doc, 'showReport'));
+  reportRoute.catch(() => {});
+  const REPORT_TYPES = { html: 'text/html', json: 'application/json', csv: 'text/csv' };
+
+  // The report of `show` as `format` asks (`html`, `json`, `csv`); an Error saying why not.
+  async function fetchReport(show, format) {
+    const path = `${showPath(await reportRoute, show)}?format=${format}`;
+    const res = await call('GET', path, undefined, { accept: REPORT_TYPES[format] });
+    if (res.status !== 200) throw new Error(await problem(res));
+    return res;
+  }
+
+  // What a `<meta>` can carry of the report's CSP (frame-ancestors and sandbox only work as
+  // headers), as an element to put first in the report's head.
+  function cspMeta(policy) {
+    const kept = (policy || '').split(';').map((d) => d.trim())
+      .filter((d) => d && !/^(frame-ancestors|sandbox|report-uri|report-to)\b/i.test(d));
+    if (!kept.length) return '';
+    const content = kept.join('; ').replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+    return `<meta http-equiv="Content-Security-Policy" content="${content}">`;
+  }
+
+  async function openReport(show, button) {
+    // Opened in the click itself: a window opened once the report is in would be taken for a
+    // pop-up. Not `noopener`: the console writes the report into it.
+    const w = window.open('', '_blank');
+    if (!w) {
+      message(show, 'The browser blocked the report\'s window: allow pop-ups for this console and try again.', true);
+      return;
+    }
+    w.document.title = `Report: ${show}`;
+    w.document.body.textContent = 'Loading the report…';
+    button.disabled = true;
+    try {
+      const res = await fetchReport(show, 'html');
+      const html = await res.text();
+      if (w.closed) return;
+      const meta = cspMeta(res.headers.get('Content-Security-Policy'));
+      w.document.open();
+      w.document.write(meta ? html.replace(/<head>/i, `<head>\n${meta}`) : html);
+      w.document.close();
+      // Its "as JSON or CSV" links would be followed without the token: the console saves
+      // those files instead.
+      for (const a of w.document.querySelectorAll('a[href*="format="]')) {
+        const format = new URL(a.href, location.href).searchParams.get('format');
+        if (format !== 'json' && format !== 'csv') continue;
+        a.addEventListener('click', (e) => {
+          e.preventDefault();
+          saveReport(show, format, null, w.document);
+        });
+      }
+      w.opener = null;
+      message(show, 'Report opened in a new window.');
+    } catch (e) {
+      w.close();
+      if (e.message !== 'unauthorised') message(show, `No report: ${e.message}`, true);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // Saves the report as `report-{show}.{format}`; `doc`: the document whose link asked.
+  async function saveReport(show, format, button, doc = document) {
+    if (button) button.disabled = true;
+    try {
+      const res = await fetchReport(show, format);
+      const url = URL.createObjectURL(await res.blob());
+      const a = doc.createElement('a');
+      a.href = url;
+      a.download = `report-${show}.${format}`;
+      a.hidden = true;
+      // In the document while clicked, as some browsers want it.
+      doc.body.appendChild(a);
+      a.click();
+      a.remove();
+      // The download has read the file by then.
+      setTimeout(() => URL.revokeObjectURL(url), 60000);
+      message(show, `Report saved as ${a.download}.`);
+    } catch (e) {
+      if (e.message !== 'unauthorised') message(show, `No report: ${e.message}`, true);
+    } finally {
+      if (button) button.disabled = false;
     }
   }
 

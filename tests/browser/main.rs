@@ -22,6 +22,7 @@ mod lanes;
 mod languages;
 mod pages;
 mod phases;
+mod report;
 mod screenshots;
 mod shop_page;
 mod waiting;
