@@ -14,7 +14,8 @@ use super::{Behaviour, Plan};
 #[derive(Args, Clone, Debug)]
 #[group(required = true, multiple = false)]
 pub struct CurveArgs {
-    /// Arrivals a second as CSV: `second,arrivals` a line (or one count a line).
+    /// Arrivals a second as CSV: `second,arrivals` a line, one count a line, or a report's
+    /// CSV (`GET …/report?format=csv`: its sale replayed).
     #[arg(long, value_name = "FILE")]
     pub curve: Option<PathBuf>,
     /// A named shape instead: `spike:FANS:SECONDS` (most in the first moments, as at 10:00)
@@ -126,7 +127,7 @@ fn parse_share(s: &str) -> Result<f64, String> {
 }
 
 /// A span of the sale: more than nothing, at most a day (`30s`, `5m`).
-fn parse_span(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_span(s: &str) -> Result<Duration, String> {
     let d = waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 30s or 5m)"))?;
     if d.is_zero() || d > Duration::from_secs(86_400) {
         return Err("more than 0 and at most a day".into());

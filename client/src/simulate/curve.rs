@@ -31,10 +31,14 @@ impl Curve {
     }
 
     /// A curve from the text of a CSV: `second,arrivals` lines (seconds ascending, gaps are
-    /// seconds nobody came), or one count a line; a first line with letters is a header; blank lines and `#` comments are skipped.
+    /// seconds nobody came), or one count a line; blank lines and `#` comments are skipped. A
+    /// first line with letters is a header: one that names `arrivals` (and `t` or `second`)
+    /// picks those columns, so a report's CSV (`GET …/report?format=csv`) replays its sale.
     pub fn from_csv(text: &str) -> Result<Curve, CurveError> {
         let mut counts: Vec<u64> = Vec::new();
         let mut fans: u64 = 0;
+        // The header's columns for the second and the arrivals, when it names them.
+        let mut columns: Option<(Option<usize>, usize)> = None;
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -42,12 +46,30 @@ impl Curve {
             }
             let bad = |why: &str| CurveError(format!("line {}: {why}: {line:.60}", i + 1));
             let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-            let numbers: Result<Vec<u64>, _> = cells.iter().map(|c| c.parse::<u64>()).collect();
-            let numbers = match numbers {
-                Ok(n) => n,
-                Err(_) if i == 0 && line.chars().any(|c| c.is_ascii_alphabetic()) => continue,
-                Err(_) => return Err(bad("not whole numbers")),
+            if counts.is_empty()
+                && columns.is_none()
+                && line.chars().any(|c| c.is_ascii_alphabetic())
+            {
+                let at = |name: &str| cells.iter().position(|c| c.eq_ignore_ascii_case(name));
+                columns = at("arrivals").map(|n| (at("t").or_else(|| at("second")), n));
+                if columns.is_none() && i > 0 {
+                    return Err(bad("not whole numbers"));
+                }
+                continue;
+            }
+            let picked: Vec<&str> = match columns {
+                Some((second, n)) => match (second.map(|s| cells.get(s)), cells.get(n)) {
+                    (Some(Some(s)), Some(n)) => vec![s, n],
+                    (None, Some(n)) => vec![n],
+                    _ => return Err(bad("fewer columns than the header")),
+                },
+                None => cells,
             };
+            let numbers: Vec<u64> = picked
+                .iter()
+                .map(|c| c.parse::<u64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| bad("not whole numbers"))?;
             let (second, n) = match numbers[..] {
                 [n] => (counts.len(), n),
                 [s, n] => (usize::try_from(s).unwrap_or(usize::MAX), n),
@@ -142,6 +164,14 @@ mod tests {
         let c = Curve::from_csv("second,arrivals\n0,5\n# lull\n\n3,7\n").unwrap();
         assert_eq!(c.seconds(), &[5, 0, 0, 7]);
         assert_eq!(Curve::from_csv("4\n6\n").unwrap().seconds(), &[4, 6]);
+    }
+
+    #[test]
+    fn a_reports_csv_replays_its_arrivals() {
+        let report = "t,at_ms,arrivals,queued\r\n0,1000,30,10\r\n1,2000,5,0\r\n3,4000,2,0\r\n";
+        assert_eq!(Curve::from_csv(report).unwrap().seconds(), &[30, 5, 0, 2]);
+        let e = Curve::from_csv("t,arrivals\n0\n").unwrap_err();
+        assert!(e.0.contains("line 2: fewer columns"), "{e}");
     }
 
     #[test]

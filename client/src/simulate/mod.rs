@@ -28,6 +28,7 @@ use waiting_room::store::{
     AdmitOutcome, Attendance, Draws, MemoryStore, OrderBook, Presence, Queue, Shows, StoreSettings,
 };
 
+pub(crate) use self::args::parse_span;
 pub use self::args::{CurveArgs, ModelArgs, SimulateArgs};
 use self::curve::Curve;
 
@@ -44,6 +45,26 @@ pub struct Plan {
     pub behaviour: Behaviour,
     /// The random choices' seed.
     pub seed: u64,
+}
+
+impl Plan {
+    /// The plan at `factor` of its size: its curve, and the show's rate, cap and stock (at
+    /// least one of each set), so that its waits stay those of the whole sale.
+    pub fn scaled(mut self, factor: f64) -> Plan {
+        let scale = |n: u64| ((n as f64 * factor).round() as u64).max(1);
+        let s = &mut self.settings;
+        s.admit_per_second = Some(scale(u64::from(s.admit_per_second.unwrap_or(20))) as u32);
+        s.max_active_buyers = s.max_active_buyers.map(|cap| {
+            if cap == 0 {
+                0
+            } else {
+                scale(u64::from(cap)) as u32
+            }
+        });
+        s.stock = s.stock.map(scale);
+        self.curve = self.curve.scaled(factor);
+        self
+    }
 }
 
 /// How fans behave.
@@ -96,7 +117,8 @@ pub fn run(plan: Plan) -> anyhow::Result<Report> {
             .enable_all()
             .start_paused(true)
             .build()?;
-        runtime.block_on(Sale::new(plan).play())
+        // Made inside the runtime: the sale's clock is the runtime's paused one.
+        runtime.block_on(async { Sale::new(plan).play().await })
     })
     .join()
     .map_err(|_| anyhow::anyhow!("the simulation panicked"))?
@@ -158,7 +180,7 @@ impl Sale {
 
     /// ms of the sale so far.
     fn now(&self) -> u64 {
-        self.clock.now_ms() - self.start_ms
+        self.clock.now_ms().saturating_sub(self.start_ms)
     }
 
     /// Plays the whole sale: the curve, then on until nobody waits (or the sale ends, or a
