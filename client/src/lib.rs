@@ -15,6 +15,8 @@
 //! - [`simulate`]: `waiting-room-client simulate`, an on-sale played out with no server: the
 //!   server's own rules (the embedded store's scripts) on a paused clock, and the server's
 //!   report of it.
+//! - [`rehearse`]: `waiting-room-client rehearse`, the same curve played against a real
+//!   server's staging show, its report printed beside the simulation's prediction.
 //! - [`verify`]: `waiting-room-client verify`, which checks a show's draw and audit from what
 //!   it published, and exits 0 when all holds.
 //! - [`follow`]: the two transports (SSE and WebSocket), and polling, as one stream of
@@ -31,6 +33,7 @@ pub mod follow;
 pub mod knowledge_plot;
 pub mod load;
 mod plot;
+pub mod rehearse;
 pub mod shows;
 pub mod simulate;
 pub mod staleness_plot;

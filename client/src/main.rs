@@ -10,6 +10,7 @@ use tracing_subscriber::EnvFilter;
 use waiting_room_client::fan::{self, FanArgs};
 use waiting_room_client::knowledge_plot::{self, KnowledgePlotArgs};
 use waiting_room_client::load::{self, LoadArgs};
+use waiting_room_client::rehearse::{self, RehearseArgs};
 use waiting_room_client::shows::{self, ApplyArgs, ExportArgs};
 use waiting_room_client::simulate::{self, SimulateArgs};
 use waiting_room_client::staleness_plot::{self, StalenessPlotArgs};
@@ -44,6 +45,9 @@ enum Command {
     /// Play an on-sale out before it happens, with no server: an arrival curve against the
     /// show's settings under the server's own rules, and the report it would make.
     Simulate(Box<SimulateArgs>),
+    /// Play an arrival curve against a real server's staging show, at a scale the box holds,
+    /// and print the server's report beside the simulation's prediction of it.
+    Rehearse(Box<RehearseArgs>),
     /// Several `load --json` runs' staleness on one plot (SVG), push beside polling.
     StalenessPlot(StalenessPlotArgs),
     /// Several `load --json` runs' tick → knowledge latency over time (SVG), one line each.
@@ -68,6 +72,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Apply(args) => shows::apply_main(args).await,
         Command::Export(args) => shows::export_main(args).await,
         Command::Simulate(args) => simulate::main(*args),
+        Command::Rehearse(args) => rehearse::main(*args).await,
         Command::StalenessPlot(args) => staleness_plot::main(args),
         Command::KnowledgePlot(args) => knowledge_plot::main(args),
     }

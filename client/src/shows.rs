@@ -363,7 +363,12 @@ impl Server {
         })
     }
 
-    fn request(&self, method: Method, path: &str) -> anyhow::Result<reqwest::RequestBuilder> {
+    /// A request to `path` with the operator token.
+    pub(crate) fn request(
+        &self,
+        method: Method,
+        path: &str,
+    ) -> anyhow::Result<reqwest::RequestBuilder> {
         let url = self.url.join(path)?;
         Ok(self.client.request(method, url).bearer_auth(&self.token))
     }
@@ -424,7 +429,12 @@ impl Server {
     }
 
     /// Sends `body` with `method` to `path`; the server's refusal, in its words, is an error.
-    async fn send(&self, method: Method, path: &str, body: &impl Serialize) -> anyhow::Result<()> {
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: &impl Serialize,
+    ) -> anyhow::Result<()> {
         let r = self.request(method, path)?.json(body).send().await?;
         answer(r).await?;
         Ok(())
@@ -432,7 +442,7 @@ impl Server {
 }
 
 /// `r` when it succeeded; else an error with its status and the server's words.
-async fn answer(r: reqwest::Response) -> anyhow::Result<reqwest::Response> {
+pub(crate) async fn answer(r: reqwest::Response) -> anyhow::Result<reqwest::Response> {
     let status = r.status();
     if status.is_success() {
         return Ok(r);

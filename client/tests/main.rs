@@ -13,6 +13,7 @@ mod helpers;
 mod hostile;
 mod load;
 mod shows;
+mod simulate;
 mod split;
 mod swarm;
 mod verify;

@@ -82,7 +82,14 @@ pub(super) fn addresses(args: &LoadArgs) -> anyhow::Result<Vec<Option<IpAddr>>> 
         );
         return one();
     }
-    let addrs = spread_addrs(spread(args.fans, args.join_rate));
+    spread_or_one(args.fans, args.join_rate)
+}
+
+/// The spread for `fans` joining at `join_rate` a second, or one address (the system's
+/// choice) where the spread's addresses cannot be bound.
+fn spread_or_one(fans: u64, join_rate: u32) -> anyhow::Result<Vec<Option<IpAddr>>> {
+    let one = || Ok(vec![None]);
+    let addrs = spread_addrs(spread(fans, join_rate));
     let last = *addrs.last().expect("a spread has an address");
     if !bindable(last) {
         eprintln!(
@@ -102,7 +109,7 @@ pub(crate) fn bindable(ip: IpAddr) -> bool {
 /// The run's source addresses, each with its HTTP client (reqwest binds per client), made
 /// when a fan first uses it: a client costs a few kB and a spread may hold 65,536 addresses,
 /// most of them unused by a run stopped early.
-pub(super) struct Sources {
+pub(crate) struct Sources {
     addrs: Vec<Option<IpAddr>>,
     clients: Vec<OnceLock<Client>>,
 }
@@ -111,7 +118,16 @@ impl Sources {
     /// The run's addresses (see [`addresses`]), the first one's client made at once: the
     /// run's own calls (opening the show, changing its rate) go through it.
     pub(super) fn of(args: &LoadArgs) -> anyhow::Result<Sources> {
-        let addrs = addresses(args)?;
+        Sources::from_addrs(addresses(args)?)
+    }
+
+    /// A spread for `fans` joining at most `join_rate` a second (see [`spread`]), as a
+    /// rehearsal's fans connect from.
+    pub(crate) fn spread(fans: u64, join_rate: u32) -> anyhow::Result<Sources> {
+        Sources::from_addrs(spread_or_one(fans, join_rate)?)
+    }
+
+    fn from_addrs(addrs: Vec<Option<IpAddr>>) -> anyhow::Result<Sources> {
         let sources = Sources {
             clients: addrs.iter().map(|_| OnceLock::new()).collect(),
             addrs,
@@ -121,17 +137,17 @@ impl Sources {
     }
 
     /// How many addresses the run connects from.
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.addrs.len()
     }
 
     /// The first address's client.
-    pub(super) fn first(&self) -> &Client {
+    pub(crate) fn first(&self) -> &Client {
         self.clients[0].get().expect("made by Sources::of")
     }
 
     /// Fan `i`'s address (address `i` modulo their number) and its client.
-    pub(super) fn client(&self, i: u64) -> reqwest::Result<(Option<IpAddr>, &Client)> {
+    pub(crate) fn client(&self, i: u64) -> reqwest::Result<(Option<IpAddr>, &Client)> {
         let k = (i % self.addrs.len() as u64) as usize;
         let (ip, slot) = (self.addrs[k], &self.clients[k]);
         if let Some(client) = slot.get() {

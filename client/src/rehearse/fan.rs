@@ -1,0 +1,132 @@
+//! One rehearsal fan: joins, follows its ticket over SSE (unless its page is closed), gives
+//! up if it runs out of patience, and buys once let in if it is a buyer.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use reqwest::{Client, Url};
+use waiting_room::model::ShowId;
+use waiting_room::protocol::{ADMISSION_HEADER, EventName, routes};
+
+use crate::follow::{self, FollowError, Joined, PushStream};
+
+/// What every fan of a rehearsal shares: the server, the show, and the tallies.
+pub(super) struct Stage {
+    pub base: Url,
+    pub show: ShowId,
+    pub tally: Tally,
+}
+
+/// What the fans did, counted as they do it.
+#[derive(Default)]
+pub(super) struct Tally {
+    pub joined: AtomicU64,
+    pub join_failed: AtomicU64,
+    pub admitted: AtomicU64,
+    pub ordered: AtomicU64,
+    pub order_refused: AtomicU64,
+    pub gave_up: AtomicU64,
+    pub ended: AtomicU64,
+}
+
+/// One fan's choices, drawn as it arrives (as `simulate` draws them).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Choices {
+    /// Buys once let in, this long after.
+    pub buys_after: Option<Duration>,
+    /// Gives up after waiting this long.
+    pub gives_up_after: Option<Duration>,
+    /// Its page is closed: it joins and holds no stream.
+    pub away: bool,
+}
+
+/// Joins too many or too busy this many times in a row: the fan goes home.
+const JOIN_ATTEMPTS: u32 = 5;
+
+/// Plays one fan to its end.
+pub(super) async fn fan(stage: Arc<Stage>, client: Client, i: u64, choices: Choices) {
+    let add = |n: &AtomicU64| n.fetch_add(1, Ordering::Relaxed);
+    let Some(ticket) = join(&stage, &client).await else {
+        add(&stage.tally.join_failed);
+        return;
+    };
+    add(&stage.tally.joined);
+    if choices.away {
+        return;
+    }
+    let patience = choices.gives_up_after.unwrap_or(Duration::MAX);
+    let give_up = tokio::time::sleep(patience.min(Duration::from_secs(86_400)));
+    tokio::pin!(give_up);
+    let Ok(mut stream) = PushStream::sse(&client, &stage.base, &stage.show, ticket, None).await
+    else {
+        add(&stage.tally.ended);
+        return;
+    };
+    loop {
+        tokio::select! {
+            push = stream.next() => match push {
+                Some(Ok(push)) if push.kind == EventName::Waiting => continue,
+                Some(Ok(push)) if push.kind == EventName::Admitted => {
+                    add(&stage.tally.admitted);
+                    stream.close().await;
+                    if let Some(after) = choices.buys_after {
+                        tokio::time::sleep(after).await;
+                        if order(&stage, &client, ticket, i).await {
+                            add(&stage.tally.ordered);
+                        } else {
+                            add(&stage.tally.order_refused);
+                        }
+                    }
+                    return;
+                }
+                // Expired, unknown, closed, ended, or a stream that broke: the fan is done.
+                _ => {
+                    add(&stage.tally.ended);
+                    return;
+                }
+            },
+            () = &mut give_up, if choices.gives_up_after.is_some() => {
+                stream.close().await;
+                let url = follow::ticket_url(&stage.base, routes::TICKET, &stage.show, ticket);
+                let _ = client.delete(url).timeout(follow::CONNECT_TIMEOUT).send().await;
+                add(&stage.tally.gave_up);
+                return;
+            }
+        }
+    }
+}
+
+/// A ticket, joining again as the server asks when it is busy or the fan too quick.
+async fn join(stage: &Stage, client: &Client) -> Option<uuid::Uuid> {
+    for _ in 0..JOIN_ATTEMPTS {
+        match follow::join(client, &stage.base, &stage.show, None).await {
+            Ok(Joined::Ticket(view)) => return Some(view.ticket_id),
+            Ok(Joined::TooMany(wait) | Joined::Busy(wait)) => tokio::time::sleep(wait).await,
+            Err(FollowError::Busy(wait)) => tokio::time::sleep(wait).await,
+            Err(e) => {
+                tracing::debug!(error = %e, "join failed");
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// `POST /orders` with the fan's admission; whether it was taken.
+async fn order(stage: &Stage, client: &Client, ticket: uuid::Uuid, i: u64) -> bool {
+    let body = serde_json::json!({
+        "showId": stage.show,
+        "holdId": format!("rehearsal-{ticket}"),
+        "customerEmail": format!("fan{i}@rehearsal.example"),
+        "amount": 10,
+    });
+    client
+        .post(follow::url(&stage.base, routes::ORDERS))
+        .header(ADMISSION_HEADER, ticket.to_string())
+        .json(&body)
+        .timeout(follow::CONNECT_TIMEOUT)
+        .send()
+        .await
+        .is_ok_and(|r| r.status().is_success())
+}
