@@ -706,6 +706,17 @@ scale)
   sample_scale 0
   sleep "$window"
   sample_scale 1
+  # The server's own report of the sale (docs/report.md), then the simulation of its curve
+  # (the report's CSV) for as long, and the two side by side.
+  for format in json csv; do
+    curl -sS -H "Authorization: Bearer $TOKEN" \
+      "$URL/orders/waiting-room/scale/report?format=$format" > "$OUT/$CASE-server-report.$format"
+  done
+  "$CLIENT" simulate --curve "$OUT/$CASE-server-report.csv" --rate "$rate" \
+    --until "$(($(jq .figures.seconds "$OUT/$CASE-server-report.json") + 1))s" \
+    --out "$OUT/$CASE-simulated" | tee "$OUT/$CASE-simulated.txt"
+  python3 scripts/report-compare.py "$OUT/$CASE-simulated/report.json" \
+    "$OUT/$CASE-server-report.json" | tee "$OUT/$CASE-compared.txt"
   for pid in "${LOAD_PIDS[@]}"; do
     kill -0 "$pid" 2>/dev/null || echo "warning: a load process ended inside the window" >&2
   done

@@ -35,6 +35,7 @@ fn plan(curve: &str, rate: u32, stock: Option<u64>) -> Plan {
             away: 0.0,
         },
         seed: 7,
+        until: None,
     }
 }
 

@@ -114,6 +114,7 @@ impl ModelArgs {
                 away: self.away,
             },
             seed: self.seed,
+            until: None,
         })
     }
 }
@@ -150,6 +151,10 @@ pub struct SimulateArgs {
     /// Print the report as JSON on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Stop this long after the first arrival, however many still wait (to compare with a
+    /// recorded run that stopped then); by default the sale runs until nobody waits.
+    #[arg(long, value_parser = parse_span)]
+    pub until: Option<Duration>,
 }
 
 #[cfg(test)]

@@ -45,6 +45,9 @@ pub struct Plan {
     pub behaviour: Behaviour,
     /// The random choices' seed.
     pub seed: u64,
+    /// Stop this long after the first arrival, however many still wait (as a recorded run
+    /// stopped); `None`: once nobody waits, the sale ends, or a day passes.
+    pub until: Option<Duration>,
 }
 
 impl Plan {
@@ -94,7 +97,10 @@ const PRESENCE_TTL: Duration = Duration::from_secs(10);
 /// `waiting-room-client simulate`: runs the plan, writes what `--out` asks and prints the
 /// summary (or the report as JSON).
 pub fn main(args: SimulateArgs) -> anyhow::Result<()> {
-    let plan = args.model.plan(args.curve.read()?)?;
+    let plan = Plan {
+        until: args.until,
+        ..args.model.plan(args.curve.read()?)?
+    };
     let started = Instant::now();
     let report = run(plan.clone())?;
     let took = started.elapsed();
@@ -192,7 +198,10 @@ impl Sale {
             .context("the show's settings")?;
         self.store.open(&self.show).await?;
         let curve = self.plan.curve.seconds().to_vec();
-        let last = curve.len() as u64 + LONGEST;
+        let last = self
+            .plan
+            .until
+            .map_or(curve.len() as u64 + LONGEST, |u| u.as_secs().max(1));
         for second in 0..last {
             let arriving = curve.get(second as usize).copied().unwrap_or(0);
             for slice in 0..SLICES {
