@@ -91,7 +91,8 @@ pub async fn main(args: RehearseArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Predicts the sale, plays it on the staging show, and reads the server's report.
+/// Plays the sale on the staging show, reads the server's report, and predicts the same
+/// sale over the same span.
 pub async fn run(args: &RehearseArgs) -> anyhow::Result<Rehearsal> {
     let plan = args.model.plan(args.curve.read()?)?.scaled(args.scale);
     let fans = plan.curve.fans();
@@ -100,9 +101,6 @@ pub async fn run(args: &RehearseArgs) -> anyhow::Result<Rehearsal> {
         "{fans} fans: one rehearsal plays at most {MOST_FANS}; lower --scale"
     );
     let server = Server::new(&args.server)?;
-    let started = Instant::now();
-    let predicted = simulate::run(plan.clone())?;
-    eprintln!("predicted in {:.1?}", started.elapsed());
     set_up(&server, args, &plan).await?;
     let stage = play(args, &plan).await?;
     let response = server
@@ -116,6 +114,14 @@ pub async fn run(args: &RehearseArgs) -> anyhow::Result<Rehearsal> {
         .send()
         .await?;
     let rehearsed: Report = answer(response).await?.json().await?;
+    // The prediction over the same span: a rehearsal that stopped while fans still waited is
+    // compared with a simulation stopped then.
+    let started = Instant::now();
+    let predicted = simulate::run(Plan {
+        until: Some(Duration::from_secs(rehearsed.figures.seconds + 1)),
+        ..plan
+    })?;
+    eprintln!("predicted in {:.1?}", started.elapsed());
     let count = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed);
     Ok(Rehearsal {
         predicted,
