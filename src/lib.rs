@@ -66,6 +66,7 @@
 //! - [`server`]: wiring, start and graceful stop ([`server::Application`]).
 //! - [`demo`]: a show full of simulated fans for `--demo`.
 //! - [`error`]: the one error type and its HTTP answers.
+//! - [`html`]: HTML escaping, the one every page uses.
 //! - [`words`]: numbers and waits as a fan reads them (page and CLI alike).
 //!
 //! The clients (`fan`, `load`) are a package of their own, `client/` (`waiting-room-client`):
@@ -77,6 +78,7 @@ pub mod config;
 mod demo;
 pub mod draw;
 pub mod error;
+pub mod html;
 pub mod http;
 pub mod hub;
 pub mod i18n;

@@ -9,7 +9,7 @@ mod build;
 mod render;
 
 pub use build::{Parts, build};
-pub use render::{Links, csv, html};
+pub use render::{Links, PLOTS, csv, html};
 
 use crate::model::{AuditRecord, PushLatency, RecordId, Report, ShowId};
 use crate::store::{AUDIT_MAX_RECORDS, QueueStore, Result, SAMPLES_MAX, Sample, StoreError};

@@ -356,15 +356,7 @@ async fn the_report_answers_as_json_csv_or_a_page_without_script(backend: Backen
         assert!(!csp.contains("script-src"), "{csp}");
         assert_eq!(r.headers()["cache-control"], "no-store");
         let page = r.text().await.unwrap();
-        for id in [
-            "plot-arrivals",
-            "plot-queue",
-            "plot-admissions",
-            "plot-presence",
-            "plot-eta",
-            "plot-push",
-            "plot-stock",
-        ] {
+        for id in waiting_room::report::PLOTS {
             assert!(page.contains(&format!("id=\"{id}\"")), "no {id}");
         }
         assert!(!page.to_ascii_lowercase().contains("<script"), "{page}");

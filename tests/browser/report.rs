@@ -19,16 +19,7 @@ use crate::support::app::{TestApp, spawn_app_with};
 use crate::support::backend::Backend;
 use crate::support::sse::SseReader;
 
-/// Every plot of the report, by its element's id.
-const PLOTS: [&str; 7] = [
-    "plot-arrivals",
-    "plot-queue",
-    "plot-admissions",
-    "plot-presence",
-    "plot-eta",
-    "plot-push",
-    "plot-stock",
-];
+use waiting_room::report::PLOTS;
 
 /// Fans in each batch, one batch a tick or so, and how many of the first admitted order.
 const BATCHES: [usize; 3] = [4, 3, 3];

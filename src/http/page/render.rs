@@ -78,31 +78,13 @@ pub(super) fn built_in(name: &str, ctx: Value) -> Result<String, Error> {
     BUILT_IN.get_template(name)?.render(ctx)
 }
 
-/// `text` escaped for HTML, in text and in quoted attributes alike.
-pub(crate) fn escape(text: &str) -> String {
-    escape_as(text, true)
-}
+pub(crate) use crate::html::escape;
 
 /// A message's own text as HTML: escaped for text and double-quoted attributes, leaving
 /// apostrophes as written (every attribute our templates write is double-quoted, and a
 /// shop's render is checked for handlers before it is served).
 fn escape_message(text: &str) -> String {
-    escape_as(text, false)
-}
-
-fn escape_as(text: &str, apostrophes: bool) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' if apostrophes => out.push_str("&#x27;"),
-            _ => out.push(c),
-        }
-    }
-    out
+    crate::html::escape_keeping_apostrophes(text)
 }
 
 /// A value as HTML: itself when it is already (one of ours), else escaped.

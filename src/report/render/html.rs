@@ -10,6 +10,17 @@ use super::svg::{Along, Chart, Series};
 use crate::model::{Count, Fairness, PushLatency, Report, Second};
 use crate::words::{countdown, thousands};
 
+/// Every plot of the page, by its element's id, in the page's order.
+pub const PLOTS: [&str; 7] = [
+    "plot-arrivals",
+    "plot-queue",
+    "plot-admissions",
+    "plot-presence",
+    "plot-eta",
+    "plot-push",
+    "plot-stock",
+];
+
 /// Rows of the seconds table at most: past that, one row stands for several seconds.
 const MAX_ROWS: u64 = 600;
 
@@ -585,15 +596,7 @@ mod tests {
     fn the_page_has_every_plot_the_table_and_the_verdict() {
         let page = html(&full_report(), &links("/static/report.css?v=1&x=2"));
         assert_safe(&page);
-        for id in [
-            "plot-arrivals",
-            "plot-queue",
-            "plot-admissions",
-            "plot-presence",
-            "plot-eta",
-            "plot-push",
-            "plot-stock",
-        ] {
+        for id in PLOTS {
             assert!(page.contains(&format!(r#"<figure id="{id}""#)), "{id}");
         }
         assert!(page.contains(r#"<link rel="stylesheet" href="/static/report.css?v=1&amp;x=2">"#));
@@ -626,7 +629,7 @@ mod tests {
         assert!(!page.contains("(the audit verified)"));
         assert!(page.contains(r#"class="verdict failed""#));
         assert!(
-            page.contains("ticket &lt;7&gt; &amp; &#39;the&#39; &quot;next&quot; let in first")
+            page.contains("ticket &lt;7&gt; &amp; &#x27;the&#x27; &quot;next&quot; let in first")
         );
     }
 

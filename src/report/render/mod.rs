@@ -7,23 +7,9 @@ mod html;
 mod svg;
 
 pub use self::csv::csv;
-pub use self::html::{Links, html};
+pub use self::html::{Links, PLOTS, html};
 
-/// `text` safe anywhere in HTML and SVG: in text and in quoted attributes alike.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
+use crate::html::escape;
 
 /// A report of `seconds` and nothing else, for the renderers' tests to fill in.
 #[cfg(test)]

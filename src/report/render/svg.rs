@@ -369,7 +369,7 @@ mod tests {
         }
         .svg();
         assert!(svg.contains(">0:00<") && svg.contains(">1:00:00<"), "{svg}");
-        assert!(svg.contains("&lt;b&gt;&quot;Q&quot; &amp; &#39;A&#39;&lt;/b&gt;"));
+        assert!(svg.contains("&lt;b&gt;&quot;Q&quot; &amp; &#x27;A&#x27;&lt;/b&gt;"));
         assert!(svg.contains("&lt;script&gt;") && !svg.contains("<script"));
     }
 }

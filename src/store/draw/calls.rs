@@ -13,7 +13,9 @@ use super::reply::{ClosingReply, DrawReply, ScheduleReply};
 use super::{AuditKind, AuditRecord, Closing, DrawState, Drawn, Draws, RecordId, parse_ranges};
 use crate::draw;
 use crate::model::{LaneTurn, Schedule, ShowId};
-use crate::store::redis::{OPEN_SHOWS, RedisStore, SCHEDULED, ShowScript, show_script};
+use crate::store::redis::{
+    OPEN_SHOWS, RedisStore, SCHEDULED, ShowScript, show_script, stream_page,
+};
 use crate::store::{Result, StoreError};
 
 static SCHEDULE: LazyLock<ShowScript> = show_script!("schedule");
@@ -187,19 +189,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Draws for RedisStore<C> 
         if meta.0.is_none() || meta.1.is_some() {
             return Err(StoreError::NoSuchShow(show.clone()));
         }
-        // From the least id after `after` (inclusive): XRANGE refuses an exclusive start at
-        // the last id there can be, and a cursor always has a successor.
-        let start = after
-            .and_then(RecordId::next)
-            .map_or_else(|| "-".to_owned(), |from| from.to_string());
-        let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-            .arg(format!("wr:{{{show}}}:audit"))
-            .arg(start)
-            .arg("+")
-            .arg("COUNT")
-            .arg(limit)
-            .query_async(&mut conn)
-            .await?;
+        let entries =
+            stream_page(&self.conn, &format!("wr:{{{show}}}:audit"), after, limit).await?;
         entries
             .into_iter()
             .map(|(id, fields)| record(id, &fields))

@@ -46,7 +46,7 @@ pub use self::sentinel::{SentinelConnection, SentinelSettings};
 use self::sharded::{Sharded, show_channel};
 use super::embedded::Embedded;
 use super::{Health, Result, StoreError, StoreSettings};
-use crate::model::ShowId;
+use crate::model::{RecordId, ShowId};
 
 /// How a Redis Cluster carries events (`REDIS_PUBSUB`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -595,4 +595,31 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Health for RedisStore<C>
     fn tasks(&self) -> TaskTracker {
         self.tasks.clone()
     }
+}
+
+/// An entry of a stream as `XRANGE` answers it: its id, and its fields and values.
+pub(in crate::store) type StreamEntry = (String, Vec<(String, String)>);
+
+/// A page of one of a show's streams (its audit, its samples): up to `limit` entries after the
+/// entry `after` (from the first when `None`), oldest first.
+pub(in crate::store) async fn stream_page<C: ConnectionLike + Clone>(
+    conn: &C,
+    key: &str,
+    after: Option<RecordId>,
+    limit: usize,
+) -> Result<Vec<StreamEntry>> {
+    // From the least id after `after` (inclusive): XRANGE refuses an exclusive start at the
+    // last id there can be, and a cursor always has a successor.
+    let start = after
+        .and_then(RecordId::next)
+        .map_or_else(|| "-".to_owned(), |from| from.to_string());
+    let mut conn = conn.clone();
+    Ok(redis::cmd("XRANGE")
+        .arg(key)
+        .arg(start)
+        .arg("+")
+        .arg("COUNT")
+        .arg(limit)
+        .query_async(&mut conn)
+        .await?)
 }

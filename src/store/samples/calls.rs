@@ -6,6 +6,7 @@ use redis::aio::ConnectionLike;
 
 use super::{Sample, Samples};
 use crate::model::{RecordId, ShowId};
+use crate::store::redis::stream_page;
 use crate::store::{PaceFigures, RedisStore, Result, StoreError};
 
 #[async_trait]
@@ -16,18 +17,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Samples for RedisStore<C
         after: Option<RecordId>,
         limit: usize,
     ) -> Result<Vec<Sample>> {
-        let mut conn = self.conn.clone();
-        let start = after
-            .and_then(RecordId::next)
-            .map_or_else(|| "-".to_owned(), |from| from.to_string());
-        let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-            .arg(format!("wr:{{{show}}}:samples"))
-            .arg(start)
-            .arg("+")
-            .arg("COUNT")
-            .arg(limit)
-            .query_async(&mut conn)
-            .await?;
+        let key = format!("wr:{{{show}}}:samples");
+        let entries = stream_page(&self.conn, &key, after, limit).await?;
         entries
             .into_iter()
             .map(|(id, fields)| sample(&id, &fields))
