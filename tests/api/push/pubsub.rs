@@ -104,8 +104,9 @@ async fn redis_commands_per_tick_do_not_grow_with_connected_fans() {
     // with the commands it runs inside, the pace check, the watchdog's check, and one status
     // read confirming the fan admitted that tick, and presence (each instance's report and
     // the tick's look at who is away and which instances report, and its away figures for
-    // the ETA); the hub adds nothing per waiting fan.
-    assert!(with_20 <= 3 * 75, "with 20 fans: {with_20} commands in 3 s");
+    // the ETA), and the tick's sample for the report (five commands); the hub adds nothing per
+    // waiting fan.
+    assert!(with_20 <= 3 * 80, "with 20 fans: {with_20} commands in 3 s");
     // Ten times the fans: were anything per fan, 180 more fans would cost at least 180 more
     // commands. The slack (a quarter) covers timers that land once more in one window than in
     // the other on a busy machine (a lease renewal, a watchdog pass, a late tick's retry).
