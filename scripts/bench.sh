@@ -712,7 +712,8 @@ scale)
     curl -sS -H "Authorization: Bearer $TOKEN" \
       "$URL/orders/waiting-room/scale/report?format=$format" > "$OUT/$CASE-server-report.$format"
   done
-  "$CLIENT" simulate --curve "$OUT/$CASE-server-report.csv" --rate "$rate" \
+  # The load's fans neither buy nor leave.
+  "$CLIENT" simulate --curve "$OUT/$CASE-server-report.csv" --rate "$rate" --buy 0 \
     --until "$(($(jq .figures.seconds "$OUT/$CASE-server-report.json") + 1))s" \
     --out "$OUT/$CASE-simulated" | tee "$OUT/$CASE-simulated.txt"
   python3 scripts/report-compare.py "$OUT/$CASE-simulated/report.json" \
