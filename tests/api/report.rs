@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use waiting_room::draw;
 use waiting_room::model::{AuditKind, AuditRecord, Bucket, PushLatency, RecordId, Report};
 use waiting_room::protocol::{BYPASS_TOKEN_HEADER, PROBLEM_JSON, routes};
@@ -403,24 +401,8 @@ const ORDERS: usize = 4;
 /// One request with exactly `target` as its request target, as the operator: its status and
 /// answer (a client library would resolve `..` before sending it).
 async fn raw_get(addr: SocketAddr, target: &str, token: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let head = format!(
-        "GET {target} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\
-         Connection: close\r\n\r\n"
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    tokio::time::timeout(WAIT, stream.read_to_end(&mut answer))
-        .await
-        .expect("answered and closed")
-        .unwrap();
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("{target}: no status in {answer:?}"));
-    (status, answer)
+    let auth = format!("Authorization: Bearer {token}");
+    crate::support::raw_get(addr, target, &["Host: localhost", &auth]).await
 }
 
 async fn hostile_report_requests_get_a_clear_answer(backend: Backend) {

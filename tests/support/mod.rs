@@ -29,6 +29,36 @@ use waiting_room::model::ShowId;
 /// The operator token of `Config::for_tests()` and of every [`process::ServerProcess`].
 pub const TOKEN: &str = "test-operator-token";
 
+/// One `GET` with exactly `target` as its request target (a client library would resolve
+/// `..` or decode it before sending) and the header lines `headers` (`Host` among them): the
+/// status and the whole answer, which the server must end within 30 s.
+pub async fn raw_get(addr: std::net::SocketAddr, target: &str, headers: &[&str]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut head = format!("GET {target} HTTP/1.1\r\n");
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        stream.read_to_end(&mut answer),
+    )
+    .await
+    .expect("answered and closed")
+    .unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{target}: no status in {answer:?}"));
+    (status, answer)
+}
+
 /// A free TCP port on loopback (released before use; the caller retries on a clash).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

@@ -8,8 +8,6 @@
 use std::net::SocketAddr;
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::support::nginx::Nginx;
 use crate::support::origin::Origin;
@@ -32,18 +30,7 @@ const PROTECT: &str = "/checkout=a,purchase=/checkout/pay,/checkout/vip=b";
 
 /// One request with exactly `target` as its request target: the status and the whole answer.
 async fn raw_get(addr: SocketAddr, target: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let head = format!("GET {target} HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\n\r\n");
-    stream.write_all(head.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).await.unwrap();
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("{target}: no status in {answer:?}"));
-    (status, answer)
+    crate::support::raw_get(addr, target, &["Host: shop.example"]).await
 }
 
 /// The body of an answer read by [`raw_get`] (no chunked encoding: both origins send a length).
