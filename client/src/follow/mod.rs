@@ -17,7 +17,9 @@ use std::time::Duration;
 use reqwest::{Client, StatusCode, Url};
 use uuid::Uuid;
 use waiting_room::model::{ShowId, TicketView};
-use waiting_room::protocol::{ErrorBody, EventName, IDEMPOTENCY_KEY, JOIN_PROOF_HEADER, routes};
+use waiting_room::protocol::{
+    ADMISSION_HEADER, ErrorBody, EventName, IDEMPOTENCY_KEY, JOIN_PROOF_HEADER, routes,
+};
 
 pub use poll::POLL_INTERVAL;
 pub use stream::PushStream;
@@ -167,6 +169,37 @@ pub async fn join(
         }
         return joined(response).await;
     }
+}
+
+/// What a buying fan pays: any valid amount will do.
+const AMOUNT: u32 = 50;
+
+/// A fan's order: `POST /orders` with its admission (`X-Admission-Ticket`) and a hold of its
+/// own; the answer's status (its body read, so the connection goes back to the pool).
+pub async fn order(
+    client: &Client,
+    base: &Url,
+    show: &ShowId,
+    ticket: Uuid,
+    hold_id: &str,
+    email: &str,
+) -> reqwest::Result<StatusCode> {
+    let body = serde_json::json!({
+        "showId": show,
+        "holdId": hold_id,
+        "customerEmail": email,
+        "amount": AMOUNT,
+    });
+    let response = client
+        .post(url(base, routes::ORDERS))
+        .header(ADMISSION_HEADER, ticket.to_string())
+        .json(&body)
+        .timeout(CONNECT_TIMEOUT)
+        .send()
+        .await?;
+    let status = response.status();
+    let _ = response.bytes().await;
+    Ok(status)
 }
 
 /// The longest `Retry-After` a fan honours (a join, a stream, a poll); a longer one is

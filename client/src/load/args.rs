@@ -229,9 +229,19 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
 
 /// A run's bound: more than nothing, at most an hour (`30s`, `2m`).
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    parse_up_to(s, Duration::from_secs(3600), "1h")
+}
+
+/// A span of a sale (`simulate`, `rehearse`): more than nothing, at most a day (`30s`, `5m`).
+pub(crate) fn parse_span(s: &str) -> Result<Duration, String> {
+    parse_up_to(s, Duration::from_secs(86_400), "a day")
+}
+
+/// More than nothing and at most `most` (`most_words` in words).
+fn parse_up_to(s: &str, most: Duration, most_words: &str) -> Result<Duration, String> {
     let d = waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 30s or 2m)"))?;
-    if d.is_zero() || d > Duration::from_secs(3600) {
-        return Err("must be more than 0 and at most 1h".into());
+    if d.is_zero() || d > most {
+        return Err(format!("must be more than 0 and at most {most_words}"));
     }
     Ok(d)
 }
@@ -253,7 +263,8 @@ fn parse_min_wait(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-fn parse_fraction(s: &str) -> Result<f64, String> {
+/// A share of the fans: 0 to 1.
+pub(crate) fn parse_fraction(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
         _ => Err(format!("'{s}' is not a fraction from 0 to 1 (try 0.25)")),
@@ -334,6 +345,10 @@ mod tests {
         assert!(parse_duration("30s").is_ok());
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("2h").is_err());
+        assert_eq!(parse_span("5m"), Ok(Duration::from_secs(300)));
+        assert!(parse_span("2h").is_ok());
+        assert!(parse_span("0s").is_err());
+        assert!(parse_span("2d").is_err());
         assert_eq!(parse_min_wait("0s"), Ok(Duration::ZERO));
         assert!(parse_min_wait("2h").is_err());
     }
@@ -351,6 +366,7 @@ mod tests {
     fn fractions_are_between_zero_and_one() {
         assert_eq!(parse_fraction("0.25"), Ok(0.25));
         assert_eq!(parse_fraction("1"), Ok(1.0));
+        assert!(parse_fraction("NaN").is_err());
         for bad in ["-0.1", "1.5", "half", "NaN"] {
             assert!(parse_fraction(bad).is_err(), "{bad}");
         }

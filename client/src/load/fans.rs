@@ -9,7 +9,7 @@ use reqwest::{Client, StatusCode, Url};
 use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 use waiting_room::model::TicketStatus;
-use waiting_room::protocol::{ADMISSION_HEADER, EventName, routes};
+use waiting_room::protocol::EventName;
 
 use super::choices::Choice;
 use super::count::PageCount;
@@ -21,9 +21,6 @@ use crate::follow::{self, FollowError, Joined, Push, PushStream, Transport};
 
 /// Attempts per fan at joining, and at connecting without hearing anything in between.
 const ATTEMPTS: u32 = 3;
-
-/// What a buying fan pays: any valid amount will do.
-const AMOUNT: u32 = 50;
 
 /// One open stream, counted while it lives (also when its task is cancelled).
 struct Held<'a>(&'a Counters);
@@ -356,26 +353,18 @@ async fn admitted(
 /// `POST /orders` with the fan's admission and a hold of its own; the answer's status, or
 /// 0 when none came. One attempt: a retry would be another figure to explain.
 async fn order(run: &Run, client: &Client, base: &Url, ticket: Uuid, i: u64) -> u16 {
-    let url = follow::url(base, routes::ORDERS);
-    let body = serde_json::json!({
-        "showId": run.show,
-        "holdId": format!("load-{ticket}"),
-        "customerEmail": format!("fan{i}@load.example"),
-        "amount": AMOUNT,
-    });
     let sent = Instant::now();
-    let answer = client
-        .post(url)
-        .header(ADMISSION_HEADER, ticket.to_string())
-        .json(&body)
-        .timeout(follow::CONNECT_TIMEOUT)
-        .send()
-        .await;
+    let answer = follow::order(
+        client,
+        base,
+        &run.show,
+        ticket,
+        &format!("load-{ticket}"),
+        &format!("fan{i}@load.example"),
+    )
+    .await;
     let status = match answer {
-        Ok(response) => {
-            let status = response.status();
-            // Read the body so the connection goes back to the pool.
-            let _ = response.bytes().await;
+        Ok(status) => {
             Run::record(&run.order_latency, sent.elapsed());
             status.as_u16()
         }

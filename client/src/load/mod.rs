@@ -68,7 +68,7 @@ use waiting_room::words::thousands;
 
 use crate::plot::Sample;
 pub use args::{LoadArgs, SourceIps};
-pub(crate) use args::{parse_duration, parse_poll_interval};
+pub(crate) use args::{parse_duration, parse_fraction, parse_poll_interval, parse_span};
 pub use eta::{EtaReport, Which};
 use fans::fan;
 pub use rate_change::{RateChange, RateChangeDone};

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use reqwest::{Client, Url};
 use waiting_room::model::ShowId;
-use waiting_room::protocol::{ADMISSION_HEADER, EventName, routes};
+use waiting_room::protocol::{EventName, routes};
 
 use crate::follow::{self, FollowError, Joined, PushStream};
 
@@ -113,20 +113,11 @@ async fn join(stage: &Stage, client: &Client) -> Option<uuid::Uuid> {
     None
 }
 
-/// `POST /orders` with the fan's admission; whether it was taken.
+/// The fan's order; whether it was taken.
 async fn order(stage: &Stage, client: &Client, ticket: uuid::Uuid, i: u64) -> bool {
-    let body = serde_json::json!({
-        "showId": stage.show,
-        "holdId": format!("rehearsal-{ticket}"),
-        "customerEmail": format!("fan{i}@rehearsal.example"),
-        "amount": 10,
-    });
-    client
-        .post(follow::url(&stage.base, routes::ORDERS))
-        .header(ADMISSION_HEADER, ticket.to_string())
-        .json(&body)
-        .timeout(follow::CONNECT_TIMEOUT)
-        .send()
+    let hold = format!("rehearsal-{ticket}");
+    let email = format!("fan{i}@rehearsal.example");
+    follow::order(client, &stage.base, &stage.show, ticket, &hold, &email)
         .await
-        .is_ok_and(|r| r.status().is_success())
+        .is_ok_and(|status| status.is_success())
 }

@@ -47,7 +47,7 @@ pub struct RehearseArgs {
     #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
     pub scale: f64,
     /// How long past the curve's last second to wait for the queue to empty.
-    #[arg(long, default_value = "10m", value_parser = simulate::parse_span)]
+    #[arg(long, default_value = "10m", value_parser = crate::load::parse_span)]
     pub linger: Duration,
     /// Where to write both reports (`predicted/`, `rehearsed/`: JSON, CSV and HTML).
     #[arg(long, value_name = "DIR")]

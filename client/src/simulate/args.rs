@@ -9,6 +9,7 @@ use waiting_room::model::ShowSettings;
 
 use super::curve::Curve;
 use super::{Behaviour, Plan};
+use crate::load::{parse_fraction, parse_span};
 
 /// The arrival curve: a CSV or a named shape.
 #[derive(Args, Clone, Debug)]
@@ -59,19 +60,19 @@ pub struct ModelArgs {
     #[arg(long, default_value = "5m", value_parser = parse_span)]
     pub ttl: Duration,
     /// Of the admitted fans, the share who buy (0 to 1).
-    #[arg(long, default_value_t = 0.8, value_parser = parse_share)]
+    #[arg(long, default_value_t = 0.8, value_parser = parse_fraction)]
     pub buy: f64,
     /// How long a buyer takes from admission to order, on average (each one ±50 %).
     #[arg(long, default_value = "30s", value_parser = parse_span)]
     pub buy_after: Duration,
     /// Of the waiting fans, the share who give up before their turn (0 to 1).
-    #[arg(long, default_value_t = 0.0, value_parser = parse_share)]
+    #[arg(long, default_value_t = 0.0, value_parser = parse_fraction)]
     pub leave: f64,
     /// How long a fan who gives up waits first, at most (each one evenly up to it).
     #[arg(long, default_value = "10m", value_parser = parse_span)]
     pub patience: Duration,
     /// Of the fans, the share whose page is closed (away: no live stream).
-    #[arg(long, default_value_t = 0.0, value_parser = parse_share)]
+    #[arg(long, default_value_t = 0.0, value_parser = parse_fraction)]
     pub away: f64,
     /// The random choices' seed: the same seed, the same sale.
     #[arg(long, default_value_t = 1)]
@@ -119,23 +120,6 @@ impl ModelArgs {
     }
 }
 
-/// A share: 0 to 1.
-fn parse_share(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
-        _ => Err("a share from 0 to 1".into()),
-    }
-}
-
-/// A span of the sale: more than nothing, at most a day (`30s`, `5m`).
-pub(crate) fn parse_span(s: &str) -> Result<Duration, String> {
-    let d = waiting_room::words::parse_duration(s).map_err(|e| format!("{e} (try 30s or 5m)"))?;
-    if d.is_zero() || d > Duration::from_secs(86_400) {
-        return Err("more than 0 and at most a day".into());
-    }
-    Ok(d)
-}
-
 /// `simulate`'s flags.
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -155,20 +139,4 @@ pub struct SimulateArgs {
     /// recorded run that stopped then); by default the sale runs until nobody waits.
     #[arg(long, value_parser = parse_span)]
     pub until: Option<Duration>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shares_and_spans_are_bounded() {
-        assert_eq!(parse_share("0.25"), Ok(0.25));
-        for bad in ["-0.1", "1.5", "NaN", "x"] {
-            assert!(parse_share(bad).is_err(), "{bad}");
-        }
-        assert_eq!(parse_span("5m"), Ok(Duration::from_secs(300)));
-        assert!(parse_span("0s").is_err());
-        assert!(parse_span("2d").is_err());
-    }
 }

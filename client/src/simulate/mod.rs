@@ -28,7 +28,6 @@ use waiting_room::store::{
     AdmitOutcome, Attendance, Draws, MemoryStore, OrderBook, Presence, Queue, Shows, StoreSettings,
 };
 
-pub(crate) use self::args::parse_span;
 pub use self::args::{CurveArgs, ModelArgs, SimulateArgs};
 use self::curve::Curve;
 

@@ -9,7 +9,7 @@ use reqwest::Url;
 use waiting_room::model::ShowId;
 
 use crate::follow::Transport;
-use crate::load::{SourceIps, parse_duration, parse_poll_interval};
+use crate::load::{SourceIps, parse_duration, parse_fraction, parse_poll_interval};
 
 /// The most fans one process holds: each holds a connection, and a process may open at most
 /// 20,000 files. More fans take more processes (the scripts start several).
@@ -61,17 +61,17 @@ pub struct SwarmArgs {
 
     /// Once the show opens: the share of this process's waiting fans who leave each minute
     /// (`DELETE` their ticket, then close), 0 to 1.
-    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = parse_share)]
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = parse_fraction)]
     pub leave_per_minute: f64,
 
     /// The share of the fans who left who join again each minute (a new place at the back,
     /// followed as before), 0 to 1. With 0, a fan who left is gone.
-    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = parse_share)]
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = parse_fraction)]
     pub return_per_minute: f64,
 
     /// Once the show opens: the share of stream fans (SSE, WebSocket) who drop their
     /// connection each minute and reconnect (SSE with `Last-Event-ID`), 0 to 1.
-    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = parse_share)]
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = parse_fraction)]
     pub reconnect_per_minute: f64,
 
     /// Seeds who leaves, returns and reconnects, and when: the same seed, the same choices.
@@ -149,7 +149,7 @@ impl FromStr for Mix {
                 .iter()
                 .position(|(_, n)| *n == name.trim())
                 .ok_or_else(|| format!("'{}' is none of sse, ws, poll", name.trim()))?;
-            let share = parse_share(share)?;
+            let share = parse_fraction(share)?;
             if shares[k].replace(share).is_some() {
                 return Err(format!("{} is named twice", name.trim()));
             }
@@ -160,13 +160,6 @@ impl FromStr for Mix {
             return Err(format!("the shares add up to {sum}, not 1"));
         }
         Ok(Mix { shares })
-    }
-}
-
-fn parse_share(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
-        _ => Err(format!("'{s}' is not a share from 0 to 1 (try 0.25)")),
     }
 }
 
@@ -203,7 +196,7 @@ mod tests {
         assert!(parse_duration("10m").is_ok());
         assert!(parse_duration("2h").is_err());
         assert!(parse_poll_interval("10ms").is_err());
-        assert_eq!(parse_share("0.25"), Ok(0.25));
-        assert!(parse_share("1.5").is_err());
+        assert_eq!(parse_fraction("0.25"), Ok(0.25));
+        assert!(parse_fraction("1.5").is_err());
     }
 }
