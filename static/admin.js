@@ -1444,14 +1444,20 @@
     return res;
   }
 
-  // What a `<meta>` can carry of the report's CSP (frame-ancestors and sandbox only work as
-  // headers), as an element to put first in the report's head.
-  function cspMeta(policy) {
-    const kept = (policy || '').split(';').map((d) => d.trim())
-      .filter((d) => d && !/^(frame-ancestors|sandbox|report-uri|report-to)\b/i.test(d));
-    if (!kept.length) return '';
-    const content = kept.join('; ').replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
-    return `<meta http-equiv="Content-Security-Policy" content="${content}">`;
+  // The report's page runs no script and loads nothing but its stylesheet. The window it is
+  // written into has the console's origin (and its token in sessionStorage), so it is held to
+  // that by a policy of the console's own, whatever the answer's headers said (a proxy may
+  // strip them). frame-ancestors works as a header only.
+  const REPORT_CSP_META = '<meta http-equiv="Content-Security-Policy" content="default-src '
+    + '&#39;none&#39;; style-src &#39;self&#39;; img-src &#39;self&#39; data:; '
+    + 'base-uri &#39;none&#39;; form-action &#39;none&#39;">';
+
+  // The report's page with the policy first in its head; an answer without a head is refused.
+  function withPolicy(html) {
+    let put = false;
+    const out = html.replace(/<head\b[^>]*>/i, (head) => { put = true; return `${head}\n${REPORT_CSP_META}`; });
+    if (!put) throw new Error('the report came without a <head>');
+    return out;
   }
 
   async function openReport(show, button) {
@@ -1469,9 +1475,9 @@
       const res = await fetchReport(show, 'html');
       const html = await res.text();
       if (w.closed) return;
-      const meta = cspMeta(res.headers.get('Content-Security-Policy'));
+      const page = withPolicy(html);
       w.document.open();
-      w.document.write(meta ? html.replace(/<head>/i, `<head>\n${meta}`) : html);
+      w.document.write(page);
       w.document.close();
       // Its "as JSON or CSV" links would be followed without the token: the console saves
       // those files instead.
