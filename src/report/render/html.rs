@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::escape;
 use super::svg::{Along, Chart, Series};
 use crate::model::{Count, Fairness, PushLatency, Report, Second};
-use crate::words::{countdown, thousands};
+use crate::words::{countdown, duration_text, thousands};
 
 /// Every plot of the page, by its element's id, in the page's order.
 pub const PLOTS: [&str; 7] = [
@@ -442,7 +442,7 @@ fn row_span(secs: &[Second]) -> u64 {
     }
     let span = last.t.saturating_sub(first.t);
     let fits = ROW_SPANS.iter().copied().find(|n| span / n < MAX_ROWS);
-    fits.unwrap_or(span + 1)
+    fits.unwrap_or(span.saturating_add(1))
 }
 
 /// The seconds in rows of `span` seconds from the first: counts of a second (arrivals,
@@ -455,7 +455,8 @@ fn grouped(secs: &[Second], span: u64) -> Vec<Second> {
     secs.chunk_by(|a, b| row_of(a) == row_of(b))
         .filter_map(|seconds| {
             let last = *seconds.last()?;
-            let sum = |count: fn(&Second) -> u64| seconds.iter().map(count).sum();
+            let sum =
+                |count: fn(&Second) -> u64| seconds.iter().map(count).fold(0, u64::saturating_add);
             Some(Second {
                 t: t0 + row_of(&last) * span,
                 arrivals: sum(|s| s.arrivals),
@@ -481,17 +482,12 @@ fn span_words(seconds: u64) -> String {
     }
 }
 
-/// A wait as an operator reads it: `42 s`, `1 min 05 s`, `2 h 03 min 04 s`.
+/// A wait as the clients word one (`words::duration_text`): `42s`, `1m 5s`, `2h 3m 4s`.
 fn wait_text(seconds: f64) -> String {
     if !seconds.is_finite() || seconds < 0.0 {
         return NONE.to_owned();
     }
-    let s = seconds.round() as u64;
-    match (s / 3_600, s / 60 % 60, s % 60) {
-        (0, 0, s) => format!("{s} s"),
-        (0, m, s) => format!("{m} min {s:02} s"),
-        (h, m, s) => format!("{h} h {m:02} min {s:02} s"),
-    }
+    duration_text(std::time::Duration::from_secs(seconds.round() as u64))
 }
 
 /// `v` with `places` decimals, or a dash for what is not a number.
@@ -599,6 +595,8 @@ mod tests {
         for id in PLOTS {
             assert!(page.contains(&format!(r#"<figure id="{id}""#)), "{id}");
         }
+        // PLOTS names every plot the page draws, none more.
+        assert_eq!(page.matches(r#"<figure id="plot-"#).count(), PLOTS.len());
         assert!(page.contains(r#"<link rel="stylesheet" href="/static/report.css?v=1&amp;x=2">"#));
         assert!(
             page.contains(r#"<table class="figures">"#)
@@ -610,9 +608,7 @@ mod tests {
             60,
             "a row a second"
         );
-        assert!(
-            page.contains("1 min 05 s") && page.contains(">4000<") && page.contains("&gt;4000")
-        );
+        assert!(page.contains("1m 5s") && page.contains(">4000<") && page.contains("&gt;4000"));
         assert!(page.contains(r#"href="r.json""#) && page.contains(r#"href="r.csv""#));
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     }
@@ -662,10 +658,10 @@ mod tests {
 
     #[test]
     fn waits_read_in_minutes_past_a_minute() {
-        assert_eq!(wait_text(0.4), "0 s");
-        assert_eq!(wait_text(42.0), "42 s");
-        assert_eq!(wait_text(65.0), "1 min 05 s");
-        assert_eq!(wait_text(7_384.0), "2 h 03 min 04 s");
+        assert_eq!(wait_text(0.4), "0s");
+        assert_eq!(wait_text(42.0), "42s");
+        assert_eq!(wait_text(65.0), "1m 5s");
+        assert_eq!(wait_text(7_384.0), "2h 3m 4s");
         assert_eq!(wait_text(f64::NAN), NONE);
         assert_eq!(span_words(60), "one minute");
         assert_eq!(span_words(7_200), "2 hours");
