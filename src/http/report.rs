@@ -83,6 +83,7 @@ fn asked(query: Option<Format>, headers: &HeaderMap) -> Format {
             description = crate::http::openapi::NO_SHOW,
             body = crate::protocol::ErrorBody,
         ),
+        (status = 503, description = crate::http::openapi::LOST, body = crate::protocol::ErrorBody),
     ),
 )]
 pub(super) async fn report(
@@ -117,7 +118,7 @@ pub(super) async fn report(
         )
             .into_response(),
         Format::Html => {
-            let css = format!("/static/report.css?v={}", asset_version());
+            let css = format!("{}/report.css?v={}", routes::STATIC, asset_version());
             let here = routes::show(routes::REPORT, show.as_str());
             let (json, csv_href) = (format!("{here}?format=json"), format!("{here}?format=csv"));
             let links = Links {
