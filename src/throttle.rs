@@ -96,7 +96,7 @@ pub(crate) async fn follow_checkout(
     };
     let healthy = healthy(url).await;
     let rate = next_rate(&control, healthy);
-    if store.set_throttled(show, rate).await? {
+    if store.set_throttled(show, rate, url).await? {
         tracing::info!(%show, rate, healthy, "the pace follows the checkout");
     }
     Ok(())

@@ -92,9 +92,12 @@ struct DeleteArgs {
 
 /// `pace.lua`'s own arguments: the rate the checkout's health now allows (absent: a read).
 #[derive(serde::Serialize)]
-struct ThrottleArgs {
+struct ThrottleArgs<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pace: Option<u32>,
+    /// The health URL the new pace was measured at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
 }
 
 /// `due_events.lua`'s own arguments: the admitter's fencing token.
@@ -354,12 +357,19 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Shows for RedisStore<C> 
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Throttling for RedisStore<C> {
     async fn throttle_control(&self, show: &ShowId) -> Result<ThrottleControl> {
-        let r: ThrottleReply = self.run(&PACE, show, &ThrottleArgs { pace: None }).await?;
+        let args = ThrottleArgs {
+            pace: None,
+            url: None,
+        };
+        let r: ThrottleReply = self.run(&PACE, show, &args).await?;
         Ok(r.into())
     }
 
-    async fn set_throttled(&self, show: &ShowId, rate: u32) -> Result<bool> {
-        let args = ThrottleArgs { pace: Some(rate) };
+    async fn set_throttled(&self, show: &ShowId, rate: u32, url: &str) -> Result<bool> {
+        let args = ThrottleArgs {
+            pace: Some(rate),
+            url: Some(url),
+        };
         let r: SetThrottleReply = self.run(&PACE, show, &args).await?;
         Ok(r.changed)
     }

@@ -63,9 +63,10 @@ pub trait Shows: Send + Sync {
 pub trait Throttling: Send + Sync {
     /// Whether and how the show's pace follows its checkout.
     async fn throttle_control(&self, show: &ShowId) -> Result<ThrottleControl>;
-    /// Puts `rate` in force (the checkout struggles, or recovered); published when it
-    /// changed. True when it changed.
-    async fn set_throttled(&self, show: &ShowId, rate: u32) -> Result<bool>;
+    /// Puts `rate`, measured at the health URL `url`, in force (the checkout struggles, or
+    /// recovered); published when it changed. True when it changed. A show that no longer
+    /// follows `url` (the operator cleared or changed it while the check ran) keeps its pace.
+    async fn set_throttled(&self, show: &ShowId, rate: u32, url: &str) -> Result<bool>;
 }
 
 /// What the admitter needs to let a show's pace follow its checkout.

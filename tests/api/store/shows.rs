@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use waiting_room::model::TicketState;
-use waiting_room::store::{AdmitOutcome, EventKind, StoreError};
+use waiting_room::store::{AdmitOutcome, EventKind, ShowSettings, StoreError};
 
 use super::open_with_fans;
 use crate::support::backend::{Backend, settings, store};
@@ -14,6 +14,7 @@ all_stores!(
     open_and_close,
     a_deleted_show_is_gone_and_a_new_one_starts_afresh,
     stats_count_what_operators_see,
+    a_check_of_a_health_url_no_longer_followed_changes_no_pace,
 );
 
 async fn open_and_close(backend: Backend) {
@@ -98,4 +99,45 @@ async fn stats_count_what_operators_see(backend: Backend) {
     assert_eq!(stats.admitted_valid, 2);
     assert_eq!(stats.admit_per_second, 2);
     assert_eq!(stats.joined, 5);
+}
+
+/// A check of the checkout that was under way when the operator cleared or changed the show's
+/// health URL changes no pace: the show no longer follows what it measured, and with the URL
+/// cleared no later check would ever put the rate back.
+async fn a_check_of_a_health_url_no_longer_followed_changes_no_pace(backend: Backend) {
+    let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
+    let sh = show("pace");
+    let url = "http://127.0.0.1:9/health";
+    let follow = |url: &str| ShowSettings {
+        checkout_health_url: Some(url.to_owned()),
+        ..ShowSettings::default()
+    };
+    s.configure(
+        &sh,
+        ShowSettings {
+            admit_per_second: Some(40),
+            ..follow(url)
+        },
+    )
+    .await
+    .unwrap();
+    s.open(&sh).await.unwrap();
+    let control = s.throttle_control(&sh).await.unwrap();
+    assert_eq!(
+        (control.health_url.as_deref(), control.current),
+        (Some(url), 40)
+    );
+    assert!(s.set_throttled(&sh, 20, url).await.unwrap());
+    assert_eq!(s.throttle_control(&sh).await.unwrap().current, 20);
+    // Changed while a check of the old URL ran: its answer is not the new checkout's.
+    s.configure(&sh, follow("http://127.0.0.1:8/health"))
+        .await
+        .unwrap();
+    assert!(!s.set_throttled(&sh, 10, url).await.unwrap());
+    assert_eq!(s.throttle_control(&sh).await.unwrap().current, 20);
+    // Cleared while it ran: the configured rate is in force, and stays.
+    s.configure(&sh, follow("")).await.unwrap();
+    assert!(!s.set_throttled(&sh, 10, url).await.unwrap());
+    let control = s.throttle_control(&sh).await.unwrap();
+    assert_eq!((control.health_url, control.current), (None, 40));
 }
