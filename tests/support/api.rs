@@ -9,7 +9,7 @@ use reqwest::{Client, Method, RequestBuilder, Response, StatusCode};
 use serde_json::{Value, json};
 use waiting_room::protocol::{ADMISSION_HEADER, routes};
 
-use super::sse::SseReader;
+use super::sse::{SseEvent, SseReader};
 use super::{ticket_id, unique_show};
 
 /// A server at `addr`, called as a fan and, with `admin_token`, as its operator.
@@ -201,6 +201,28 @@ impl Api {
     pub async fn leave(&self, show: &str, ticket: &str) -> Response {
         let path = routes::ticket(routes::TICKET, show, ticket);
         self.client.delete(self.url(&path)).send().await.unwrap()
+    }
+
+    /// Reads `fan`'s pushes from `pushed` on until a poll of `ticket` says what was last
+    /// pushed, and answers them (`pushed` first). A tick may come between a push and the poll
+    /// that checks it: the poll is then a move ahead, and that move's push follows. Panics if
+    /// no poll agrees within twenty tries.
+    pub async fn agreed(
+        &self,
+        show: &str,
+        ticket: &str,
+        fan: &mut SseReader,
+        pushed: SseEvent,
+    ) -> Vec<SseEvent> {
+        let mut read = vec![pushed];
+        for _ in 0..20 {
+            let polled = self.ticket_json(show, ticket).await;
+            if read.last().is_some_and(|e| e.data == polled) {
+                return read;
+            }
+            read.extend(fan.drain(Duration::from_millis(100)).await);
+        }
+        panic!("no poll said what was last pushed: {read:?}");
     }
 
     /// Follows a ticket over SSE.

@@ -37,6 +37,8 @@ async fn sse_first_state_at_once_then_falling_positions_admission_and_expiry() {
         );
         assert!(first.id.is_some());
 
+        // Opened mid-second, its push is checked by a poll well before the next tick.
+        super::mid_second().await;
         app.open("s").await;
         let mut seen: Vec<SseEvent> = Vec::new();
         loop {
@@ -99,7 +101,10 @@ async fn a_reconnecting_event_source_resumes_at_its_current_place() {
     assert_eq!(first.data["position"], 6);
     drop(sse); // the fan's network drops
     app.open("r").await;
-    tokio::time::sleep(Duration::from_millis(2300)).await; // ticks happen meanwhile
+    // Two or three ticks happen meanwhile; the reconnect comes mid-second, its push checked
+    // by a poll well before the next tick.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    super::mid_second().await;
     let mut sse = SseReader::connect(&app.client, &url, first.id.as_deref()).await;
     let resumed = sse.next(WAIT).await.unwrap();
     assert_eq!(resumed.event, "waiting");
