@@ -17,7 +17,8 @@ async fn verify(args: &[&str]) -> (i32, String) {
 #[tokio::test]
 async fn a_drawn_show_verifies_and_names_where_an_arrival_was_drawn() {
     let app = spawn_app().await;
-    let opens = jiff::Timestamp::now() + jiff::SignedDuration::from_millis(1500);
+    // Time for twenty joins before the opening, on a slow machine.
+    let opens = jiff::Timestamp::now() + jiff::SignedDuration::from_millis(3000);
     let opens = opens.to_string();
     let made = app
         .as_operator(Method::PUT, &routes::show(routes::SHOW, "fair"))
@@ -27,7 +28,7 @@ async fn a_drawn_show_verifies_and_names_where_an_arrival_was_drawn() {
         .unwrap();
     assert_eq!(made.status(), 201);
     app.join_many("fair", 20).await;
-    tokio::time::sleep(Duration::from_millis(3700)).await;
+    tokio::time::sleep(Duration::from_millis(5200)).await;
     // Fans who joined after the opening queue behind the pre-queue.
     app.join_many("fair", 3).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;

@@ -309,11 +309,13 @@ async fn the_gate_refuses_forged_expired_and_foreign_tickets(backend: Backend) {
         ..Config::for_tests()
     };
     let app = spawn_app_with(backend, config).await;
-    app.open("a").await;
+    app.create("a").await;
     app.open("b").await;
-    // 20 a second: with 25 ahead, the ticket waits at least one tick.
+    // 20 a second: with 25 ahead, joined before the opening, the ticket waits at least one
+    // tick after it, however slow the joins.
     app.join_many("a", 25).await;
     let mine = ticket_id(&app.join_ok("a").await);
+    app.open("a").await;
     // still waiting: refused
     assert_eq!(
         app.order("a", "h1", Some(&mine)).await.status(),

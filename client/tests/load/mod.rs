@@ -173,7 +173,7 @@ async fn a_run_stops_by_itself_at_its_duration_holding_every_connection_until_th
     let report = load::run(&args, CancellationToken::new()).await.unwrap();
 
     assert!(
-        started.elapsed() < Duration::from_secs(6),
+        started.elapsed() < Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );
@@ -226,7 +226,8 @@ async fn an_interrupted_run_stops_early_and_still_reports() {
     let interrupt = CancellationToken::new();
     let trigger = interrupt.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(800)).await;
+        // Time for twenty fans to join and connect, on a slow machine.
+        tokio::time::sleep(Duration::from_millis(2000)).await;
         trigger.cancel();
     });
     let started = Instant::now();

@@ -16,7 +16,8 @@ async fn a_leader_lost_mid_draw_neither_draws_twice_nor_loses_a_fan(backend: Bac
     let (s, _redis) = store(backend, settings(100, Duration::from_secs(60))).await;
     let sh = show("mid");
     s.configure(&sh, Default::default()).await.unwrap();
-    let opens = waiting_room::clock::wall_ms() + 300;
+    // Far enough ahead that fifty joins (a debug build, a slow machine) end before it.
+    let opens = waiting_room::clock::wall_ms() + 3_000;
     let schedule = Schedule {
         opens_at_ms: Some(opens),
         ..Default::default()
@@ -30,7 +31,8 @@ async fn a_leader_lost_mid_draw_neither_draws_twice_nor_loses_a_fan(backend: Bac
         s.close_pre_queue(&sh, 1).await.unwrap(),
         Closing::NotDue
     ));
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let due = (opens + 100).saturating_sub(waiting_room::clock::wall_ms());
+    tokio::time::sleep(Duration::from_millis(due)).await;
     // Leader 1 closes the pre-queue, then dies before it draws.
     let Closing::Ready { participants, .. } = s.close_pre_queue(&sh, 1).await.unwrap() else {
         panic!("due");

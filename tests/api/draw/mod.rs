@@ -57,15 +57,26 @@ async fn draw_of(api: &Api, show: &str) -> DrawView {
 
 /// Waits until the show's draw is revealed.
 async fn drawn(api: &Api, show: &str, within: Duration) -> DrawView {
+    draw_when(api, show, within, "drawn", |d| d.seed.is_some()).await
+}
+
+/// Waits until the show's draw is as `done` says (`what`, for the failure).
+async fn draw_when(
+    api: &Api,
+    show: &str,
+    within: Duration,
+    what: &str,
+    done: impl Fn(&DrawView) -> bool,
+) -> DrawView {
     let until = tokio::time::Instant::now() + within;
     loop {
         let d = draw_of(api, show).await;
-        if d.seed.is_some() {
+        if done(&d) {
             return d;
         }
         assert!(
             tokio::time::Instant::now() < until,
-            "{show} not drawn: {d:?}"
+            "{show} not {what}: {d:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -18,7 +18,8 @@ all_stores!(the_pre_queue_waits_unplaced_and_opens_by_itself_in_drawn_order);
 
 async fn the_pre_queue_waits_unplaced_and_opens_by_itself_in_drawn_order(backend: Backend) {
     let app = spawn_app_with(backend, config(4, Duration::from_secs(300))).await;
-    scheduled(&app, "gig", 2.5, 4).await;
+    // Opening in 4 s: thirty joins on a slow machine are well inside it.
+    scheduled(&app, "gig", 4.0, 4).await;
     let before = draw_of(&app, "gig").await;
     assert!(draw::is_hex64(&before.commitment), "{before:?}");
     assert_eq!(before.seed, None, "the seed stays secret until the draw");
@@ -37,7 +38,7 @@ async fn the_pre_queue_waits_unplaced_and_opens_by_itself_in_drawn_order(backend
         );
         assert!(t.get("etaSeconds").is_none(), "{t}");
         assert!(
-            (1..=3).contains(&t["opensInSeconds"].as_u64().unwrap()),
+            (1..=4).contains(&t["opensInSeconds"].as_u64().unwrap()),
             "{t}"
         );
         tickets.push(ticket_id(&t));

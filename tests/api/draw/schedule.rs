@@ -8,7 +8,7 @@ use serde_json::json;
 use waiting_room::draw;
 use waiting_room::protocol::routes;
 
-use super::{draw_of, drawn, in_secs, make, scheduled};
+use super::{draw_of, draw_when, drawn, in_secs, make, scheduled};
 use crate::support::app::{config, spawn_app_with};
 use crate::support::backend::Backend;
 
@@ -117,10 +117,12 @@ async fn a_beacon_named_in_advance_holds_the_draw_until_its_value(backend: Backe
     .await;
     assert_eq!(status, StatusCode::CREATED);
     let early = app.join_ok("beacon").await;
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    // Closed at its time, waiting for the beacon: no place yet, the countdown at zero.
-    let d = draw_of(&app, "beacon").await;
-    assert_eq!(serde_json::to_value(d.state).unwrap(), "closed", "{d:?}");
+    // Closed at its time (the admitter's first tick after it), waiting for the beacon: no
+    // place yet, the countdown at zero.
+    let d = draw_when(&app, "beacon", Duration::from_secs(10), "closed", |d| {
+        serde_json::to_value(d.state).unwrap() == "closed"
+    })
+    .await;
     assert_eq!(d.participants, Some(1));
     assert_eq!(d.beacon.as_deref(), Some("drand quicknet round 99"));
     let t = app

@@ -35,7 +35,8 @@ async fn a_stale_fencing_token_is_refused(backend: Backend) {
 
 async fn one_lease_holder_at_a_time(backend: Backend) {
     let (s, _redis) = store(backend, settings(1, Duration::from_secs(60))).await;
-    let ttl = Duration::from_millis(300);
+    // Long enough for the calls before the wait, on a slow machine; the wait outlasts it.
+    let ttl = Duration::from_millis(1000);
     let a = s
         .lease("a", ttl, 0)
         .await
@@ -56,7 +57,7 @@ async fn one_lease_holder_at_a_time(backend: Backend) {
         .unwrap()
         .expect("a released lease is free");
     assert!(b > a, "each new holder gets a larger fencing token");
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     let c = s
         .lease("a", ttl, 0)
         .await
