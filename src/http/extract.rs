@@ -8,8 +8,8 @@ use std::marker::PhantomData;
 use super::credentials::presents_token;
 use axum::Json;
 use axum::extract::{FromRequest, FromRequestParts, Path};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
 use bytes::Bytes;
 use serde::de::{DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -19,6 +19,20 @@ use super::AppState;
 use super::serve::BodyTimedOut;
 use crate::error::AppError;
 use crate::model::ShowId;
+
+/// Of the media types `offered`, the one the request's `Accept` ranks first (by quality,
+/// then the one listed first); `None` when it names none of them (`*/*` names none).
+pub(crate) fn preferred<'a>(headers: &HeaderMap, offered: &[&'a str]) -> Option<&'a str> {
+    let accept = headers.get(header::ACCEPT)?.to_str().ok()?;
+    crate::i18n::weighted(accept)
+        .enumerate()
+        .filter_map(|(i, (kind, q))| {
+            let media = offered.iter().find(|m| kind.eq_ignore_ascii_case(m))?;
+            Some(((q, usize::MAX - i), *media))
+        })
+        .max_by_key(|(rank, _)| *rank)
+        .map(|(_, media)| media)
+}
 
 /// A show id from the path, checked against the spec's alphabet (400 otherwise).
 pub(crate) fn show_id(raw: &str) -> Result<ShowId, AppError> {

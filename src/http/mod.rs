@@ -59,7 +59,9 @@ use crate::pass::{Keyring, RequireAdmission};
 use crate::protocol::routes;
 
 pub(crate) use console::report_fans;
-pub(crate) use extract::{AppJson, AppPath, Operator, OptionalJson, show_id, ticket_path};
+pub(crate) use extract::{
+    AppJson, AppPath, Operator, OptionalJson, preferred, show_id, ticket_path,
+};
 pub use gateway::{Gateway, GatewayError, GatewayOutcome, ProtectCase};
 pub use serve::{Origin, StreamGuard, StreamLimits, TokenGuesses};
 pub use shed::Shed;

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::page::asset_version;
-use super::{AppPath, AppState, Operator, show_id};
+use super::{AppPath, AppState, Operator, preferred, show_id};
 use crate::clock::wall_ms;
 use crate::error::AppError;
 use crate::model::Report;
@@ -32,26 +32,21 @@ pub(super) struct ReportQuery {
     format: Option<Format>,
 }
 
-/// The format a request asks for: `?format=`, else the first of JSON, CSV or HTML its
-/// `Accept` names (HTML when it names none).
+/// The format a request asks for: `?format=`, else the one of JSON, CSV or HTML its `Accept`
+/// ranks first (HTML when it names none).
 fn asked(query: Option<Format>, headers: &HeaderMap) -> Format {
-    if let Some(format) = query {
-        return format;
-    }
-    let accept = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let at = |media: &str| accept.find(media).unwrap_or(usize::MAX);
-    [
-        (at("application/json"), Format::Json),
-        (at("text/csv"), Format::Csv),
-        (at("text/html"), Format::Html),
-    ]
-    .into_iter()
-    .filter(|(at, _)| *at != usize::MAX)
-    .min_by_key(|(at, _)| *at)
-    .map_or(Format::Html, |(_, format)| format)
+    const MEDIA: [(&str, Format); 3] = [
+        ("application/json", Format::Json),
+        ("text/csv", Format::Csv),
+        ("text/html", Format::Html),
+    ];
+    query.unwrap_or_else(|| {
+        let best = preferred(headers, &MEDIA.map(|(media, _)| media));
+        MEDIA
+            .into_iter()
+            .find(|(media, _)| Some(*media) == best)
+            .map_or(Format::Html, |(_, format)| format)
+    })
 }
 
 #[utoipa::path(
@@ -172,6 +167,15 @@ mod tests {
         );
         assert_eq!(
             asked(None, &accept("text/html,application/xhtml+xml,*/*;q=0.8")),
+            Format::Html
+        );
+        assert_eq!(
+            asked(None, &accept("text/html;q=0.5, application/json")),
+            Format::Json,
+            "by quality before place"
+        );
+        assert_eq!(
+            asked(None, &accept("text/csv;q=0, text/html")),
             Format::Html
         );
         assert_eq!(asked(None, &accept("*/*")), Format::Html);

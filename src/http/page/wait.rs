@@ -375,22 +375,11 @@ pub(crate) async fn wait(
 
 /// Whether the request asks for the page as JSON: `application/json` ranked above HTML.
 fn wants_json(headers: &HeaderMap) -> bool {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    // Ranked by quality, then by place (the one listed first wins a tie).
-    let rank = |media: &str| {
-        crate::i18n::weighted(accept)
-            .enumerate()
-            .find(|(_, (kind, _))| kind.eq_ignore_ascii_case(media))
-            .map(|(i, (_, q))| (q, usize::MAX - i))
-    };
-    match (rank("application/json"), rank("text/html")) {
-        (Some(_), None) => true,
-        (Some(json), Some(html)) => json > html,
-        _ => false,
-    }
+    crate::http::preferred(headers, &[JSON, HTML]) == Some(JSON)
 }
+
+const JSON: &str = "application/json";
+const HTML: &str = "text/html";
 
 /// The show's own page at the version its meta names, read once an instance a version.
 pub(super) async fn shop_page(
