@@ -339,18 +339,20 @@ pub fn ranges_text(ranges: &[[u64; 2]]) -> String {
         .join(",")
 }
 
-/// The ranges back from their text; `None` if it is not one.
+/// The ranges back from their text; `None` if it is not one. Arrivals count from 1, a range
+/// runs upwards, and none reaches `u64::MAX`: whoever reads them may count `b - a + 1` and
+/// walk `a..=b` without a wrap.
 pub fn parse_ranges(text: &str) -> Option<Vec<[u64; 2]>> {
     if text.is_empty() {
         return Some(Vec::new());
     }
     text.split(',')
-        .map(|item| match item.split_once('-') {
-            Some((a, b)) => Some([a.parse().ok()?, b.parse().ok()?]),
-            None => {
-                let a = item.parse().ok()?;
-                Some([a, a])
-            }
+        .map(|item| {
+            let [a, b] = match item.split_once('-') {
+                Some((a, b)) => [a.parse().ok()?, b.parse().ok()?],
+                None => [item.parse().ok()?; 2],
+            };
+            (0 < a && a <= b && b < u64::MAX).then_some([a, b])
         })
         .collect()
 }
@@ -368,6 +370,9 @@ mod tests {
         assert_eq!(text, "4-6,9,2-3,10");
         assert_eq!(parse_ranges(&text), Some(ranges));
         assert_eq!(parse_ranges(""), Some(vec![]));
+        for hostile in ["3-2", "0", "0-4", "1-18446744073709551615", "1,-2", "1-2-3"] {
+            assert_eq!(parse_ranges(hostile), None, "{hostile}");
+        }
         assert_eq!(parse_ranges("1-x"), None);
     }
 
