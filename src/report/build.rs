@@ -96,6 +96,15 @@ fn seconds(samples: &[Sample], records: &[AuditRecord]) -> Vec<Second> {
         .filter(|r| r.kind == AuditKind::Order)
         .map(|r| r.at_ms)
         .peekable();
+    // The highest head so far, sample by sample (heads only rise): the first later sample
+    // whose head passed an arrival is found by halving, not by a walk from every sample.
+    let reach: Vec<u64> = samples
+        .iter()
+        .scan(0, |most, s| {
+            *most = s.head.max(*most);
+            Some(*most)
+        })
+        .collect();
     let mut rows = Vec::with_capacity(samples.len());
     let mut before = 0;
     for (i, s) in samples.iter().enumerate() {
@@ -126,10 +135,10 @@ fn seconds(samples: &[Sample], records: &[AuditRecord]) -> Vec<Second> {
         // The back fan's real wait: until a tick's head passed its arrival.
         let real_wait = (back > 0)
             .then(|| {
-                samples[i + 1..]
-                    .iter()
-                    .find(|later| later.head >= s.arrivals)
-                    .map(|later| (later.at_ms - s.at_ms).div_ceil(1000))
+                let passed = i + 1 + reach[i + 1..].partition_point(|&head| head < s.arrivals);
+                samples
+                    .get(passed)
+                    .map(|later| later.at_ms.saturating_sub(s.at_ms).div_ceil(1000))
             })
             .flatten();
         let arrived = s.arrivals + s.laned;
