@@ -148,7 +148,7 @@ fn seconds(samples: &[Sample], records: &[AuditRecord]) -> Vec<Second> {
             at_ms: s.at_ms,
             arrivals: arrived.saturating_sub(before),
             queued: s.queued,
-            away: s.away.min(s.queued),
+            away: s.away,
             admitted: s.admitted,
             orders: ordered,
             active: s.active,

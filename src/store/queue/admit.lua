@@ -263,7 +263,7 @@ if n > 0 then admitted_now(n, now) end
 for i = 1, #let, 1000 do
   redis.call('ZREM', AWAY, unpack(let, i, math.min(i + 999, #let)))
 end
-away_figures(now, grace, hold)
+local away = away_figures(now, grace, hold)
 if n > 0 or #passed > 0 or #expired > 0 then
   local record = {'kind', 'tick', 'at_ms', now, 'fence', token, 'epoch', epoch, 'rate', n_rate,
     'admitted', ranges(arrivals)}
@@ -342,7 +342,7 @@ local laned = 0
 for _, l in ipairs(lanes or {}) do
   if l.slot > 0 then laned = laned + tonumber(redis.call('HGET', LANES, 'seq:' .. l.slot) or '0') end
 end
-sample(now, epoch, e, n, laned, grace)
+sample(now, epoch, e, n, laned, away)
 local reply = {outcome = 'admitted', count = n, head = hd, version = ver}
 if #calls > 0 then
   reply.calls = calls

@@ -469,22 +469,23 @@ end
 -- the queued fans away (thousandths) and the fans passed over who hold their places and are
 -- not back (those back are let in first, so they are not skipped). AWAY keeps place holders
 -- only (a fan let in or gone leaves it); the parked ones in it past the grace are those not
--- back.
+-- back. Answers how many of the queued fans are away (the report's sample keeps it).
 local function away_figures(now, grace, hold)
+  local away = redis.call('ZCOUNT', AWAY, '-inf', '(' .. (now - grace))
   if hold == 0 then
     redis.call('HDEL', FLOW, 'away', 'passed_over')
-    return
+    return away > 0 and math.min(away, redis.call('ZCARD', Q)) or 0
   end
   local parked = redis.call('ZCARD', PARKED)
   local back = parked > 0 and redis.call('ZCARD', BACK) or 0
-  local away = redis.call('ZCOUNT', AWAY, '-inf', '(' .. (now - grace))
   local share = 0
   if away > 0 then
     local queued = redis.call('ZCARD', Q)
-    away = math.max(away - parked + back, 0)
-    share = queued > 0 and math.floor(math.min(away, queued) * 1000 / queued) or 0
+    away = math.min(math.max(away - parked + back, 0), queued)
+    share = queued > 0 and math.floor(away * 1000 / queued) or 0
   end
   redis.call('HSET', FLOW, 'away', share, 'passed_over', parked - back)
+  return away
 end
 -- What a ticket's ETA is worked out from, and where its count goes on from (`PaceFigures` in
 -- store/feed/mod.rs): the rate in force, the flow and its spread (thousandths), the phase's
@@ -649,14 +650,14 @@ end
 -- Appends a tick's sample to the show's report samples (`Sample` in store/samples), keeping
 -- the newest S.samples_max: the pace `e` the tick published (no ticket: `ended` is left out),
 -- the arrival counter (the general queue's; `laned`: the lanes' together), the queue, the
--- fans let in, the buyers behind the gate and the queued fans away (no live stream within
--- `grace`).
-local function sample(at, epoch, e, admitted_now, laned, grace)
+-- fans let in, the buyers behind the gate and the queued fans away (`away`, as
+-- `away_figures` counted them).
+local function sample(at, epoch, e, admitted_now, laned, away)
   e.ended = nil
   redis.call('XADD', SAMPLES, 'MAXLEN', '~', S.samples_max, '*', 'at_ms', at, 'epoch', epoch,
     'arrivals', tonumber(redis.call('GET', SEQ) or '0'), 'laned', laned,
     'queued', redis.call('ZCARD', Q), 'admitted', admitted_now, 'active', active(at),
-    'away', redis.call('ZCOUNT', AWAY, '-inf', '(' .. (at - grace)), 'pace', cjson.encode(e))
+    'away', away, 'pace', cjson.encode(e))
 end
 
 -- Arrival numbers as inclusive ranges of consecutive numbers: '4-6,9,2-3'.

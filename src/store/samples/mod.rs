@@ -32,7 +32,8 @@ pub struct Sample {
     pub admitted: u64,
     /// Admitted fans not yet done buying: the buyers behind the gate.
     pub active: u64,
-    /// Queued fans with no live stream seen within the presence grace.
+    /// Queued fans away: no live stream or poll seen within the presence grace (the passed
+    /// over not counted, they are no longer queued).
     pub away: u64,
     /// The highest arrival of the general queue let in so far (after the tick).
     pub head: u64,
