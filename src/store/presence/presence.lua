@@ -48,6 +48,6 @@ if A.went and #A.went > 0 and redis.call('SCARD', mine) == 0 then
   redis.call('HDEL', INSTANCES, A.instance)
 else
   -- Kept an hour past the report: a tick reaps it sooner, if the instance dies.
-  redis.call('PEXPIRE', mine, math.max(until_ms - now, 0) + 3600000)
+  redis.call('PEXPIRE', mine, tonumber(A.ttl_ms) + 3600000)
 end
 return {back = back}
