@@ -1,7 +1,8 @@
 //! `simulate`'s flags, and `rehearse`'s share of them: the curve, the show's settings and how
 //! fans behave.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
@@ -30,8 +31,7 @@ impl CurveArgs {
     pub fn read(&self) -> anyhow::Result<Curve> {
         Ok(match (&self.curve, &self.shape) {
             (Some(path), _) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                let text = read_small(path, MOST_CURVE_BYTES, "a curve")?;
                 Curve::from_csv(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
             }
             (None, Some(shape)) => Curve::shape(shape)?,
@@ -84,8 +84,7 @@ impl ModelArgs {
     pub fn plan(&self, curve: Curve) -> anyhow::Result<Plan> {
         let mut settings: ShowSettings = match &self.settings {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                let text = read_small(path, MOST_SETTINGS_BYTES, "a show's settings")?;
                 serde_json::from_str(&text)
                     .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
             }
@@ -103,6 +102,23 @@ impl ModelArgs {
         settings
             .check(0)
             .map_err(|e| anyhow::anyhow!("settings: {e}"))?;
+        let unplayable = [
+            (
+                settings.join_challenge_bits.is_some_and(|b| b > 0),
+                "joinChallengeBits",
+            ),
+            (settings.codes_only == Some(true), "codesOnly"),
+            (
+                settings.max_queue_length.is_some_and(|n| n > 0),
+                "maxQueueLength",
+            ),
+        ];
+        if let Some((_, name)) = unplayable.iter().find(|(set, _)| *set) {
+            anyhow::bail!(
+                "simulate plays the general queue only: {name} is not played (leave it out of \
+                 the settings)"
+            );
+        }
         Ok(Plan {
             curve,
             settings,
@@ -118,6 +134,31 @@ impl ModelArgs {
             until: None,
         })
     }
+}
+
+/// The longest curve file read: a day of `second,arrivals` lines, or a report's CSV of a
+/// day, fits many times over.
+const MOST_CURVE_BYTES: u64 = 16 << 20;
+/// The longest settings file read.
+const MOST_SETTINGS_BYTES: u64 = 1 << 20;
+
+/// The text of the file at `path` (`what` it holds), refused past `limit` bytes: a path to
+/// `/dev/zero` or an endless pipe is not read whole.
+fn read_small(path: &Path, limit: u64, what: &str) -> anyhow::Result<String> {
+    let fail = |e: std::io::Error| anyhow::anyhow!("{}: {e}", path.display());
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(fail)?
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(fail)?;
+    anyhow::ensure!(
+        bytes.len() as u64 <= limit,
+        "{}: longer than {what} may be ({} MiB at most)",
+        path.display(),
+        limit >> 20
+    );
+    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))
 }
 
 /// `simulate`'s flags.

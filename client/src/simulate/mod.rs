@@ -27,6 +27,7 @@ use waiting_room::model::{NewOrder, Phase, PushLatency, RecordId, Report, ShowId
 use waiting_room::store::{
     AdmitOutcome, Attendance, Draws, MemoryStore, OrderBook, Presence, Queue, Shows, StoreSettings,
 };
+use waiting_room::words::countdown;
 
 pub use self::args::{CurveArgs, ModelArgs, SimulateArgs};
 use self::curve::Curve;
@@ -84,6 +85,35 @@ pub struct Behaviour {
     pub away: f64,
 }
 
+impl Behaviour {
+    /// One fan's choices, drawn as it arrives, in the one order `simulate` and `rehearse`
+    /// share (so a seed makes the same fans in both): whether and when it buys once let in
+    /// (`buy_after` × 0.5 to 1.5), whether and when it gives up (`patience` × 0 to 1), and
+    /// whether its page is closed.
+    pub(crate) fn draw(&self, rng: &mut Xoshiro128PlusPlus) -> Choices {
+        Choices {
+            buys_after: rng
+                .random_bool(self.buy)
+                .then(|| self.buy_after.mul_f64(0.5 + rng.random::<f64>())),
+            gives_up_after: rng
+                .random_bool(self.leave)
+                .then(|| self.patience.mul_f64(rng.random::<f64>())),
+            away: rng.random_bool(self.away),
+        }
+    }
+}
+
+/// One fan's choices (see [`Behaviour::draw`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Choices {
+    /// Buys once let in, this long after.
+    pub buys_after: Option<Duration>,
+    /// Gives up after waiting this long.
+    pub gives_up_after: Option<Duration>,
+    /// Its page is closed: it joins and holds no stream.
+    pub away: bool,
+}
+
 /// The show a simulation plays.
 const SHOW: &str = "simulated";
 /// Slices of each second the arrivals are spread over.
@@ -133,8 +163,8 @@ pub fn run(plan: Plan) -> anyhow::Result<Report> {
 #[derive(Clone, Copy, Default)]
 struct Fan {
     ticket: Uuid,
-    /// Buys once let in.
-    buys: bool,
+    /// Buys once let in, this long after.
+    buys_after: Option<Duration>,
     /// Gives up at this ms of the sale, if still waiting.
     gives_up_ms: Option<u64>,
 }
@@ -235,17 +265,18 @@ impl Sale {
         let mut present = Vec::with_capacity(joins.len());
         for joined in joins {
             let joined = joined?;
+            let choices = b.draw(&mut self.rng);
             let fan = Fan {
                 ticket: joined.ticket,
-                buys: self.rng.random_bool(b.buy),
-                gives_up_ms: self.rng.random_bool(b.leave).then(|| {
-                    now + (self.rng.random::<f64>() * b.patience.as_millis() as f64) as u64
-                }),
+                buys_after: choices.buys_after,
+                gives_up_ms: choices
+                    .gives_up_after
+                    .map(|after| now + after.as_millis() as u64),
             };
             if let Some(at) = fan.gives_up_ms {
                 self.leaves.push(Reverse((at, joined.arrival)));
             }
-            if !self.rng.random_bool(b.away) {
+            if !choices.away {
                 present.push(joined.ticket);
             }
             let i = usize::try_from(joined.arrival - 1)?;
@@ -315,16 +346,15 @@ impl Sale {
             .audit(&self.show, self.audit_seen, 10_000)
             .await?;
         let now = self.now();
-        let mean = self.plan.behaviour.buy_after.as_millis() as f64;
         for r in &records {
             for &[lo, hi] in &r.admitted {
                 for arrival in lo..=hi {
                     let Some(fan) = self.fans.get((arrival - 1) as usize) else {
                         continue;
                     };
-                    if fan.buys {
-                        let after = mean * (0.5 + self.rng.random::<f64>());
-                        self.orders.push(Reverse((now + after as u64, arrival)));
+                    if let Some(after) = fan.buys_after {
+                        let at = now + after.as_millis() as u64;
+                        self.orders.push(Reverse((at, arrival)));
                     }
                 }
             }
@@ -381,7 +411,7 @@ fn summary(plan: &Plan, report: &Report, took: Duration) -> String {
     let by: Vec<String> = f
         .admitted_by
         .iter()
-        .map(|s| format!("{} % by {}", s.percent, clock(s.seconds)))
+        .map(|s| format!("{} % by {}", s.percent, countdown(s.seconds)))
         .collect();
     format!(
         "simulated {fans} fans over {curve} s of arrivals in {took:.1?}\n\
@@ -401,10 +431,10 @@ fn summary(plan: &Plan, report: &Report, took: Duration) -> String {
             .stock_left
             .map(|s| format!(" · seats left {s}"))
             .unwrap_or_default(),
-        p50 = clock(f.wait.p50 as u64),
-        p90 = clock(f.wait.p90 as u64),
-        p99 = clock(f.wait.p99 as u64),
-        max = clock(f.wait.max as u64),
+        p50 = countdown(f.wait.p50 as u64),
+        p90 = countdown(f.wait.p90 as u64),
+        p99 = countdown(f.wait.p99 as u64),
+        max = countdown(f.wait.max as u64),
         by = by.join(" · "),
         no_seat = f.most_told_no_seat,
         ratio = f.eta.median_ratio,
@@ -419,14 +449,4 @@ fn summary(plan: &Plan, report: &Report, took: Duration) -> String {
             )
         },
     )
-}
-
-/// Seconds as `h:mm:ss` or `m:ss`.
-fn clock(seconds: u64) -> String {
-    let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
-    if h > 0 {
-        format!("{h}:{m:02}:{s:02}")
-    } else {
-        format!("{m}:{s:02}")
-    }
 }
