@@ -381,7 +381,7 @@ impl Server {
 
     /// A show's settings as the server keeps them, the fair start's (kept with the show's
     /// draw, `GET …/draw`) included while it is still to come; `None`: no such show.
-    async fn settings(&self, show: &str) -> anyhow::Result<Option<ShowSettings>> {
+    pub(crate) async fn settings(&self, show: &str) -> anyhow::Result<Option<ShowSettings>> {
         let r = self
             .request(Method::GET, &routes::show(routes::STATS, show))?
             .send()

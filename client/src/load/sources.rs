@@ -15,7 +15,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::OnceLock;
 
-use reqwest::Client;
+use reqwest::{Client, Url};
 
 use super::LoadArgs;
 use crate::follow;
@@ -69,20 +69,32 @@ pub(super) fn addresses(args: &LoadArgs) -> anyhow::Result<Vec<Option<IpAddr>>> 
     if args.no_source_spread {
         return Ok(vec![None]);
     }
-    let one = || Ok(vec![None]);
-    // IPv6 hosts come bracketed (`[::1]`).
-    if let Some(v6) = args
-        .urls
-        .iter()
-        .find(|u| u.host_str().is_some_and(|h| h.starts_with('[')))
-    {
-        eprintln!(
-            "note: {v6} is reached over IPv6, which has one loopback address: connecting from \
-             it alone (the server's limits per address may throttle the run)"
-        );
-        return one();
+    if args.urls.iter().any(over_ipv6) {
+        return Ok(vec![None]);
     }
     spread_or_one(args.fans, args.join_rate)
+}
+
+/// Whether `url` is reached over IPv6 (its host bracketed, `[::1]`), which has one loopback
+/// address; if so, says the run connects from it alone.
+fn over_ipv6(url: &Url) -> bool {
+    let v6 = url.host_str().is_some_and(|h| h.starts_with('['));
+    if v6 {
+        eprintln!(
+            "note: {url} is reached over IPv6, which has one loopback address: connecting from \
+             it alone (the server's limits per address may throttle the run)"
+        );
+    }
+    v6
+}
+
+/// Whether fans may connect to `url` from a loopback spread: its host is `localhost` or an
+/// IPv4 loopback address (Linux connects from a loopback address to loopback only).
+fn on_ipv4_loopback(url: &Url) -> bool {
+    url.host_str().is_some_and(|h| {
+        h.eq_ignore_ascii_case("localhost")
+            || h.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+    })
 }
 
 /// The spread for `fans` joining at `join_rate` a second, or one address (the system's
@@ -122,8 +134,12 @@ impl Sources {
     }
 
     /// A spread for `fans` joining at most `join_rate` a second (see [`spread`]), as a
-    /// rehearsal's fans connect from.
-    pub(crate) fn spread(fans: u64, join_rate: u32) -> anyhow::Result<Sources> {
+    /// rehearsal's fans connect from, when `url`'s host is `localhost` or an IPv4 loopback
+    /// address; else one address (the system's choice).
+    pub(crate) fn spread(url: &Url, fans: u64, join_rate: u32) -> anyhow::Result<Sources> {
+        if over_ipv6(url) || !on_ipv4_loopback(url) {
+            return Sources::from_addrs(vec![None]);
+        }
         Sources::from_addrs(spread_or_one(fans, join_rate)?)
     }
 
@@ -191,5 +207,21 @@ mod tests {
         assert_eq!(addrs[254], IpAddr::V4(Ipv4Addr::new(127, 0, 1, 0)));
         assert_eq!(addrs.last(), Some(&IpAddr::V4(Ipv4Addr::new(127, 1, 0, 1))));
         assert!(addrs.iter().all(IpAddr::is_loopback));
+    }
+
+    #[test]
+    fn only_an_ipv4_loopback_host_is_spread_to() {
+        for (url, spread) in [
+            ("http://localhost:8080", true),
+            ("http://LOCALHOST", true),
+            ("http://127.0.0.1:8080", true),
+            ("http://127.3.4.5", true),
+            ("http://[::1]:8080", false),
+            ("http://10.0.0.7:8080", false),
+            ("https://staging.example.com", false),
+        ] {
+            let url: Url = url.parse().unwrap();
+            assert_eq!(on_ipv4_loopback(&url), spread, "{url}");
+        }
     }
 }

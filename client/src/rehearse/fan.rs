@@ -2,7 +2,7 @@
 //! up if it runs out of patience, and buys once let in if it is a buyer.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use reqwest::{Client, Url};
@@ -10,6 +10,8 @@ use waiting_room::model::ShowId;
 use waiting_room::protocol::{EventName, routes};
 
 use crate::follow::{self, FollowError, Joined, PushStream};
+use crate::load::add;
+use crate::simulate::Choices;
 
 /// What every fan of a rehearsal shares: the server, the show, and the tallies.
 pub(super) struct Stage {
@@ -25,20 +27,7 @@ pub(super) struct Tally {
     pub join_failed: AtomicU64,
     pub admitted: AtomicU64,
     pub ordered: AtomicU64,
-    pub order_refused: AtomicU64,
     pub gave_up: AtomicU64,
-    pub ended: AtomicU64,
-}
-
-/// One fan's choices, drawn as it arrives (as `simulate` draws them).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Choices {
-    /// Buys once let in, this long after.
-    pub buys_after: Option<Duration>,
-    /// Gives up after waiting this long.
-    pub gives_up_after: Option<Duration>,
-    /// Its page is closed: it joins and holds no stream.
-    pub away: bool,
 }
 
 /// Joins too many or too busy this many times in a row: the fan goes home.
@@ -46,7 +35,6 @@ const JOIN_ATTEMPTS: u32 = 5;
 
 /// Plays one fan to its end.
 pub(super) async fn fan(stage: Arc<Stage>, client: Client, i: u64, choices: Choices) {
-    let add = |n: &AtomicU64| n.fetch_add(1, Ordering::Relaxed);
     let Some(ticket) = join(&stage, &client).await else {
         add(&stage.tally.join_failed);
         return;
@@ -60,7 +48,6 @@ pub(super) async fn fan(stage: Arc<Stage>, client: Client, i: u64, choices: Choi
     tokio::pin!(give_up);
     let Ok(mut stream) = PushStream::sse(&client, &stage.base, &stage.show, ticket, None).await
     else {
-        add(&stage.tally.ended);
         return;
     };
     loop {
@@ -74,17 +61,12 @@ pub(super) async fn fan(stage: Arc<Stage>, client: Client, i: u64, choices: Choi
                         tokio::time::sleep(after).await;
                         if order(&stage, &client, ticket, i).await {
                             add(&stage.tally.ordered);
-                        } else {
-                            add(&stage.tally.order_refused);
                         }
                     }
                     return;
                 }
                 // Expired, unknown, closed, ended, or a stream that broke: the fan is done.
-                _ => {
-                    add(&stage.tally.ended);
-                    return;
-                }
+                _ => return,
             },
             () = &mut give_up, if choices.gives_up_after.is_some() => {
                 stream.close().await;

@@ -6,23 +6,24 @@ mod fan;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use rand::SeedableRng;
 use rand::rngs::Xoshiro128PlusPlus;
-use rand::{RngExt, SeedableRng};
-use reqwest::{Method, StatusCode};
+use reqwest::Method;
 use tokio::task::JoinSet;
 use waiting_room::model::{Phase, Report, ShowId, ShowStats};
 use waiting_room::protocol::routes;
 
-use self::fan::{Choices, Stage, Tally};
+use self::fan::{Stage, Tally};
+use crate::load::get;
 use crate::load::sources::Sources;
 use crate::shows::{Server, ServerArgs, answer};
 use crate::simulate::{self, CurveArgs, ModelArgs, Plan};
+use crate::swarm::MAX_FANS;
 
 /// `rehearse`'s flags.
 #[derive(Args, Debug)]
@@ -62,9 +63,6 @@ fn parse_scale(s: &str) -> Result<f64, String> {
     }
 }
 
-/// The most fans one rehearsal process plays (each holds a stream).
-const MOST_FANS: u64 = 19_000;
-
 /// What a rehearsal came to: the prediction, the server's report, and what the fans did.
 pub struct Rehearsal {
     /// The simulation's report of the plan.
@@ -97,12 +95,12 @@ pub async fn run(args: &RehearseArgs) -> anyhow::Result<Rehearsal> {
     let plan = args.model.plan(args.curve.read()?)?.scaled(args.scale);
     let fans = plan.curve.fans();
     anyhow::ensure!(
-        fans <= MOST_FANS,
-        "{fans} fans: one rehearsal plays at most {MOST_FANS}; lower --scale"
+        fans <= MAX_FANS,
+        "{fans} fans: one rehearsal plays at most {MAX_FANS}; lower --scale"
     );
     let server = Server::new(&args.server)?;
     set_up(&server, args, &plan).await?;
-    let stage = play(args, &plan).await?;
+    let stage = play(&server, args, &plan).await?;
     let response = server
         .request(
             Method::GET,
@@ -122,24 +120,23 @@ pub async fn run(args: &RehearseArgs) -> anyhow::Result<Rehearsal> {
         ..plan
     })?;
     eprintln!("predicted in {:.1?}", started.elapsed());
-    let count = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed);
     Ok(Rehearsal {
         predicted,
         rehearsed,
-        joined: count(&stage.tally.joined),
-        join_failed: count(&stage.tally.join_failed),
-        gave_up: count(&stage.tally.gave_up),
+        joined: get(&stage.tally.joined),
+        join_failed: get(&stage.tally.join_failed),
+        gave_up: get(&stage.tally.gave_up),
     })
 }
 
 /// Makes the staging show afresh with the plan's settings, and opens it.
 async fn set_up(server: &Server, args: &RehearseArgs, plan: &Plan) -> anyhow::Result<()> {
     let show = args.show.as_str();
-    let stats = server
-        .request(Method::GET, &routes::show(routes::STATS, show))?
-        .send()
-        .await?;
-    if stats.status() != StatusCode::NOT_FOUND {
+    let exists = server
+        .settings(show)
+        .await
+        .context("looking for the staging show")?;
+    if exists.is_some() {
         anyhow::ensure!(
             args.replace,
             "{show} exists on the server: name another --show, or --replace to delete it"
@@ -170,10 +167,14 @@ async fn set_up(server: &Server, args: &RehearseArgs, plan: &Plan) -> anyhow::Re
 
 /// Plays the curve: each second's fans spread over it, then waits until nobody waits (or the
 /// sale ends, or `--linger` runs out).
-async fn play(args: &RehearseArgs, plan: &Plan) -> anyhow::Result<Arc<Stage>> {
+async fn play(server: &Server, args: &RehearseArgs, plan: &Plan) -> anyhow::Result<Arc<Stage>> {
     let curve = plan.curve.seconds();
     let peak = curve.iter().copied().max().unwrap_or(1);
-    let sources = Sources::spread(plan.curve.fans(), u32::try_from(peak).unwrap_or(u32::MAX))?;
+    let sources = Sources::spread(
+        &args.server.url,
+        plan.curve.fans(),
+        u32::try_from(peak).unwrap_or(u32::MAX),
+    )?;
     let stage = Arc::new(Stage {
         base: args.server.url.clone(),
         show: args.show.clone(),
@@ -192,22 +193,13 @@ async fn play(args: &RehearseArgs, plan: &Plan) -> anyhow::Result<Arc<Stage>> {
             let at =
                 Duration::from_secs(second as u64) + Duration::from_secs(1) * k as u32 / n as u32;
             tokio::time::sleep_until(start + at).await;
-            let choices = Choices {
-                buys_after: rng
-                    .random_bool(b.buy)
-                    .then(|| b.buy_after.mul_f64(0.5 + rng.random::<f64>())),
-                gives_up_after: rng
-                    .random_bool(b.leave)
-                    .then(|| b.patience.mul_f64(rng.random::<f64>())),
-                away: rng.random_bool(b.away),
-            };
+            let choices = b.draw(&mut rng);
             let (_, client) = sources.client(i)?;
             fans.spawn(fan::fan(stage.clone(), client.clone(), i, choices));
             i += 1;
         }
         show_progress(&bar, &stage.tally);
     }
-    let server = Server::new(&args.server)?;
     let deadline = tokio::time::Instant::now() + args.linger;
     loop {
         while fans.try_join_next().is_some() {}
@@ -232,7 +224,6 @@ async fn play(args: &RehearseArgs, plan: &Plan) -> anyhow::Result<Arc<Stage>> {
 }
 
 fn show_progress(bar: &ProgressBar, tally: &Tally) {
-    let get = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed);
     bar.set_position(get(&tally.joined) + get(&tally.join_failed));
     bar.set_message(format!(
         "· {} let in · {} ordered · {} gave up",
