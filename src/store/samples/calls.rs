@@ -7,7 +7,7 @@ use redis::aio::ConnectionLike;
 use super::{Sample, Samples};
 use crate::model::{RecordId, ShowId};
 use crate::store::redis::stream_page;
-use crate::store::{PaceFigures, RedisStore, Result, StoreError};
+use crate::store::{RedisStore, Result, ShowEvent, StoreError};
 
 #[async_trait]
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Samples for RedisStore<C> {
@@ -40,7 +40,8 @@ fn sample(id: &str, fields: &[(String, String)]) -> Result<Sample> {
             .and_then(|v| v.parse::<u64>().ok())
             .ok_or_else(bad)
     };
-    let published: Published =
+    // What the tick published (`publish` in `prelude.lua`), as the hub reads it.
+    let published: ShowEvent =
         serde_json::from_str(field("pace").ok_or_else(bad)?).map_err(|_| bad())?;
     Ok(Sample {
         id: id.parse().map_err(|_| bad())?,
@@ -55,13 +56,4 @@ fn sample(id: &str, fields: &[(String, String)]) -> Result<Sample> {
         head: published.head,
         pace: published.pace,
     })
-}
-
-/// What the tick published (`publish` in `prelude.lua`): the queue's head and the pace.
-#[derive(serde::Deserialize)]
-struct Published {
-    #[serde(default)]
-    head: u64,
-    #[serde(flatten)]
-    pace: PaceFigures,
 }
