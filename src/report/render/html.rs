@@ -5,8 +5,8 @@
 
 use std::fmt::Write;
 
-use super::escape;
 use super::svg::{Along, Chart, Series};
+use super::{COLUMNS, escape};
 use crate::model::{Count, Fairness, PushLatency, Report, Second};
 use crate::words::{countdown, duration_text, thousands};
 
@@ -376,48 +376,29 @@ fn seconds_table(secs: &[Second]) -> String {
     };
     let rows = grouped(secs, span);
     let body = if rows.is_empty() {
-        format!(r#"<tr><td colspan="12">{NO_TICKS}.</td></tr>"#)
+        let span = COLUMNS.iter().filter(|c| c.head.is_some()).count();
+        format!(r#"<tr><td colspan="{span}">{NO_TICKS}.</td></tr>"#)
     } else {
         rows.iter().map(second_row).collect()
     };
-    let heads: String = [
-        "t",
-        "arrivals",
-        "queued",
-        "away",
-        "admitted",
-        "orders",
-        "active",
-        "rate",
-        "stock left",
-        "told no seat",
-        "ETA told (s)",
-        "real wait (s)",
-    ]
-    .iter()
-    .map(|h| format!(r#"<th scope="col">{h}</th>"#))
-    .collect();
+    let heads: String = COLUMNS
+        .iter()
+        .filter_map(|c| c.head)
+        .map(|h| format!(r#"<th scope="col">{}</th>"#, escape(h)))
+        .collect();
     format!(
         r#"<section id="data"><h2>Second by second</h2><div class="scroll"><table id="seconds"><caption>{caption}</caption><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table></div></section>
 "#
     )
 }
 
+/// A row of the seconds' table, headed by its `t` as a clock.
 fn second_row(s: &Second) -> String {
-    let some = |v: Option<u64>| v.map_or(NONE.into(), thousands);
-    let cells = [
-        thousands(s.arrivals),
-        thousands(s.queued),
-        thousands(s.away),
-        thousands(s.admitted),
-        thousands(s.orders),
-        thousands(s.active),
-        thousands(u64::from(s.rate)),
-        some(s.stock_left),
-        thousands(s.told_no_seat),
-        some(s.eta_told),
-        some(s.real_wait),
-    ];
+    let cells: Vec<String> = COLUMNS
+        .iter()
+        .filter(|c| c.head.is_some() && c.csv != "t")
+        .map(|c| (c.value)(s).map_or(NONE.into(), thousands))
+        .collect();
     let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
     table_row(&countdown(s.t), &cells)
 }
